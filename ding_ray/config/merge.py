@@ -1,0 +1,101 @@
+"""Merging user configs over defaults, with unknown keys and wrong types rejected."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import Any
+
+from easydict import EasyDict
+
+from ding_ray.errors import ConfigError
+from ding_ray.utils.registry import close_matches
+
+
+def deep_merge_dicts(original: Mapping, new_dict: Mapping | None) -> EasyDict:
+    """Recursively merge ``new_dict`` over a copy of ``original``; new keys are allowed.
+
+    This is the permissive merge of DI-engine; use ``merge_config`` for user input.
+    """
+    merged = EasyDict(copy.deepcopy(dict(original)))
+    for key, value in (new_dict or {}).items():
+        if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
+            merged[key] = deep_merge_dicts(merged[key], value)
+        else:
+            merged[key] = copy.deepcopy(value)
+    return merged
+
+
+def default_config_of(cls: type) -> EasyDict:
+    """The ``config`` attributes of ``cls`` and its bases merged, most derived last."""
+    cfg: dict = {}
+    for klass in reversed(cls.__mro__):
+        own = klass.__dict__.get("config")
+        if isinstance(own, Mapping):
+            cfg = deep_merge_dicts(cfg, own)
+    cfg = EasyDict(cfg)
+    cfg.cfg_type = cls.__name__ + "Dict"
+    return cfg
+
+
+def _check_type(path: str, default: Any, value: Any) -> Any:
+    """Return ``value`` (converted where lossless) or raise if it cannot stand for ``default``."""
+    if value is None or default is None:
+        return value
+    if isinstance(default, bool):
+        if isinstance(value, bool):
+            return value
+    elif isinstance(default, int):
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+    elif isinstance(default, float):
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+    elif isinstance(default, str):
+        if isinstance(value, str):
+            return value
+    elif isinstance(default, (list, tuple)):
+        if isinstance(value, (list, tuple)):
+            return value
+    else:
+        return value
+    raise ConfigError(
+        f"Config key '{path}' expects {type(default).__name__} (default {default!r}), "
+        f"got {type(value).__name__} {value!r}."
+    )
+
+
+def merge_config(defaults: Mapping, user: Mapping | None, path: str = "") -> EasyDict:
+    """Merge ``user`` over ``defaults``, raising ``ConfigError`` on unknown keys or wrong types.
+
+    A default that is an empty dict is free-form: any keys are accepted below it (model kwargs,
+    env kwargs). ``cfg_type`` and ``import_names`` are bookkeeping keys and always accepted.
+    """
+    merged = EasyDict(copy.deepcopy(dict(defaults)))
+    open_section = len(defaults) == 0 or (len(defaults) == 1 and "cfg_type" in defaults)
+    for key, value in (user or {}).items():
+        full = f"{path}.{key}" if path else str(key)
+        if key not in defaults:
+            if open_section or key in ("cfg_type", "import_names"):
+                merged[key] = copy.deepcopy(value)
+                continue
+            hint = close_matches(key, [k for k in defaults if k != "cfg_type"])
+            where = f"'{path}'" if path else "the top level"
+            did_you_mean = f" Did you mean {' or '.join(repr(f'{path}.{h}' if path else h) for h in hint)}?"
+            raise ConfigError(
+                f"Unknown config key '{full}'.{did_you_mean if hint else ''} "
+                f"Valid keys in {where}: {sorted(k for k in defaults if k != 'cfg_type')}."
+            )
+        default = defaults[key]
+        if isinstance(default, Mapping):
+            if value is None:
+                merged[key] = None
+            elif isinstance(value, Mapping):
+                merged[key] = merge_config(default, value, full)
+            else:
+                raise ConfigError(f"Config key '{full}' is a section (dict), got {type(value).__name__}.")
+        else:
+            merged[key] = copy.deepcopy(_check_type(full, default, value))
+    return merged

@@ -1,0 +1,25 @@
+from ding_ray.utils.registry import (
+    BUFFER_REGISTRY,
+    ENV_MANAGER_REGISTRY,
+    ENV_REGISTRY,
+    LEARNER_REGISTRY,
+    MODEL_REGISTRY,
+    POLICY_REGISTRY,
+    SERIAL_COLLECTOR_REGISTRY,
+    SERIAL_EVALUATOR_REGISTRY,
+    Registry,
+    close_matches,
+)
+
+__all__ = [
+    "Registry",
+    "close_matches",
+    "POLICY_REGISTRY",
+    "MODEL_REGISTRY",
+    "ENV_REGISTRY",
+    "ENV_MANAGER_REGISTRY",
+    "BUFFER_REGISTRY",
+    "SERIAL_COLLECTOR_REGISTRY",
+    "SERIAL_EVALUATOR_REGISTRY",
+    "LEARNER_REGISTRY",
+]
