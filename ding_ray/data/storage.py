@@ -1,0 +1,179 @@
+"""Preallocated ring of columns: the storage behind every transition buffer."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from ding_ray.data.columnar import Batch, Path, _name, flatten, unflatten, unstack_batch
+from ding_ray.errors import DataFormatError, ShapeError
+
+
+class ColumnarRing:
+    """One numpy array per field, ``capacity`` rows each, written round-robin.
+
+    The columns are created from the structure of the first batch written; later batches must
+    have the same fields and per-row shapes. Rows ``[0, filled)`` hold data; ``head`` is the
+    next row to be written, so the oldest row is ``(head - filled) % capacity``.
+    """
+
+    def __init__(self, capacity: int) -> None:
+        if capacity < 1:
+            raise ShapeError(f"A buffer needs a capacity of at least 1, got {capacity}.")
+        self.capacity = int(capacity)
+        self.head = 0
+        self.filled = 0
+        self._paths: list[Path] = []
+        self._columns: list[np.ndarray] = []
+        self._castable: dict[tuple, bool] = {}
+
+    # ------------------------------------------------------------------ structure
+    @property
+    def initialized(self) -> bool:
+        return bool(self._paths)
+
+    @property
+    def schema(self) -> list[dict]:
+        """Per field: path (list of keys), dtype string and per-row shape."""
+        return [
+            {"path": list(p), "dtype": c.dtype.str, "shape": list(c.shape[1:])}
+            for p, c in zip(self._paths, self._columns, strict=True)
+        ]
+
+    def column(self, path: Path) -> np.ndarray | None:
+        """The full ring array of one field (all ``capacity`` rows), or None if there is no such field."""
+        for p, c in zip(self._paths, self._columns, strict=True):
+            if p == path:
+                return c
+        return None
+
+    def _create(self, flat: dict[Path, np.ndarray]) -> None:
+        self._paths = list(flat)
+        self._columns = [np.zeros((self.capacity, *a.shape[1:]), dtype=a.dtype) for a in flat.values()]
+
+    # ------------------------------------------------------------------ writing
+    def write(self, batch: Batch, n: int) -> tuple[int, int]:
+        """Write the ``n`` rows of ``batch``; returns ``(start, count)`` of the rows kept.
+
+        If ``n`` exceeds the capacity only the newest ``capacity`` rows are kept. The written
+        physical rows are ``(start + arange(count)) % capacity``.
+        """
+        flat = flatten(batch)
+        if not self._paths:
+            self._create(flat)
+        columns = self._check(flat)
+        if n > self.capacity:
+            columns = [c[n - self.capacity :] for c in columns]
+            n = self.capacity
+        start = self.head
+        first = min(n, self.capacity - start)
+        for dst, src in zip(self._columns, columns, strict=True):
+            dst[start : start + first] = src[:first]
+            if first < n:
+                dst[: n - first] = src[first:]
+        self.head = (start + n) % self.capacity
+        self.filled = min(self.filled + n, self.capacity)
+        return start, n
+
+    def _check(self, flat: dict[Path, Any]) -> list[np.ndarray]:
+        """The batch's columns in storage order, after checking fields, shapes and dtypes."""
+        if len(flat) != len(self._paths) or any(p not in flat for p in self._paths):
+            missing = sorted(_name(p) for p in self._paths if p not in flat)
+            extra = sorted(_name(p) for p in flat if p not in self._paths)
+            raise ShapeError(
+                f"Data does not have the fields this buffer stores: missing {missing}, unexpected {extra}. "
+                "The first push fixes the fields; clear() the buffer to store another structure."
+            )
+        out = []
+        for path, dst in zip(self._paths, self._columns, strict=True):
+            src = flat[path]
+            if src.shape[1:] != dst.shape[1:]:
+                raise ShapeError(
+                    f"Field {_name(path)} has per-item shape {src.shape[1:]}, "
+                    f"the buffer stores {dst.shape[1:]}."
+                )
+            key = (src.dtype, dst.dtype)
+            ok = self._castable.get(key)
+            if ok is None:
+                ok = dst.dtype == object or np.can_cast(src.dtype, dst.dtype, "same_kind")
+                self._castable[key] = ok
+            if not ok:
+                raise ShapeError(
+                    f"Field {_name(path)} has dtype {src.dtype}, which cannot be stored in the buffer's "
+                    f"{dst.dtype} column without changing its kind; convert it before pushing."
+                )
+            out.append(src)
+        return out
+
+    def clear(self) -> None:
+        """Forget contents and structure."""
+        self.head = 0
+        self.filled = 0
+        self._paths, self._columns = [], []
+
+    # ------------------------------------------------------------------ reading
+    def physical(self, positions: np.ndarray) -> np.ndarray:
+        """Physical rows of logical positions (0 = oldest row held)."""
+        return (positions + (self.head - self.filled)) % self.capacity
+
+    def gather(self, idx: np.ndarray) -> Batch:
+        """The rows ``idx`` of every column as a new ``Batch`` (copies, never views of the ring)."""
+        return unflatten(
+            {p: c.take(idx, axis=0) for p, c in zip(self._paths, self._columns, strict=True)}, Batch
+        )
+
+    def gather_items(self, idx: np.ndarray) -> list[dict]:
+        return unstack_batch(self.gather(idx))
+
+    # ------------------------------------------------------------------ persistence
+    def state_dict(self) -> dict:
+        """Head, fill level and the filled rows of every column (the rows beyond are empty)."""
+        columns = []
+        for p, c in zip(self._paths, self._columns, strict=True):
+            rows = c[: self.filled]
+            columns.append([list(p), rows.tolist() if c.dtype == object else rows.copy()])
+        return {"capacity": self.capacity, "head": self.head, "filled": self.filled, "columns": columns}
+
+    @classmethod
+    def from_state_dict(cls, state: Mapping) -> ColumnarRing:
+        """A new ring holding ``state``; raises ``DataFormatError`` if the state is inconsistent."""
+        try:
+            ring = cls(int(state["capacity"]))
+            head, filled, columns = int(state["head"]), int(state["filled"]), state["columns"]
+        except (KeyError, TypeError, ValueError, ShapeError) as err:
+            raise DataFormatError(f"Buffer storage state is incomplete or malformed: {err!r}") from err
+        if not (0 <= filled <= ring.capacity and 0 <= head < ring.capacity):
+            raise DataFormatError(
+                f"Buffer storage state has head={head}, filled={filled} for capacity {ring.capacity}."
+            )
+        if filled < ring.capacity and head != filled:
+            raise DataFormatError("Buffer storage state: a ring that is not full must have head == filled.")
+        flat = {}
+        for entry in columns or []:
+            if not (
+                isinstance(entry, (list, tuple)) and len(entry) == 2 and isinstance(entry[0], (list, tuple))
+            ):
+                raise DataFormatError("Buffer storage state: each column must be [path, rows].")
+            path, rows = tuple(entry[0]), entry[1]
+            if isinstance(rows, list):
+                obj = np.empty(len(rows), dtype=object)
+                for i, v in enumerate(rows):
+                    obj[i] = v
+                rows = obj
+            if not isinstance(rows, np.ndarray) or rows.ndim == 0 or len(rows) != filled:
+                raise DataFormatError(
+                    f"Buffer storage state: column {_name(path)} does not have {filled} rows."
+                )
+            if not path or path in flat:
+                raise DataFormatError(f"Buffer storage state: bad or repeated column path {list(path)}.")
+            flat[path] = rows
+        if flat:
+            ring._create(flat)
+            for dst, rows in zip(ring._columns, flat.values(), strict=True):
+                dst[:filled] = rows
+        elif filled:
+            raise DataFormatError("Buffer storage state claims rows but has no columns.")
+        ring.head, ring.filled = head, filled
+        return ring
