@@ -1,0 +1,148 @@
+"""``serial_pipeline``: collect, train and evaluate in one process, without Ray."""
+
+from __future__ import annotations
+
+import copy
+import os
+import time
+from functools import partial
+from typing import Any
+
+import torch
+from easydict import EasyDict
+from tensorboardX import SummaryWriter
+
+from ding_ray.config import compile_config
+from ding_ray.entry.result import write_result
+from ding_ray.envs import create_env_manager, get_vec_env_setting, space_info
+from ding_ray.policy import create_policy
+from ding_ray.rl_utils import get_epsilon_greedy_fn
+from ding_ray.utils.runtime import set_pkg_seed, set_torch_threads, setup_logging
+from ding_ray.worker import (
+    BaseLearner,
+    InteractionSerialEvaluator,
+    create_buffer,
+    create_serial_collector,
+)
+from ding_ray.worker.learner import load_checkpoint
+
+
+def fill_model_shapes(cfg: EasyDict, observation_space: Any, action_space: Any) -> None:
+    """Take ``obs_shape`` / ``action_shape`` from the env when the config leaves them out."""
+    model = cfg.policy.model
+    if model.get("obs_shape") is None:
+        shape = tuple(observation_space.shape)
+        model.obs_shape = shape[0] if len(shape) == 1 else list(shape)
+    if model.get("action_shape") is None:
+        model.action_shape = space_info(action_space)[1]
+
+
+def build_envs(cfg: EasyDict, dynamic_seed: bool = True):
+    """The collector and evaluator env managers of ``cfg.env``, seeded as DI-engine seeds them."""
+    env_fn, collector_env_cfg, evaluator_env_cfg = get_vec_env_setting(cfg.env)
+    collector_env = create_env_manager(cfg.env.manager, [partial(env_fn, cfg=c) for c in collector_env_cfg])
+    evaluator_env = create_env_manager(cfg.env.manager, [partial(env_fn, cfg=c) for c in evaluator_env_cfg])
+    collector_env.seed(cfg.seed, dynamic_seed=dynamic_seed)
+    evaluator_env.seed(cfg.seed, dynamic_seed=False)
+    if cfg.env.get("replay_path"):
+        evaluator_env.enable_save_replay(cfg.env.replay_path)
+    return collector_env, evaluator_env
+
+
+def serial_pipeline(
+    input_cfg: tuple[dict, dict],
+    seed: int = 0,
+    env_setting: Any = None,
+    model: torch.nn.Module | None = None,
+    max_train_iter: int | None = None,
+    max_env_step: int | None = None,
+    dynamic_seed: bool = True,
+) -> Any:
+    """Train until the evaluator reaches ``env.stop_value`` or a budget runs out; return the policy.
+
+    Writes ``<exp_name>/total_config.json``, TensorBoard logs under ``<exp_name>/log/serial``,
+    checkpoints under ``<exp_name>/ckpt`` and ``<exp_name>/result.json`` at the end.
+    """
+    start = time.perf_counter()
+    setup_logging()
+    main_cfg, create_cfg = input_cfg if isinstance(input_cfg, (tuple, list)) else (input_cfg, {})
+    cfg = compile_config(copy.deepcopy(main_cfg), seed=seed, auto=True, create_cfg=create_cfg, save_cfg=True)
+    set_torch_threads(cfg.policy.learn.get("num_threads", 1))
+    set_pkg_seed(cfg.seed, use_cuda=cfg.policy.cuda)
+    collector_env, evaluator_env = build_envs(cfg, dynamic_seed)
+    fill_model_shapes(cfg, collector_env.observation_space, collector_env.action_space)
+
+    policy = create_policy(cfg.policy, model=model, enable_field=["learn", "collect", "eval"])
+    policy.check_spaces(collector_env.observation_space.shape, *space_info(collector_env.action_space))
+    if cfg.policy.get("load_path"):
+        policy.learn_mode.load_state_dict(load_checkpoint(cfg.policy.load_path))
+
+    tb_logger = SummaryWriter(os.path.join(cfg.exp_name, "log", "serial"))
+    learner = BaseLearner(cfg.policy.learn.learner, policy.learn_mode, tb_logger, exp_name=cfg.exp_name)
+    collector = create_serial_collector(
+        cfg.policy.collect.collector,
+        env=collector_env,
+        policy=policy.collect_mode,
+        tb_logger=tb_logger,
+        exp_name=cfg.exp_name,
+    )
+    evaluator = InteractionSerialEvaluator(
+        cfg.policy.eval.evaluator, evaluator_env, policy.eval_mode, tb_logger, exp_name=cfg.exp_name
+    )
+    replay_buffer = create_buffer(cfg.policy.other.replay_buffer, tb_logger=tb_logger, exp_name=cfg.exp_name)
+    eps = cfg.policy.other.get("eps")
+    epsilon_greedy = get_epsilon_greedy_fn(eps.start, eps.end, eps.decay, eps.type) if eps else None
+    batch_size = learner.policy.get_attribute("batch_size")
+    priority = learner.policy.get_attribute("priority")
+
+    learner.call_hook("before_run")
+    if cfg.policy.get("random_collect_size", 0) > 0:
+        data = collector.collect(n_sample=cfg.policy.random_collect_size, random_collect=True)
+        replay_buffer.push(data, cur_collector_envstep=collector.envstep)
+
+    stop, last_eval = False, None
+    while True:
+        if evaluator.should_eval(learner.train_iter):
+            stop, episode_info = evaluator.eval(
+                learner.save_checkpoint, learner.train_iter, collector.envstep
+            )
+            last_eval = episode_info["eval_episode_return_mean"]
+            if stop:
+                break
+        if _budget_spent(learner.train_iter, collector.envstep, max_train_iter, max_env_step):
+            break
+        policy_kwargs = {"eps": epsilon_greedy(collector.envstep)} if epsilon_greedy else {}
+        new_data = collector.collect(train_iter=learner.train_iter, policy_kwargs=policy_kwargs)
+        replay_buffer.push(new_data, cur_collector_envstep=collector.envstep)
+        for _ in range(cfg.policy.learn.update_per_collect):
+            train_data = replay_buffer.sample(batch_size, learner.train_iter)
+            if train_data is None:
+                break
+            learner.train(train_data, collector.envstep)
+            if priority:
+                replay_buffer.update(learner.priority_info)
+    learner.call_hook("after_run")
+
+    write_result(
+        cfg.exp_name,
+        env_steps=collector.envstep,
+        train_iter=learner.train_iter,
+        best_eval_return=evaluator.best_return,
+        last_eval_return=last_eval,
+        stop=stop,
+        wall_s=time.perf_counter() - start,
+        seed=cfg.seed,
+        pipeline="serial",
+    )
+    for component in (collector, evaluator, learner, replay_buffer):
+        component.close()
+    tb_logger.close()
+    return policy
+
+
+def _budget_spent(
+    train_iter: int, envstep: int, max_train_iter: int | None, max_env_step: int | None
+) -> bool:
+    return (max_train_iter is not None and train_iter >= max_train_iter) or (
+        max_env_step is not None and envstep >= max_env_step
+    )

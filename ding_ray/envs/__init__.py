@@ -1,0 +1,21 @@
+"""Environments: gymnasium by id, and the vectorized env manager."""
+
+from ding_ray.envs.env_manager import BaseEnvManager, create_env_manager, get_env_manager_cls
+from ding_ray.envs.gymnasium_env import (
+    BaseEnvTimestep,
+    GymnasiumEnv,
+    get_vec_env_setting,
+    make_gymnasium,
+    space_info,
+)
+
+__all__ = [
+    "BaseEnvManager",
+    "BaseEnvTimestep",
+    "GymnasiumEnv",
+    "create_env_manager",
+    "get_env_manager_cls",
+    "get_vec_env_setting",
+    "make_gymnasium",
+    "space_info",
+]

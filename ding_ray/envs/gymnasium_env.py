@@ -1,0 +1,142 @@
+"""Any gymnasium environment, by id, behind DI-engine's env interface."""
+
+from __future__ import annotations
+
+import copy
+from collections import namedtuple
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from easydict import EasyDict
+
+from ding_ray.config.merge import default_config_of, merge_config
+from ding_ray.errors import EnvError
+from ding_ray.utils.registry import ENV_REGISTRY, close_matches
+
+BaseEnvTimestep = namedtuple("BaseEnvTimestep", ["obs", "reward", "done", "info"])
+BaseEnvTimestep.__doc__ = """One env step. ``done`` means the episode is over (terminated or truncated);
+``info['truncated']`` tells a time limit from a real termination, and at the end of an episode
+``info['eval_episode_return']`` holds its return."""
+
+
+def make_gymnasium(env_id: str, **kwargs: Any) -> gym.Env:
+    """``gym.make`` with an error that names the nearest registered ids when ``env_id`` is unknown."""
+    if env_id is None:
+        raise EnvError("env.env_id is not set; give a gymnasium id such as 'CartPole-v1'.")
+    if env_id not in gym.envs.registry:
+        hint = close_matches(env_id, gym.envs.registry.keys(), n=5)
+        raise EnvError(
+            f"Unknown gymnasium env id '{env_id}'."
+            + (f" Close registered ids: {hint}." if hint else " See gymnasium.envs.registry for the ids.")
+        )
+    try:
+        return gym.make(env_id, disable_env_checker=True, **kwargs)
+    except gym.error.DependencyNotInstalled as e:
+        raise EnvError(f"Env '{env_id}' needs an extra package: {e}") from e
+
+
+def space_info(space: gym.Space) -> tuple[str, int]:
+    """('discrete', n) or ('continuous', dim) for an action space."""
+    if isinstance(space, gym.spaces.Discrete):
+        return "discrete", int(space.n)
+    if isinstance(space, gym.spaces.Box):
+        return "continuous", int(np.prod(space.shape))
+    raise EnvError(f"Action space {space} is not supported; use Discrete or Box.")
+
+
+@ENV_REGISTRY.register("gymnasium")
+class GymnasiumEnv:
+    """A gymnasium env with DI-engine's ``reset / step -> BaseEnvTimestep / seed / close``."""
+
+    config = dict(
+        type="gymnasium",
+        env_id=None,  # gymnasium id, e.g. 'CartPole-v1'
+        collector_env_num=8,  # envs stepped together by each collector
+        evaluator_env_num=5,  # envs stepped together by the evaluator
+        n_evaluator_episode=5,  # episodes per evaluation
+        stop_value=None,  # evaluation mean return that ends training; None: never stop early
+        max_episode_steps=None,  # override the env's time limit
+        replay_path=None,  # folder for videos of evaluation episodes (needs moviepy)
+        kwargs=dict(),  # extra keyword arguments of gymnasium.make
+    )
+
+    @classmethod
+    def default_config(cls) -> EasyDict:
+        return default_config_of(cls)
+
+    def __init__(self, cfg: dict | None = None) -> None:
+        cfg = EasyDict(cfg or {})
+        if cfg.get("cfg_type") != type(self).__name__ + "Dict":
+            cfg = merge_config(self.default_config(), {k: v for k, v in cfg.items() if k != "manager"}, "env")
+        self._cfg = cfg
+        self._seed: int | None = None
+        self._dynamic_seed = True
+        self._seeded_once = False
+        self._replay_path = None
+        self._env = self._make()
+        self.observation_space = self._env.observation_space
+        self.action_space = self._env.action_space
+        self._episode_return = 0.0
+
+    def _make(self, render_mode: str | None = None) -> gym.Env:
+        kwargs = copy.deepcopy(dict(self._cfg.kwargs))
+        if self._cfg.max_episode_steps is not None:
+            kwargs["max_episode_steps"] = self._cfg.max_episode_steps
+        if render_mode is not None:
+            kwargs["render_mode"] = render_mode
+        return make_gymnasium(self._cfg.env_id, **kwargs)
+
+    def seed(self, seed: int, dynamic_seed: bool = True) -> None:
+        """With ``dynamic_seed`` only the first reset is seeded; otherwise every ``reset`` is."""
+        self._seed, self._dynamic_seed, self._seeded_once = int(seed), dynamic_seed, False
+        self.action_space.seed(int(seed))
+
+    def reset(self) -> np.ndarray:
+        seed = None
+        if self._seed is not None and (not self._dynamic_seed or not self._seeded_once):
+            seed, self._seeded_once = self._seed, True
+        obs, _ = self._env.reset(seed=seed)
+        self._episode_return = 0.0
+        return obs
+
+    def step(self, action: Any) -> BaseEnvTimestep:
+        if isinstance(self.action_space, gym.spaces.Discrete):
+            action = int(action)
+        obs, reward, terminated, truncated, info = self._env.step(action)
+        self._episode_return += reward
+        done = terminated or truncated
+        info["truncated"] = bool(truncated and not terminated)
+        if done:
+            info["eval_episode_return"] = self._episode_return
+        return BaseEnvTimestep(obs, float(reward), bool(done), info)
+
+    def random_action(self) -> Any:
+        return self.action_space.sample()
+
+    def enable_save_replay(self, replay_path: str) -> None:
+        """Record every episode of this env as a video under ``replay_path``."""
+        from gymnasium.wrappers import RecordVideo
+
+        self._env.close()
+        try:
+            self._env = RecordVideo(self._make("rgb_array"), replay_path, episode_trigger=lambda _: True)
+        except gym.error.DependencyNotInstalled as e:
+            raise EnvError(f"env.replay_path needs video support: {e} (pip install moviepy)") from e
+        self._replay_path = replay_path
+
+    def close(self) -> None:
+        self._env.close()
+
+    def __repr__(self) -> str:
+        return f"GymnasiumEnv({self._cfg.env_id})"
+
+
+def get_vec_env_setting(cfg: dict) -> tuple[type, list[EasyDict], list[EasyDict]]:
+    """``(env class, per-env collector configs, per-env evaluator configs)`` from an env section."""
+    cfg = EasyDict(cfg)
+    env_cls = ENV_REGISTRY.get(cfg.get("type", "gymnasium"))
+    env_cfg = EasyDict({k: v for k, v in cfg.items() if k != "manager"})
+    collector = [copy.deepcopy(env_cfg) for _ in range(cfg.collector_env_num)]
+    evaluator = [copy.deepcopy(env_cfg) for _ in range(cfg.evaluator_env_num)]
+    return env_cls, collector, evaluator

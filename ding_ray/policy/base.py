@@ -1,0 +1,309 @@
+"""``Policy``: one algorithm, seen through three modes (learn, collect, eval).
+
+A pipeline hands each component only the mode it needs: the learner gets ``policy.learn_mode``,
+a collector ``policy.collect_mode``, an evaluator ``policy.eval_mode``. Each mode is a namedtuple
+of bound methods, so a component cannot reach into another mode's state.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections import namedtuple
+from collections.abc import Iterable
+from typing import Any
+
+import torch
+from easydict import EasyDict
+
+from ding_ray.config.merge import default_config_of, merge_config
+from ding_ray.errors import ConfigError, EnvError
+from ding_ray.model import create_model
+from ding_ray.utils.registry import POLICY_REGISTRY
+
+
+class Policy:
+    """Base of every policy. Subclasses implement ``_init_<mode>`` and the ``_forward_<mode>`` methods."""
+
+    learn_function = namedtuple(
+        "learn_function",
+        [
+            "forward",
+            "reset",
+            "info",
+            "monitor_vars",
+            "get_attribute",
+            "set_attribute",
+            "state_dict",
+            "load_state_dict",
+        ],
+    )
+    collect_function = namedtuple(
+        "collect_function",
+        [
+            "forward",
+            "process_transition",
+            "get_train_sample",
+            "reset",
+            "get_attribute",
+            "set_attribute",
+            "state_dict",
+            "load_state_dict",
+        ],
+    )
+    eval_function = namedtuple(
+        "eval_function",
+        ["forward", "reset", "get_attribute", "set_attribute", "state_dict", "load_state_dict"],
+    )
+    total_field = {"learn", "collect", "eval"}
+    default_collector_type = "sample"  # collector compile_config picks when the config names none
+    action_space = "discrete"  # 'discrete' or 'continuous': which env action spaces fit
+
+    config = dict(
+        type=None,  # registered name, e.g. 'dqn'
+        on_policy=False,  # on-policy algorithms train only on data of the current weights
+        cuda=False,  # put the model on a GPU when one is present (falls back to CPU otherwise)
+        multi_gpu=False,  # data-parallel training over several GPUs (a learner group; not yet)
+        bp_update_sync=True,  # with multi_gpu: all-reduce gradients before the optimizer step
+        traj_len_inf=False,  # collectors keep whole episodes before calling get_train_sample
+        load_path=None,  # policy state dict (learn mode) loaded before training starts
+        model=dict(),  # kwargs of the model; 'type' defaults to default_model()
+        learn=dict(),
+        collect=dict(),
+        eval=dict(),
+        other=dict(),
+    )
+
+    @classmethod
+    def default_config(cls) -> EasyDict:
+        if cls is Policy:
+            raise RuntimeError("Policy is abstract; ask a registered subclass for its default config.")
+        return default_config_of(cls)
+
+    def __init__(
+        self,
+        cfg: dict,
+        model: torch.nn.Module | None = None,
+        enable_field: Iterable[str] | None = None,
+    ) -> None:
+        cfg = EasyDict(cfg)
+        if cfg.get("cfg_type") != type(self).__name__ + "Dict":
+            # A partial user config rather than compile_config's output: fill in the defaults.
+            cfg = merge_config(self.default_config(), cfg, "policy")
+        self._cfg = cfg
+        self._on_policy = cfg.on_policy
+        self._enable_field = set(self.total_field if enable_field is None else enable_field)
+        unknown = self._enable_field - self.total_field
+        if unknown:
+            raise ConfigError(
+                f"enable_field {sorted(unknown)} unknown; choose from {sorted(self.total_field)}."
+            )
+        self._cuda = bool(cfg.cuda) and torch.cuda.is_available()
+        self._device = "cuda" if self._cuda else "cpu"
+        self._rank = 0
+        if self._enable_field & {"learn", "collect", "eval"}:
+            self._model = self._create_model(cfg, model).to(self._device)
+        for field in sorted(self._enable_field):
+            getattr(self, "_init_" + field)()
+
+    def _create_model(self, cfg: EasyDict, model: torch.nn.Module | None) -> torch.nn.Module:
+        if model is not None:
+            if not isinstance(model, torch.nn.Module):
+                raise ConfigError(f"model must be a torch.nn.Module, got {type(model).__name__}.")
+            return model
+        model_cfg = copy.deepcopy(dict(cfg.model))
+        if "type" not in model_cfg:
+            model_cfg["type"], model_cfg["import_names"] = self.default_model()
+        return create_model(model_cfg)
+
+    # ----- the three modes -------------------------------------------------------------------
+    @property
+    def cfg(self) -> EasyDict:
+        return self._cfg
+
+    @property
+    def learn_mode(self) -> Policy.learn_function:
+        return Policy.learn_function(
+            self._forward_learn,
+            self._reset_learn,
+            self.__repr__,
+            self._monitor_vars_learn,
+            self._get_attribute,
+            self._set_attribute,
+            self._state_dict_learn,
+            self._load_state_dict_learn,
+        )
+
+    @property
+    def collect_mode(self) -> Policy.collect_function:
+        return Policy.collect_function(
+            self._forward_collect,
+            self._process_transition,
+            self._get_train_sample,
+            self._reset_collect,
+            self._get_attribute,
+            self._set_attribute,
+            self._state_dict_collect,
+            self._load_state_dict_collect,
+        )
+
+    @property
+    def eval_mode(self) -> Policy.eval_function:
+        return Policy.eval_function(
+            self._forward_eval,
+            self._reset_eval,
+            self._get_attribute,
+            self._set_attribute,
+            self._state_dict_eval,
+            self._load_state_dict_eval,
+        )
+
+    # ----- attributes ------------------------------------------------------------------------
+    def _set_attribute(self, name: str, value: Any) -> None:
+        setattr(self, "_" + name, value)
+
+    def _get_attribute(self, name: str) -> Any:
+        """``_get_<name>()`` if the policy defines it, else the attribute ``_<name>``."""
+        if hasattr(self, "_get_" + name):
+            return getattr(self, "_get_" + name)()
+        if hasattr(self, "_" + name):
+            return getattr(self, "_" + name)
+        raise NotImplementedError(f"{type(self).__name__} has no attribute '{name}'.")
+
+    def _get_batch_size(self) -> int:
+        return self._cfg.get("batch_size", self._cfg.learn.get("batch_size"))
+
+    def _get_n_sample(self) -> int | None:
+        return self._cfg.get("n_sample", self._cfg.collect.get("n_sample"))
+
+    def _get_n_episode(self) -> int | None:
+        return self._cfg.get("n_episode", self._cfg.collect.get("n_episode"))
+
+    def _get_nstep(self) -> int:
+        return int(self._cfg.get("nstep", 1))
+
+    def _get_priority(self) -> bool:
+        return bool(self._cfg.get("priority", False))
+
+    def __repr__(self) -> str:
+        return f"ding_ray {type(self).__name__}\n{self._model!r}"
+
+    # ----- what subclasses provide -----------------------------------------------------------
+    def default_model(self) -> tuple[str, list[str]]:
+        """Registered model name and the modules to import so that it is registered."""
+        raise NotImplementedError
+
+    def check_spaces(self, obs_shape: tuple[int, ...], action_kind: str, action_dim: int) -> None:
+        """Raise ``EnvError`` if the env's spaces do not fit this policy's model config."""
+        if action_kind != self.action_space:
+            raise EnvError(
+                f"{type(self).__name__} needs a {self.action_space} action space, but the env's is "
+                f"{action_kind}. Pick a policy for {action_kind} actions or another env."
+            )
+        model_cfg = self._cfg.model
+        want_obs = model_cfg.get("obs_shape")
+        if want_obs is not None:
+            want = (want_obs,) if isinstance(want_obs, int) else tuple(want_obs)
+            if want != tuple(obs_shape):
+                fix = list(obs_shape) if len(obs_shape) > 1 else obs_shape[0]
+                raise EnvError(
+                    f"policy.model.obs_shape is {want_obs} but the env's observations have shape "
+                    f"{tuple(obs_shape)}. Set obs_shape={fix}."
+                )
+        want_act = model_cfg.get("action_shape")
+        if want_act is not None and int(want_act) != action_dim:
+            raise EnvError(
+                f"policy.model.action_shape is {want_act} but the env has {action_dim} actions. "
+                f"Set action_shape={action_dim}."
+            )
+
+    def _init_learn(self) -> None:
+        raise NotImplementedError
+
+    def _init_collect(self) -> None:
+        raise NotImplementedError
+
+    def _init_eval(self) -> None:
+        raise NotImplementedError
+
+    def _forward_learn(self, data: Any) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def _forward_collect(self, data: dict[int, Any], **kwargs: Any) -> dict[int, Any]:
+        raise NotImplementedError
+
+    def _forward_eval(self, data: dict[int, Any]) -> dict[int, Any]:
+        raise NotImplementedError
+
+    def _process_transition(self, obs: Any, policy_output: dict[str, Any], timestep: Any) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def _get_train_sample(self, transitions: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        raise NotImplementedError
+
+    def _reset_learn(self, data_id: list[int] | None = None) -> None:
+        pass
+
+    def _reset_collect(self, data_id: list[int] | None = None) -> None:
+        pass
+
+    def _reset_eval(self, data_id: list[int] | None = None) -> None:
+        pass
+
+    def _monitor_vars_learn(self) -> list[str]:
+        return ["cur_lr", "total_loss"]
+
+    def _state_dict_learn(self) -> dict[str, Any]:
+        return {"model": self._learn_model.state_dict(), "optimizer": self._optimizer.state_dict()}
+
+    def _load_state_dict_learn(self, state_dict: dict[str, Any]) -> None:
+        self._learn_model.load_state_dict(state_dict["model"])
+        if "optimizer" in state_dict:
+            self._optimizer.load_state_dict(state_dict["optimizer"])
+
+    def _state_dict_collect(self) -> dict[str, Any]:
+        return {"model": self._collect_model.state_dict()}
+
+    def _load_state_dict_collect(self, state_dict: dict[str, Any]) -> None:
+        self._collect_model.load_state_dict(state_dict["model"], strict=True)
+
+    def _state_dict_eval(self) -> dict[str, Any]:
+        return {"model": self._eval_model.state_dict()}
+
+    def _load_state_dict_eval(self, state_dict: dict[str, Any]) -> None:
+        self._eval_model.load_state_dict(state_dict["model"], strict=True)
+
+
+class CommandModePolicy(Policy):
+    """A policy that also answers a commander: per-mode settings derived from command info."""
+
+    command_function = namedtuple(
+        "command_function", ["get_setting_learn", "get_setting_collect", "get_setting_eval"]
+    )
+    total_field = {"learn", "collect", "eval", "command"}
+
+    @property
+    def command_mode(self) -> CommandModePolicy.command_function:
+        return CommandModePolicy.command_function(
+            self._get_setting_learn, self._get_setting_collect, self._get_setting_eval
+        )
+
+    def _init_command(self) -> None:
+        pass
+
+    def _get_setting_learn(self, command_info: dict[str, Any]) -> dict[str, Any]:
+        return {}
+
+    def _get_setting_collect(self, command_info: dict[str, Any]) -> dict[str, Any]:
+        return {}
+
+    def _get_setting_eval(self, command_info: dict[str, Any]) -> dict[str, Any]:
+        return {}
+
+
+def create_policy(cfg: dict, **kwargs: Any) -> Policy:
+    """Instantiate the policy registered under ``cfg.type``."""
+    return POLICY_REGISTRY.build(cfg["type"], cfg=cfg, **kwargs)
+
+
+def get_policy_cls(cfg: dict) -> type:
+    return POLICY_REGISTRY.get(cfg["type"])

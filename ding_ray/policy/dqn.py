@@ -1,0 +1,211 @@
+"""DQN: double Q-learning with n-step targets, a target network and optional prioritized replay."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import numpy as np
+import torch
+
+from ding_ray.policy.base import Policy
+from ding_ray.policy.common import obs_batch, to_tensor_batch
+from ding_ray.rl_utils import q_nstep_td_error
+from ding_ray.utils.registry import POLICY_REGISTRY
+
+
+@POLICY_REGISTRY.register("dqn")
+class DQNPolicy(Policy):
+    """Learn: double-DQN n-step TD loss. Collect: epsilon-greedy (``eps`` kwarg). Eval: greedy."""
+
+    config = dict(
+        type="dqn",
+        priority=False,  # return per-sample |TD error| as 'priority' for a prioritized buffer
+        priority_IS_weight=False,  # weight the loss by the buffer's importance-sampling weights 'IS'
+        discount_factor=0.97,  # gamma
+        nstep=1,  # length of the n-step return
+        random_collect_size=0,  # env steps collected with uniform random actions before training
+        learn=dict(
+            update_per_collect=3,  # gradient steps per collect call (serial pipeline)
+            batch_size=64,
+            learning_rate=0.001,
+            weight_decay=0.0,
+            target_update_freq=100,  # hard target update every N iterations; 0 -> soft update
+            target_theta=0.005,  # soft update rate (used when target_update_freq is 0)
+            ignore_done=False,  # bootstrap even through terminal states (envs that only time out)
+            huber_kappa=None,  # None: squared TD error (as DI-engine); a float: Huber loss with this delta
+            grad_clip=None,  # max global gradient norm; None: no clipping
+            num_threads=1,  # torch intra-op threads of the process that trains
+        ),
+        collect=dict(
+            n_sample=None,  # transitions per collect call
+            unroll_len=1,
+        ),
+        eval=dict(),
+        other=dict(
+            eps=dict(
+                type="exp",  # 'exp' or 'linear'
+                start=0.95,
+                end=0.1,
+                decay=10000,  # env steps
+            ),
+        ),
+    )
+
+    def default_model(self) -> tuple[str, list[str]]:
+        return "dqn", ["ding_ray.model.q_network"]
+
+    # ----- learn ------------------------------------------------------------------------------
+    def _init_learn(self) -> None:
+        learn = self._cfg.learn
+        self._gamma = float(self._cfg.discount_factor)
+        self._nstep = int(self._cfg.nstep)
+        self._priority = bool(self._cfg.priority)
+        self._priority_IS_weight = bool(self._cfg.priority_IS_weight)
+        self._learn_model = self._model
+        self._target_model = copy.deepcopy(self._model).requires_grad_(False)
+        self._optimizer = torch.optim.Adam(
+            self._model.parameters(), lr=learn.learning_rate, weight_decay=learn.weight_decay, foreach=True
+        )
+        self._learn_iter = 0
+
+    def _forward_learn(self, data: Any) -> dict[str, Any]:
+        learn = self._cfg.learn
+        batch = to_tensor_batch(data, self._device)
+        obs, next_obs = batch["obs"], batch["next_obs"]
+        if not self._learn_model.training:
+            self._learn_model.train()
+        # One forward over obs and next_obs: the online net's next-state values only pick the
+        # double-DQN action, so the extra rows cost nothing but a wider matrix multiply.
+        q_all = self._learn_model(torch.cat([obs, next_obs]))["logit"]
+        q, next_q_online = q_all[: len(obs)], q_all[len(obs) :].detach()
+        with torch.no_grad():
+            next_q_target = self._target_model(next_obs)["logit"]
+        done = torch.zeros_like(batch["done"]) if learn.ignore_done else batch["done"]
+        weight = batch.get("IS") if self._priority_IS_weight else None
+        loss, td_error = q_nstep_td_error(
+            q,
+            next_q_online,
+            next_q_target,
+            batch["action"].reshape(-1),
+            batch["reward"],
+            done,
+            self._gamma,
+            batch.get("value_gamma"),
+            weight,
+            learn.huber_kappa,
+        )
+        self._optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        if learn.grad_clip is not None:
+            torch.nn.utils.clip_grad_norm_(self._learn_model.parameters(), learn.grad_clip)
+        self._optimizer.step()
+        self._learn_iter += 1
+        self._update_target()
+        stats = torch.stack([loss.detach(), q.detach().mean(), next_q_target.max(-1).values.mean()]).tolist()
+        out = {
+            "cur_lr": self._optimizer.param_groups[0]["lr"],
+            "total_loss": stats[0],
+            "q_value": stats[1],
+            "target_q_value": stats[2],
+        }
+        if self._priority:
+            out["priority"] = td_error.abs().cpu().numpy()
+        return out
+
+    def _update_target(self) -> None:
+        freq = self._cfg.learn.target_update_freq
+        if freq:
+            if self._learn_iter % freq == 0:
+                self._target_model.load_state_dict(self._learn_model.state_dict())
+            return
+        theta = self._cfg.learn.target_theta
+        with torch.no_grad():
+            for target, source in zip(self._target_model.parameters(), self._learn_model.parameters()):
+                target.lerp_(source, theta)
+
+    def _monitor_vars_learn(self) -> list[str]:
+        return ["cur_lr", "total_loss", "q_value", "target_q_value"]
+
+    def _state_dict_learn(self) -> dict[str, Any]:
+        return {
+            "model": self._learn_model.state_dict(),
+            "target_model": self._target_model.state_dict(),
+            "optimizer": self._optimizer.state_dict(),
+        }
+
+    def _load_state_dict_learn(self, state_dict: dict[str, Any]) -> None:
+        super()._load_state_dict_learn(state_dict)
+        self._target_model.load_state_dict(state_dict.get("target_model", state_dict["model"]))
+
+    # ----- collect ----------------------------------------------------------------------------
+    def _init_collect(self) -> None:
+        self._collect_model = self._model
+        self._nstep = int(self._cfg.nstep)
+        self._gamma = float(self._cfg.discount_factor)
+        self._action_dim = int(self._cfg.model.get("action_shape", 0) or 0)
+        # Drawn from numpy's global generator so that set_pkg_seed makes collection reproducible.
+        self._collect_rng = np.random.default_rng(np.random.randint(2**31))
+
+    @torch.inference_mode()
+    def _forward_collect(self, data: dict[int, Any], eps: float = 0.0) -> dict[int, dict[str, Any]]:
+        env_ids, obs = obs_batch(data)
+        if self._collect_model.training:  # the learner may share this model and left it in train mode
+            self._collect_model.eval()
+        q = self._collect_model(torch.from_numpy(obs).to(self._device))["logit"].cpu().numpy()
+        action = q.argmax(-1)
+        if eps > 0:
+            explore = self._collect_rng.random(len(env_ids)) < eps
+            action = np.where(explore, self._collect_rng.integers(0, q.shape[-1], len(env_ids)), action)
+        return {env_id: {"action": action[i]} for i, env_id in enumerate(env_ids)}
+
+    def _process_transition(self, obs: Any, policy_output: dict[str, Any], timestep: Any) -> dict[str, Any]:
+        # A time-limit truncation is not a terminal state: 'done' only stops bootstrapping on
+        # a real termination, so the target still bootstraps through truncated episodes.
+        return {
+            "obs": obs,
+            "next_obs": timestep.obs,
+            "action": policy_output["action"],
+            "reward": timestep.reward,
+            "done": bool(timestep.done and not timestep.info.get("truncated", False)),
+        }
+
+    def _get_train_sample(self, transitions: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """One sample per transition; with nstep > 1 rewards become [nstep] vectors.
+
+        ``transitions`` is one env's consecutive steps within one episode. A window that reaches
+        the end of the list is shortened: ``value_gamma = gamma ** k`` for its k steps, and the
+        bootstrap uses the last step's ``next_obs``; a terminal step can only be the last one.
+        """
+        n = self._nstep
+        if n == 1:
+            return transitions
+        length = len(transitions)
+        rewards = np.asarray([t["reward"] for t in transitions], dtype=np.float32).reshape(length)
+        samples = []
+        for i in range(length):
+            k = min(n, length - i)
+            last = transitions[i + k - 1]
+            reward = np.zeros(n, dtype=np.float32)
+            reward[:k] = rewards[i : i + k]
+            sample = dict(transitions[i])
+            sample.update(
+                reward=reward,
+                next_obs=last["next_obs"],
+                done=last["done"],
+                value_gamma=np.float32(self._gamma**k),
+            )
+            samples.append(sample)
+        return samples
+
+    # ----- eval -------------------------------------------------------------------------------
+    def _init_eval(self) -> None:
+        self._eval_model = self._model
+
+    @torch.inference_mode()
+    def _forward_eval(self, data: dict[int, Any]) -> dict[int, dict[str, Any]]:
+        env_ids, obs = obs_batch(data)
+        if self._eval_model.training:
+            self._eval_model.eval()
+        action = self._eval_model(torch.from_numpy(obs).to(self._device))["logit"].argmax(-1).cpu().numpy()
+        return {env_id: {"action": action[i]} for i, env_id in enumerate(env_ids)}

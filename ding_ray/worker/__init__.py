@@ -1,0 +1,50 @@
+"""Workers: collectors, evaluators, the learner, the commander, and the replay buffers (re-exported)."""
+
+from ding_ray.data import IBuffer, NaiveReplayBuffer, create_buffer, get_buffer_cls
+from ding_ray.worker.collector import (
+    EpisodeSerialCollector,
+    ISerialCollector,
+    SampleSerialCollector,
+    create_serial_collector,
+    get_serial_collector_cls,
+)
+from ding_ray.worker.commander import BaseSerialCommander
+from ding_ray.worker.evaluator import (
+    InteractionSerialEvaluator,
+    ISerialEvaluator,
+    VectorEvalMonitor,
+    create_serial_evaluator,
+)
+from ding_ray.worker.learner import (
+    BaseLearner,
+    LearnerHook,
+    add_learner_hook,
+    build_learner_hook_by_cfg,
+    create_learner,
+    merge_hooks,
+    register_learner_hook,
+)
+
+__all__ = [
+    "BaseLearner",
+    "BaseSerialCommander",
+    "EpisodeSerialCollector",
+    "IBuffer",
+    "ISerialCollector",
+    "ISerialEvaluator",
+    "InteractionSerialEvaluator",
+    "LearnerHook",
+    "NaiveReplayBuffer",
+    "SampleSerialCollector",
+    "VectorEvalMonitor",
+    "add_learner_hook",
+    "build_learner_hook_by_cfg",
+    "create_buffer",
+    "create_learner",
+    "create_serial_collector",
+    "create_serial_evaluator",
+    "get_buffer_cls",
+    "get_serial_collector_cls",
+    "merge_hooks",
+    "register_learner_hook",
+]

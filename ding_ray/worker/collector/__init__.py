@@ -1,0 +1,11 @@
+from ding_ray.worker.collector.base import ISerialCollector, create_serial_collector, get_serial_collector_cls
+from ding_ray.worker.collector.episode_collector import EpisodeSerialCollector
+from ding_ray.worker.collector.sample_collector import SampleSerialCollector
+
+__all__ = [
+    "EpisodeSerialCollector",
+    "ISerialCollector",
+    "SampleSerialCollector",
+    "create_serial_collector",
+    "get_serial_collector_cls",
+]

@@ -1,0 +1,70 @@
+"""``SampleSerialCollector``: collect a given number of training samples."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from ding_ray.errors import ConfigError
+from ding_ray.utils.registry import SERIAL_COLLECTOR_REGISTRY
+from ding_ray.worker.collector.vector_collector import VectorCollector
+
+
+@SERIAL_COLLECTOR_REGISTRY.register("sample")
+class SampleSerialCollector(VectorCollector):
+    """Returns ``n_sample`` train samples (transitions for DQN) per ``collect`` call.
+
+    Each env keeps its own trajectory. It is handed to ``policy.get_train_sample`` when its
+    episode ends, or when it holds ``traj_len`` steps plus the policy's n-step lookahead; in the
+    second case the last ``nstep - 1`` steps stay behind as context for the next samples, so every
+    n-step target is computed from real future steps, never from padding.
+    """
+
+    config = dict(
+        type="sample",
+        n_sample=None,  # default samples per collect call (copied from policy.collect.n_sample)
+    )
+
+    def reset_env(self, _env: Any = None) -> None:
+        super().reset_env(_env)
+        if self._env is not None:
+            n_sample = self._cfg.n_sample or self._env_num
+            self._traj_len = max(1, math.ceil(n_sample / self._env_num))
+
+    def collect(
+        self,
+        n_sample: int | None = None,
+        train_iter: int = 0,
+        drop_extra: bool = True,
+        random_collect: bool = False,
+        record_random_collect: bool = True,
+        policy_kwargs: dict | None = None,
+        level_seeds: Any = None,
+    ) -> list[dict[str, Any]]:
+        """Collect at least ``n_sample`` samples (exactly, with ``drop_extra``)."""
+        n_sample = n_sample if n_sample is not None else self._cfg.n_sample
+        if n_sample is None or n_sample <= 0:
+            raise ConfigError("SampleSerialCollector.collect needs n_sample > 0 (policy.collect.n_sample).")
+        policy_kwargs = policy_kwargs or {}
+        get_train_sample = self._policy.get_train_sample
+        keep_back = self._lookahead
+        return_data: list[dict[str, Any]] = []
+        with self._timer():
+            while len(return_data) < n_sample:
+                for env_id, transition, episode_over in self._step(policy_kwargs, random_collect):
+                    traj = self._traj[env_id]
+                    if transition is not None:
+                        traj.append(transition)
+                    if episode_over:
+                        if traj:
+                            return_data.extend(get_train_sample(traj))
+                        self._traj[env_id] = []
+                        self._policy.reset([env_id])
+                    elif len(traj) >= self._traj_len + keep_back:
+                        samples = get_train_sample(traj)
+                        ready = len(traj) - keep_back
+                        return_data.extend(samples[:ready])
+                        self._traj[env_id] = traj[ready:]
+        if not random_collect or record_random_collect:
+            self._maybe_report(train_iter)
+        return return_data[:n_sample] if drop_extra else return_data

@@ -1,0 +1,144 @@
+"""The stepping loop both serial collectors share: one batched policy forward per env-manager step."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from ding_ray.worker import metrics
+from ding_ray.worker.collector.base import EpisodeStats, ISerialCollector, Timer
+
+logger = logging.getLogger(__name__)
+
+
+class VectorCollector(ISerialCollector):
+    """Holds env, policy and statistics; ``_step`` advances every ready env by one step."""
+
+    config = dict(
+        deepcopy_obs=False,  # copy observations before storing (envs that reuse their obs buffer)
+        transform_obs=False,  # kept for DI-engine configs; observations are numpy arrays already
+        collect_print_freq=100,  # learner iterations between two statistics reports
+    )
+
+    def __init__(
+        self,
+        cfg: dict,
+        env: Any = None,
+        policy: Any = None,
+        tb_logger: Any = None,
+        exp_name: str = "default_experiment",
+        instance_name: str = "collector",
+    ) -> None:
+        self._cfg = self._checked_cfg(type(self), cfg, "policy.collect.collector")
+        self._exp_name = exp_name
+        self._instance_name = instance_name
+        self._tb_logger = tb_logger
+        self._env = None
+        self._policy = None
+        self._total_envstep_count = 0
+        self._stats = EpisodeStats()
+        self._last_report_iter = 0
+        self._end_flag = False
+        self.reset(policy, env)
+
+    # ----- reset / close ---------------------------------------------------------------------
+    def reset_env(self, _env: Any = None) -> None:
+        if _env is not None:
+            self._env = _env
+        if self._env is not None:
+            self._env.launch()
+            self._env_num = self._env.env_num
+            self._traj = {i: [] for i in range(self._env_num)}
+            self._episode_return = [0.0] * self._env_num
+            self._episode_length = [0] * self._env_num
+
+    def reset_policy(self, _policy: Any = None) -> None:
+        if _policy is not None:
+            self._policy = _policy
+        if self._policy is not None:
+            self._policy.reset()
+            try:
+                self._lookahead = int(self._policy.get_attribute("nstep")) - 1
+            except NotImplementedError:
+                self._lookahead = 0
+
+    def reset(self, _policy: Any = None, _env: Any = None) -> None:
+        self.reset_env(_env)
+        self.reset_policy(_policy)
+        if self._env is not None:
+            self._traj = {i: [] for i in range(self._env_num)}
+
+    def close(self) -> None:
+        if self._end_flag:
+            return
+        self._end_flag = True
+        if self._env is not None:
+            self._env.close()
+        if self._tb_logger is not None:
+            self._tb_logger.flush()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001 - interpreter shutdown
+            pass
+
+    # ----- stepping ----------------------------------------------------------------------------
+    def _step(self, policy_kwargs: dict, random_collect: bool) -> list[tuple[int, dict, bool]]:
+        """Step every ready env once. Returns ``(env_id, transition, episode_over)`` per normal step.
+
+        A crashed env's step is dropped; its trajectory so far is ended like a truncated episode.
+        """
+        obs = dict(self._env.ready_obs)  # the manager refills ready_obs during step
+        if random_collect:
+            output = {i: {"action": self._env.envs[i].random_action()} for i in obs}
+        else:
+            output = self._policy.forward(obs, **policy_kwargs)
+        timesteps = self._env.step({i: out["action"] for i, out in output.items()})
+        events = []
+        for env_id, timestep in timesteps.items():
+            if timestep.info.get("abnormal", False):
+                events.append((env_id, None, True))
+                self._episode_return[env_id], self._episode_length[env_id] = 0.0, 0
+                continue
+            self._total_envstep_count += 1
+            self._stats.env_steps += 1
+            self._episode_return[env_id] += timestep.reward
+            self._episode_length[env_id] += 1
+            transition = self._policy.process_transition(obs[env_id], output[env_id], timestep)
+            if timestep.done:
+                self._stats.add_episode(self._episode_return[env_id], self._episode_length[env_id])
+                self._episode_return[env_id], self._episode_length[env_id] = 0.0, 0
+            events.append((env_id, transition, timestep.done))
+        return events
+
+    def _maybe_report(self, train_iter: int) -> None:
+        if train_iter - self._last_report_iter < self._cfg.collect_print_freq and self._last_report_iter != 0:
+            return
+        if not self._stats.returns and self._last_report_iter != 0:
+            return
+        self._last_report_iter = max(train_iter, 1)
+        scalars = self._stats.report(self._total_envstep_count, getattr(self._env, "error_count", 0))
+        metrics.log_scalars(self._tb_logger, scalars, self._total_envstep_count)
+        ret = scalars.get(metrics.COLLECTOR_RETURN_MEAN)
+        logger.info(
+            "[%s] iter %d envstep %d return_mean %s steps/s %.0f",
+            self._instance_name,
+            train_iter,
+            self._total_envstep_count,
+            "n/a" if ret is None else f"{ret:.2f}",
+            scalars[metrics.COLLECTOR_ENV_STEPS_PER_S],
+        )
+
+    def _timer(self) -> Timer:
+        return _StatsTimer(self._stats)
+
+
+class _StatsTimer(Timer):
+    def __init__(self, stats: EpisodeStats) -> None:
+        super().__init__()
+        self._stats = stats
+
+    def __exit__(self, *exc: Any) -> None:
+        super().__exit__(*exc)
+        self._stats.seconds += self.seconds

@@ -1,0 +1,8 @@
+from ding_ray.worker.evaluator.interaction_evaluator import (
+    InteractionSerialEvaluator,
+    ISerialEvaluator,
+    create_serial_evaluator,
+)
+from ding_ray.worker.evaluator.vector_eval_monitor import VectorEvalMonitor
+
+__all__ = ["ISerialEvaluator", "InteractionSerialEvaluator", "VectorEvalMonitor", "create_serial_evaluator"]

@@ -1,0 +1,230 @@
+"""``BaseLearner``: trains a policy's learn mode one batch at a time, with hooks around each step."""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import torch
+from easydict import EasyDict
+
+from ding_ray.config.merge import default_config_of, merge_config
+from ding_ray.utils.registry import LEARNER_REGISTRY
+from ding_ray.worker import metrics
+from ding_ray.worker.learner.hooks import (
+    POSITIONS,
+    LearnerHook,
+    LogBuffer,
+    add_learner_hook,
+    build_learner_hook_by_cfg,
+)
+
+logger = logging.getLogger(__name__)
+
+
+class CountVar:
+    """A counter object shared by reference (the learner's ``last_iter``)."""
+
+    def __init__(self, init_val: int = 0) -> None:
+        self.val = init_val
+
+    def update(self, val: int) -> None:
+        self.val = val
+
+    def add(self, n: int = 1) -> None:
+        self.val += n
+
+
+@LEARNER_REGISTRY.register("base")
+class BaseLearner:
+    """The calling loop::
+
+    learner.call_hook('before_run')
+    for data in batches:
+        learner.train(data, envstep)          # before_iter hooks, policy.forward, after_iter hooks
+        buffer.update(learner.priority_info)  # when the policy reports priorities
+    learner.call_hook('after_run')
+    """
+
+    config = dict(
+        type="base",
+        train_iterations=int(1e9),  # stop after this many iterations (parallel loops)
+        dataloader=dict(num_workers=0),  # kept for DI-engine configs
+        log_policy=True,  # log the policy's reported values (LogShowHook)
+        hook=dict(
+            load_ckpt_before_run="",  # checkpoint to load before training ('' for none)
+            log_show_after_iter=100,  # iterations between log lines / TensorBoard points
+            save_ckpt_after_iter=10000,  # iterations between checkpoints
+            save_ckpt_after_run=True,  # save ckpt_final.pth.tar when the run ends
+        ),
+    )
+
+    @classmethod
+    def default_config(cls) -> EasyDict:
+        return default_config_of(cls)
+
+    def __init__(
+        self,
+        cfg: dict,
+        policy: Any = None,
+        tb_logger: Any = None,
+        dist_info: tuple[int, int] | None = None,
+        exp_name: str = "default_experiment",
+        instance_name: str = "learner",
+    ) -> None:
+        cfg = EasyDict(cfg or {})
+        if cfg.get("cfg_type") != type(self).__name__ + "Dict":
+            cfg = merge_config(self.default_config(), cfg, "policy.learn.learner")
+        self._cfg = cfg
+        self._exp_name, self._instance_name = exp_name, instance_name
+        self._tb_logger = tb_logger
+        self._rank, self._world_size = dist_info or (0, 1)
+        self._policy = policy
+        self._last_iter = CountVar(0)
+        self._collector_envstep = 0
+        self._priority_info: dict[str, Any] | None = None
+        self._learn_info: dict[str, Any] = {}
+        self._log_buffer = LogBuffer()
+        self._hooks = build_learner_hook_by_cfg(cfg.hook)
+        if not cfg.log_policy:
+            self._hooks["after_iter"] = [
+                h for h in self._hooks["after_iter"] if h.name != "log_show_after_iter"
+            ]
+        self._ckpt_dir = os.path.join(exp_name, "ckpt")
+        self._start_time = time.perf_counter()
+        self._iters_at_start = 0
+
+    # ----- hooks -------------------------------------------------------------------------------
+    def register_hook(self, hook: LearnerHook) -> None:
+        add_learner_hook(self._hooks, hook)
+
+    def call_hook(self, name: str) -> None:
+        if name not in POSITIONS:
+            raise ValueError(f"Hook position '{name}' unknown; choose from {list(POSITIONS)}.")
+        if name == "before_run":
+            self._start_time, self._iters_at_start = time.perf_counter(), self._last_iter.val
+        for hook in self._hooks[name]:
+            hook(self)
+        if name == "after_run" and self._tb_logger is not None:
+            self._tb_logger.flush()
+
+    # ----- training ----------------------------------------------------------------------------
+    def train(self, data: Any, envstep: int = -1, policy_kwargs: dict | None = None) -> dict[str, Any]:
+        """One gradient step on ``data`` (a list of samples or a columnar batch)."""
+        self._collector_envstep = envstep
+        self.call_hook("before_iter")
+        log_vars = self._policy.forward(data, **(policy_kwargs or {}))
+        priority = log_vars.pop("priority", None)
+        self._priority_info = None if priority is None else self._priority_of(data, priority)
+        self._log_buffer.update(log_vars)
+        self._last_iter.add(1)
+        self._learn_info = {"learner_step": self._last_iter.val, "priority_info": self._priority_info}
+        self.call_hook("after_iter")
+        return log_vars
+
+    @staticmethod
+    def _priority_of(data: Any, priority: Any) -> dict[str, Any]:
+        if isinstance(data, Mapping):
+            return {
+                "replay_unique_id": data.get("replay_unique_id"),
+                "replay_buffer_idx": data.get("replay_buffer_idx"),
+                "priority": np.asarray(priority),
+            }
+        return {
+            "replay_unique_id": [d.get("replay_unique_id") for d in data],
+            "replay_buffer_idx": [d.get("replay_buffer_idx") for d in data],
+            "priority": np.asarray(priority),
+        }
+
+    def save_checkpoint(self, ckpt_name: str | None = None) -> str:
+        """Write the policy's learn state and the iteration count to ``<exp_name>/ckpt/``."""
+        os.makedirs(self._ckpt_dir, exist_ok=True)
+        name = ckpt_name or f"iteration_{self._last_iter.val}.pth.tar"
+        path = os.path.join(self._ckpt_dir, name)
+        state = dict(self._policy.state_dict())
+        state["last_iter"] = self._last_iter.val
+        tmp = path + ".tmp"
+        torch.save(state, tmp)
+        os.replace(tmp, path)  # a reader never sees half a checkpoint
+        return path
+
+    def info(self, s: str) -> None:
+        logger.info("[%s] %s", self._instance_name, s)
+
+    def close(self) -> None:
+        if self._tb_logger is not None:
+            self._tb_logger.flush()
+
+    def throughput(self) -> dict[str, float]:
+        """Iterations per second since ``before_run``."""
+        seconds = max(time.perf_counter() - self._start_time, 1e-9)
+        return {metrics.LEARNER_ITERS_PER_S: (self._last_iter.val - self._iters_at_start) / seconds}
+
+    # ----- properties --------------------------------------------------------------------------
+    @property
+    def policy(self) -> Any:
+        return self._policy
+
+    @policy.setter
+    def policy(self, policy: Any) -> None:
+        self._policy = policy
+
+    @property
+    def last_iter(self) -> CountVar:
+        return self._last_iter
+
+    @property
+    def train_iter(self) -> int:
+        return self._last_iter.val
+
+    @property
+    def priority_info(self) -> dict[str, Any] | None:
+        return self._priority_info
+
+    @property
+    def learn_info(self) -> dict[str, Any]:
+        return self._learn_info
+
+    @property
+    def collector_envstep(self) -> int:
+        return self._collector_envstep
+
+    @collector_envstep.setter
+    def collector_envstep(self, value: int) -> None:
+        self._collector_envstep = value
+
+    @property
+    def tb_logger(self) -> Any:
+        return self._tb_logger
+
+    @property
+    def log_buffer(self) -> LogBuffer:
+        return self._log_buffer
+
+    @property
+    def hooks(self) -> dict[str, list[LearnerHook]]:
+        return self._hooks
+
+    @property
+    def exp_name(self) -> str:
+        return self._exp_name
+
+    @property
+    def instance_name(self) -> str:
+        return self._instance_name
+
+    @property
+    def rank(self) -> int:
+        return self._rank
+
+    @property
+    def world_size(self) -> int:
+        return self._world_size
+
+
+def create_learner(cfg: dict, **kwargs: Any) -> BaseLearner:
+    return LEARNER_REGISTRY.build(cfg.get("type", "base"), cfg=cfg, **kwargs)
