@@ -6,15 +6,18 @@ Sampling: ``buffer.sample(size, cur_learner_iter)`` returns a list of dicts; pas
 ``columnar=True`` to get a ``Batch`` instead.
 """
 
+from ding_ray.data.advanced import AdvancedReplayBuffer, PriorityError
 from ding_ray.data.base import IBuffer
 from ding_ray.data.columnar import Batch, stack_items, unstack_batch
 from ding_ray.data.factory import create_buffer, get_buffer_cls
 from ding_ray.data.naive import NaiveReplayBuffer
 
 __all__ = [
+    "AdvancedReplayBuffer",
     "Batch",
     "IBuffer",
     "NaiveReplayBuffer",
+    "PriorityError",
     "create_buffer",
     "get_buffer_cls",
     "stack_items",

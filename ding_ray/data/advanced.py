@@ -1,0 +1,423 @@
+"""Prioritized experience replay (Schaul et al., 2016) with use-count and staleness limits."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from ding_ray.data.columnar import Batch, to_numpy, unstack_batch
+from ding_ray.data.monitors import (
+    BETA,
+    PUSH_REJECTED,
+    REMOVED,
+    SampledDataAttrMonitor,
+    ThruputController,
+    logger,
+)
+from ding_ray.data.ring_buffer import RingBuffer, state_int
+from ding_ray.data.segment_tree import MinSegmentTree, SumSegmentTree
+from ding_ray.errors import DataFormatError, DingRayError, ShapeError
+from ding_ray.utils.registry import BUFFER_REGISTRY
+
+RESERVED_KEYS = ("priority", "IS", "replay_unique_id", "replay_buffer_idx")
+MIN_PRIORITY = 1e-6  # the PER paper's epsilon: a zero priority would make an item unsampleable
+
+
+class PriorityError(DingRayError, ValueError):
+    """A priority update is malformed (lengths differ, negative or non-finite values)."""
+
+
+@BUFFER_REGISTRY.register("advanced")
+class AdvancedReplayBuffer(RingBuffer):
+    """Samples item ``i`` with probability ``p_i^alpha / sum_j p_j^alpha``, stratified as in PER.
+
+    Every sample carries ``IS`` (importance weights ``(N P(i))^-beta / max_j (N P(j))^-beta``,
+    float32), ``priority``, ``replay_unique_id`` and ``replay_buffer_idx``; pass the last three
+    back to ``update`` with new priorities. ``beta`` grows linearly to 1 over ``anneal_step``
+    sample calls. New items get the largest priority seen so far unless they carry ``priority``.
+
+    An item is removed once sampled ``max_use`` times, and an item whose staleness (current
+    learner iteration minus the iteration it was collected at) exceeds ``max_staleness`` is never
+    returned. The collection iteration is the item's ``collect_iter`` field if it has one,
+    otherwise the latest ``cur_learner_iter`` this buffer was sampled with.
+    """
+
+    config = dict(
+        type="advanced",
+        replay_buffer_size=4096,  # capacity in items; when full the oldest item is overwritten
+        max_use=float("inf"),  # an item is removed after being sampled this many times
+        max_staleness=float("inf"),  # items older than this many learner iterations are never sampled
+        alpha=0.6,  # priority exponent: 0 = uniform, 1 = fully proportional
+        beta=0.4,  # initial importance-sampling exponent, annealed to 1
+        anneal_step=100000,  # sample calls over which beta reaches 1 (0 = keep beta constant)
+        enable_track_used_data=False,  # DI-engine's removal of file-backed data; unsupported, keep False
+        deepcopy=False,  # DI-engine compatibility only: storage copies on push, sample returns copies
+        thruput_controller=dict(
+            push_sample_rate_limit=dict(
+                max=float("inf"),  # pushes are refused while pushed/sampled in the window is above this
+                min=0.0,  # samples are refused while pushed/sampled in the window is below this
+            ),
+            window_seconds=30.0,  # length (s) of the window the push/sample ratio is measured over
+            sample_min_limit_ratio=1.0,  # sample(size) needs at least size * this many valid items
+        ),
+        monitor=dict(
+            sampled_data_attr=dict(
+                average_range=5,  # sample calls averaged into each report of sampled-data quality
+                print_freq=200,  # sample calls between reports of sampled-data quality
+            ),
+            periodic_thruput=dict(
+                seconds=60.0,  # seconds between pushed/sampled/removed/valid reports
+            ),
+        ),
+    )
+
+    def __init__(
+        self,
+        cfg: Mapping | None = None,
+        tb_logger: Any = None,
+        exp_name: str = "default_experiment",
+        instance_name: str = "buffer",
+    ) -> None:
+        super().__init__(cfg, tb_logger, exp_name, instance_name)
+        cap = self._storage.capacity
+        self._alpha = float(self._cfg.alpha)
+        self._beta0 = float(self._cfg.beta)
+        self._max_use = float(self._cfg.max_use)
+        self._max_staleness = float(self._cfg.max_staleness)
+        self._sum_tree = SumSegmentTree(cap)
+        # The min tree is only reduced, never searched, so a wider root makes its updates cheaper.
+        self._min_tree = MinSegmentTree(cap, root_fanout=16384)
+        self._priority = np.zeros(cap, dtype=np.float64)
+        self._unique_id = np.full(cap, -1, dtype=np.int64)  # -1: empty or removed
+        self._use_count = np.zeros(cap, dtype=np.int64)
+        self._collect_iter = np.zeros(cap, dtype=np.int64)
+        self._reset_counters()
+        self._controller = ThruputController(self._cfg.thruput_controller)
+        attr = self._cfg.monitor.sampled_data_attr
+        self._attr_monitor = SampledDataAttrMonitor(attr.average_range, attr.print_freq, tb_logger)
+
+    def _thruput_seconds(self) -> float:
+        return self._cfg.monitor.periodic_thruput.seconds
+
+    def _reset_counters(self) -> None:
+        self._valid_count = 0
+        self._max_priority = 1.0
+        self._sample_calls = 0
+        self._removed_total = 0
+        self._push_rejected = 0
+        self._stale_updates = 0
+        self._latest_learner_iter = 0
+
+    @property
+    def beta(self) -> float:
+        """The importance-sampling exponent the next sample will use."""
+        if self._cfg.anneal_step <= 0:
+            return self._beta0
+        return min(1.0, self._beta0 + (1.0 - self._beta0) * self._sample_calls / self._cfg.anneal_step)
+
+    # ------------------------------------------------------------------ push
+    def push(self, data: Any, cur_collector_envstep: int = -1) -> None:
+        """Store one item, a list of items or a ``Batch``; an item's ``priority`` field, if any,
+        becomes its initial priority (other sampling keys such as ``IS`` are dropped)."""
+        batch, n = self._to_batch(data)
+        if n == 0:
+            return
+        given = _initial_priority(batch.pop("priority", None), n)
+        for key in RESERVED_KEYS[1:]:
+            batch.pop(key, None)
+        with self._lock:
+            if not self._controller.can_push(n):
+                if self._push_rejected == 0:
+                    logger.warning(
+                        "Pushes refused: push/sample ratio above its limit (see %s).", PUSH_REJECTED
+                    )
+                self._push_rejected += n
+                return
+            collect = batch.get("collect_iter")
+            start, kept = self._storage.write(batch, n)
+            skip = n - kept  # rows beyond the capacity that were never stored
+            uid0 = self._push_count + skip
+            self._push_count += n
+            if given is None:
+                priority = np.full(kept, self._max_priority)
+            else:
+                priority = given[skip:]
+                priority[np.isnan(priority)] = self._max_priority
+            leaf = priority**self._alpha
+            done = 0
+            for lo, hi in _segments(start, kept, self._storage.capacity):
+                k = hi - lo
+                self._valid_count += k - int(np.count_nonzero(self._unique_id[lo:hi] >= 0))
+                self._unique_id[lo:hi] = np.arange(uid0 + done, uid0 + done + k)
+                self._priority[lo:hi] = priority[done : done + k]
+                self._use_count[lo:hi] = 0
+                if collect is not None and np.ndim(collect) == 1:
+                    self._collect_iter[lo:hi] = collect[skip + done : skip + done + k]
+                else:
+                    self._collect_iter[lo:hi] = self._latest_learner_iter
+                self._sum_tree.update_range(lo, leaf[done : done + k])
+                self._min_tree.update_range(lo, leaf[done : done + k])
+                done += k
+            self._controller.record_push(n)
+            self._thruput.push_data_count += n
+            self._thruput.maybe_report(self._valid_count)
+
+    # ------------------------------------------------------------------ sample
+    def sample(
+        self, size: int, cur_learner_iter: int = 0, sample_range: slice | None = None, columnar: bool = False
+    ) -> list | Batch | None:
+        """``size`` items drawn in proportion to ``priority^alpha``, or None if the buffer cannot
+        serve them (fewer than ``size * sample_min_limit_ratio`` valid items, or rate-limited).
+
+        ``sample_range`` restricts the draw to a slice of the items ordered oldest first. With
+        ``columnar=True`` the result is a ``Batch`` whose extra keys are arrays.
+        """
+        with self._lock:
+            self._latest_learner_iter = cur_learner_iter
+            refusal = self._controller.sample_refusal(size, self._valid_count)
+            if refusal is not None:
+                logger.debug("sample(%d) refused: buffer %s", size, refusal)
+                return None
+            idx, leaf = self._draw(size, sample_range, stratified=True)
+            if idx is not None and self._max_staleness != float("inf"):
+                idx, leaf = self._replace_stale(idx, leaf, cur_learner_iter, sample_range)
+            if idx is None:
+                return None
+            batch = self._gather(idx, leaf, cur_learner_iter)
+        return batch if columnar else unstack_batch(batch)
+
+    def _draw(self, size: int, sample_range: slice | None, stratified: bool) -> tuple:
+        """``(rows, weights)`` drawn in proportion to tree weight, or ``(None, None)``.
+
+        Stratified: one draw in each of ``size`` equal slices of the total weight (PER's scheme).
+        """
+        u = np.arange(size) + self._rng.random(size) if stratified else self._rng.random(size) * size
+        if sample_range is None:
+            total = self._sum_tree.reduce()
+            if total <= 0:
+                return None, None
+            return self._sum_tree.find_prefixsum_idx(u * (total / size), return_values=True)
+        positions = np.arange(self._storage.filled)[sample_range]
+        if len(positions) == 0:
+            return None, None
+        if len(positions) > 1 and np.any(np.diff(positions) != 1):
+            raise ShapeError("sample_range of a prioritized buffer must be a contiguous slice (step 1).")
+        segments = _segments(
+            int(self._storage.physical(positions[:1])[0]), len(positions), self._storage.capacity
+        )
+        tree = self._sum_tree
+        offsets = [tree.prefix_sum(lo) for lo, _ in segments]
+        masses = [tree.prefix_sum(hi) - off for (_, hi), off in zip(segments, offsets, strict=True)]
+        mass = sum(masses)
+        if mass <= 0:
+            return None, None
+        values = u * (mass / size)
+        (lo1, hi1), first_mass = segments[0], masses[0]
+        in_first = values < first_mass
+        shifted = np.where(in_first, values + offsets[0], values - first_mass + (offsets[-1]))
+        idx = tree.find_prefixsum_idx(shifted)
+        # Rounding at a segment border can pick a neighbour just outside it; pull it back in.
+        lo2, hi2 = segments[-1]
+        idx = np.where(in_first, np.clip(idx, lo1, hi1 - 1), np.clip(idx, lo2, hi2 - 1))
+        return idx, tree[idx]
+
+    def _replace_stale(
+        self, idx: np.ndarray, leaf: np.ndarray, cur_learner_iter: int, sample_range: Any
+    ) -> tuple:
+        stale = cur_learner_iter - self._collect_iter[idx] > self._max_staleness
+        if not stale.any():
+            return idx, leaf
+        # Staleness only grows, so every stale item goes now (one vectorized sweep), then the
+        # stale draws are redrawn from what is left.
+        held = self._unique_id >= 0
+        self._remove(np.flatnonzero(held & (cur_learner_iter - self._collect_iter > self._max_staleness)))
+        if self._valid_count == 0:
+            return None, None
+        redraw, redraw_leaf = self._draw(int(stale.sum()), sample_range, stratified=False)
+        if redraw is None:
+            return None, None
+        idx, leaf = idx.copy(), leaf.copy()
+        idx[stale], leaf[stale] = redraw, redraw_leaf
+        return idx, leaf
+
+    def _gather(self, idx: np.ndarray, leaf: np.ndarray, cur_learner_iter: int) -> Batch:
+        # (N P(i))^-beta / max_j (N P(j))^-beta simplifies to (leaf_i / min_j leaf_j)^-beta.
+        weights = np.power(leaf / self._min_tree.reduce(), -self.beta)
+        batch = self._storage.gather(idx)
+        priority = self._priority[idx]
+        batch["IS"] = weights.astype(np.float32)
+        batch["priority"] = priority
+        batch["replay_unique_id"] = self._unique_id[idx]
+        batch["replay_buffer_idx"] = idx
+        np.add.at(self._use_count, idx, 1)
+        if self._attr_monitor.wants_record():
+            used = self._use_count[idx]
+            staleness = cur_learner_iter - self._collect_iter[idx]
+            self._attr_monitor.record(cur_learner_iter, used, staleness, priority)
+        self._attr_monitor.end_call(cur_learner_iter)
+        if self._max_use != float("inf"):
+            exhausted = idx[self._use_count[idx] >= self._max_use]
+            if len(exhausted):
+                self._remove(np.unique(exhausted))
+        self._sample_calls += 1
+        self._controller.record_sample(len(idx))
+        self._after_sample(len(idx))
+        return batch
+
+    def _remove(self, idx: np.ndarray) -> None:
+        """Take held rows out of sampling (their storage stays until overwritten)."""
+        if len(idx) == 0:
+            return
+        self._unique_id[idx] = -1
+        path = self._sum_tree.path(idx)
+        self._sum_tree.update(idx, 0.0, path)
+        self._min_tree.update(idx, float("inf"), path)
+        self._valid_count -= len(idx)
+        self._removed_total += len(idx)
+        self._thruput.remove_data_count += len(idx)
+
+    # ------------------------------------------------------------------ update
+    def update(self, info: Mapping) -> None:
+        """Set new priorities. ``info`` has equal-length ``replay_unique_id``, ``replay_buffer_idx``
+        and ``priority`` (lists or arrays); entries whose item has since been overwritten or
+        removed (the id stored at that index differs) are ignored."""
+        try:
+            ids = np.asarray(to_numpy(info["replay_unique_id"]), dtype=np.int64).ravel()
+            idx = np.asarray(to_numpy(info["replay_buffer_idx"]), dtype=np.int64).ravel()
+            priority = np.asarray(to_numpy(info["priority"]), dtype=np.float64).ravel()
+        except KeyError as err:
+            raise PriorityError(f"update() needs the key {err} (from a sampled batch).") from err
+        if not len(ids) == len(idx) == len(priority):
+            raise PriorityError(
+                f"update() got {len(ids)} ids, {len(idx)} indices and {len(priority)} priorities; "
+                "they must have the same length."
+            )
+        if len(priority) == 0:
+            return
+        low, top = float(priority.min()), float(priority.max())
+        if not (low >= 0 and top < float("inf")):  # also false for NaN
+            raise PriorityError(f"Priorities must be finite and non-negative, got values in [{low}, {top}].")
+        if low < MIN_PRIORITY:
+            priority = np.maximum(priority, MIN_PRIORITY)
+        with self._lock:
+            cap = self._storage.capacity
+            if idx.min() < 0 or idx.max() >= cap:
+                keep = (idx >= 0) & (idx < cap)
+                ids, idx, priority = ids[keep], idx[keep], priority[keep]
+            current = self._unique_id[idx] == ids
+            if not current.all():
+                self._stale_updates += int(len(current) - np.count_nonzero(current))
+                ids, idx, priority = ids[current], idx[current], priority[current]
+                if len(idx) == 0:
+                    return
+            self._priority[idx] = priority
+            leaf = priority**self._alpha
+            path = self._sum_tree.path(idx)  # the min tree has fewer binary levels: same path, first rows
+            self._sum_tree.update(idx, leaf, path)
+            self._min_tree.update(idx, leaf, path)
+            if top > self._max_priority:
+                self._max_priority = top
+
+    # ------------------------------------------------------------------ bookkeeping
+    def _count(self) -> int:
+        return self._valid_count
+
+    def _clear(self) -> None:
+        super()._clear()
+        self._sum_tree.clear()
+        self._min_tree.clear()
+        self._unique_id[:] = -1
+        self._priority[:] = 0
+        self._use_count[:] = 0
+        self._collect_iter[:] = 0
+        self._reset_counters()
+
+    def _stats(self) -> dict[str, float]:
+        stats = super()._stats()
+        stats.update({REMOVED: self._removed_total, PUSH_REJECTED: self._push_rejected, BETA: self.beta})
+        stats.update(self._attr_monitor.last_report)
+        return stats
+
+    # ------------------------------------------------------------------ persistence
+    _ARRAYS = ("_priority", "_unique_id", "_use_count", "_collect_iter")
+    _COUNTERS = (
+        "_sample_calls",
+        "_removed_total",
+        "_push_rejected",
+        "_stale_updates",
+        "_latest_learner_iter",
+    )
+
+    def _state_dict(self) -> dict:
+        state = super()._state_dict()
+        filled = self._storage.filled
+        for name in self._ARRAYS:
+            state[name[1:]] = getattr(self, name)[:filled].copy()
+        for name in self._COUNTERS:
+            state[name[1:]] = getattr(self, name)
+        state["max_priority"] = self._max_priority
+        return state
+
+    def load_state_dict(self, _state_dict: dict, deepcopy: bool = False) -> None:
+        """Replace the contents with a ``state_dict``; ``deepcopy`` is accepted for DI-engine
+        compatibility (the state is always copied into the buffer's own arrays)."""
+        super().load_state_dict(_state_dict)
+
+    def _parse_state(self, state: Mapping) -> dict[str, Any]:
+        new = super()._parse_state(state)
+        cap, filled = self._storage.capacity, new["_storage"].filled
+        dtypes = {
+            "_priority": np.float64,
+            "_unique_id": np.int64,
+            "_use_count": np.int64,
+            "_collect_iter": np.int64,
+        }
+        for name in self._ARRAYS:
+            rows = state.get(name[1:])
+            if not isinstance(rows, np.ndarray) or rows.shape != (filled,):
+                raise DataFormatError(f"Buffer state: '{name[1:]}' must be an array of {filled} entries.")
+            full = np.zeros(cap, dtype=dtypes[name]) if name != "_unique_id" else np.full(cap, -1, np.int64)
+            full[:filled] = rows
+            new[name] = full
+        for name in self._COUNTERS:
+            new[name] = state_int(state, name[1:])
+        max_priority = state.get("max_priority")
+        if not isinstance(max_priority, (float, int)) or not np.isfinite(max_priority) or max_priority <= 0:
+            raise DataFormatError(
+                f"Buffer state: 'max_priority' must be a positive number, got {max_priority!r}."
+            )
+        new["_max_priority"] = float(max_priority)
+        held = new["_unique_id"] >= 0
+        if not np.all(np.isfinite(new["_priority"][held])) or np.any(new["_priority"][held] <= 0):
+            raise DataFormatError("Buffer state: held items must have positive, finite priorities.")
+        new["_valid_count"] = int(np.count_nonzero(held))
+        leaf = np.where(held, new["_priority"], 0.0) ** self._alpha
+        sum_tree, min_tree = SumSegmentTree(cap), MinSegmentTree(cap, root_fanout=16384)
+        sum_tree.fill(leaf)
+        min_tree.fill(np.where(held, leaf, np.inf))
+        new["_sum_tree"], new["_min_tree"] = sum_tree, min_tree
+        return new
+
+
+def _segments(start: int, count: int, capacity: int) -> list[tuple[int, int]]:
+    """Physical ``[lo, hi)`` ranges of ``count`` ring rows from ``start`` (one, or two if wrapping)."""
+    end = start + count
+    if end <= capacity:
+        return [(start, end)]
+    return [(start, capacity), (0, end - capacity)]
+
+
+def _initial_priority(column: Any, n: int) -> np.ndarray | None:
+    """Priorities given with pushed items (missing ones, None/NaN, get the maximum priority later)."""
+    if column is None:
+        return None
+    values = np.array(
+        [np.nan if v is None else v for v in column] if column.dtype == object else column, np.float64
+    )
+    if values.shape != (n,):
+        raise PriorityError(f"A pushed 'priority' must be one number per item, got shape {values.shape}.")
+    if np.any(values[~np.isnan(values)] < 0) or np.isinf(values).any():
+        raise PriorityError("Pushed priorities must be finite and non-negative.")
+    return np.maximum(values, MIN_PRIORITY)
