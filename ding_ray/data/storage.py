@@ -134,7 +134,13 @@ class ColumnarRing:
         for p, c in zip(self._paths, self._columns, strict=True):
             rows = c[: self.filled]
             columns.append([list(p), rows.tolist() if c.dtype == object else rows.copy()])
-        return {"capacity": self.capacity, "head": self.head, "filled": self.filled, "columns": columns}
+        return {
+            "capacity": self.capacity,
+            "head": self.head,
+            "filled": self.filled,
+            "schema": self.schema,
+            "columns": columns,
+        }
 
     @classmethod
     def from_state_dict(cls, state: Mapping) -> ColumnarRing:
@@ -171,6 +177,10 @@ class ColumnarRing:
             flat[path] = rows
         if flat:
             ring._create(flat)
+            if "schema" in state and state["schema"] != ring.schema:
+                raise DataFormatError(
+                    f"Buffer storage state: columns {ring.schema} do not match the schema {state['schema']}."
+                )
             for dst, rows in zip(ring._columns, flat.values(), strict=True):
                 dst[:filled] = rows
         elif filled:

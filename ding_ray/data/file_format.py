@@ -1,0 +1,164 @@
+"""The on-disk buffer format: msgpack, a header, a checksum, and nothing that executes on load.
+
+A file is one msgpack map::
+
+    {"header":   {"format": "ding_ray.replay_buffer", "version": 1, "buffer_type": ...,
+                  "schema": [{"path": [...], "dtype": "<f4", "shape": [4]}, ...]},
+     "payload":  <bytes: the msgpack-encoded state dict>,
+     "checksum": {"algorithm": "sha256", "digest": <sha256 of packed header + payload>}}
+
+Numpy arrays inside the payload are msgpack extension values holding dtype, shape and raw
+bytes; only plain numeric and boolean dtypes are accepted when reading, so loading never
+creates Python objects other than numbers, strings, bytes, lists, dicts and numeric arrays.
+Files are written to a temporary file in the same folder and renamed over the target, so a
+crash never leaves a half-written file under the final name.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from collections.abc import Mapping
+from typing import Any
+
+import msgpack
+import numpy as np
+
+from ding_ray.errors import DataFormatError
+
+FORMAT_NAME = "ding_ray.replay_buffer"
+FORMAT_VERSION = 1
+_EXT_ARRAY = 1
+_EXT_SCALAR = 2
+_NUMERIC_KINDS = "biufc"  # bool, signed, unsigned, float, complex
+
+
+# ---------------------------------------------------------------------- encoding
+def _encode(obj: Any) -> Any:
+    """msgpack ``default`` hook for the numpy values a state dict holds."""
+    if isinstance(obj, np.ndarray):
+        return msgpack.ExtType(_EXT_ARRAY, _pack_array(obj))
+    if isinstance(obj, np.generic):
+        return msgpack.ExtType(_EXT_SCALAR, _pack_array(np.asarray(obj)))
+    raise TypeError(f"a value of type {type(obj).__name__} cannot be stored in a buffer file")
+
+
+def _pack_array(arr: np.ndarray) -> bytes:
+    if arr.dtype.kind not in _NUMERIC_KINDS or arr.dtype.fields is not None:
+        raise TypeError(f"arrays of dtype {arr.dtype} cannot be stored in a buffer file")
+    arr = np.ascontiguousarray(arr)
+    return msgpack.packb([arr.dtype.str, list(arr.shape), arr.tobytes()], use_bin_type=True)
+
+
+def encode_state(state: Mapping, buffer_type: str) -> bytes:
+    """The bytes of a buffer file holding ``state``."""
+    try:
+        payload = msgpack.packb(state, default=_encode, use_bin_type=True)
+    except (TypeError, ValueError, OverflowError) as err:
+        raise DataFormatError(f"The buffer state cannot be written: {err}.") from err
+    header = {
+        "format": FORMAT_NAME,
+        "version": FORMAT_VERSION,
+        "buffer_type": buffer_type,
+        "schema": _schema_of(state),
+    }
+    digest = hashlib.sha256(msgpack.packb(header, use_bin_type=True) + payload).digest()
+    return msgpack.packb(
+        {"header": header, "payload": payload, "checksum": {"algorithm": "sha256", "digest": digest}},
+        use_bin_type=True,
+    )
+
+
+def _schema_of(state: Mapping) -> list:
+    storage = state.get("storage")
+    return list(storage.get("schema", [])) if isinstance(storage, Mapping) else []
+
+
+# ---------------------------------------------------------------------- decoding
+def _decode(code: int, data: bytes) -> Any:
+    """msgpack ``ext_hook``: rebuild numeric arrays, refuse anything else."""
+    if code not in (_EXT_ARRAY, _EXT_SCALAR):
+        raise DataFormatError(f"unknown extension type {code}")
+    parts = msgpack.unpackb(data, raw=False)
+    if not (isinstance(parts, list) and len(parts) == 3 and isinstance(parts[0], str)):
+        raise DataFormatError("malformed array record")
+    dtype_str, shape, raw = parts
+    try:
+        dtype = np.dtype(dtype_str)
+    except TypeError as err:
+        raise DataFormatError(f"unknown dtype {dtype_str!r}") from err
+    if dtype.kind not in _NUMERIC_KINDS or dtype.fields is not None or dtype.subdtype is not None:
+        raise DataFormatError(f"dtype {dtype_str!r} is not a plain numeric dtype")
+    if not (isinstance(shape, list) and all(isinstance(d, int) and d >= 0 for d in shape)):
+        raise DataFormatError(f"bad array shape {shape!r}")
+    if not isinstance(raw, bytes) or len(raw) != int(np.prod(shape, dtype=np.int64)) * dtype.itemsize:
+        raise DataFormatError("array data does not match its dtype and shape")
+    arr = np.frombuffer(raw, dtype=dtype).reshape(shape).copy()
+    return arr[()] if code == _EXT_SCALAR else arr
+
+
+def decode_state(blob: bytes, expected_type: str | None = None) -> dict:
+    """The state dict held by the bytes of a buffer file; raises ``DataFormatError`` on any defect."""
+    try:
+        outer = msgpack.unpackb(blob, raw=False)
+    except Exception as err:  # msgpack raises several unrelated types for bad input
+        raise DataFormatError(
+            f"Not a readable ding_ray buffer file (truncated or not msgpack): {err!r}. "
+            "Only files written by save_data() can be loaded."
+        ) from err
+    if not (isinstance(outer, dict) and isinstance(outer.get("header"), dict)):
+        raise DataFormatError("Not a ding_ray buffer file: no header. Only files written by save_data() can be loaded.")
+    header = outer["header"]
+    if header.get("format") != FORMAT_NAME:
+        raise DataFormatError(f"Not a ding_ray buffer file: format is {header.get('format')!r}, not {FORMAT_NAME!r}.")
+    if header.get("version") != FORMAT_VERSION:
+        raise DataFormatError(
+            f"Buffer file format version {header.get('version')!r} is not supported; this ding_ray reads "
+            f"version {FORMAT_VERSION}. Load it with the ding_ray version that wrote it."
+        )
+    if expected_type is not None and header.get("buffer_type") != expected_type:
+        raise DataFormatError(
+            f"The file holds a {header.get('buffer_type')!r}; it cannot be loaded into a {expected_type}."
+        )
+    payload, checksum = outer.get("payload"), outer.get("checksum")
+    if not isinstance(payload, bytes) or not isinstance(checksum, dict) or checksum.get("algorithm") != "sha256":
+        raise DataFormatError("Buffer file is missing its payload or its sha256 checksum.")
+    digest = hashlib.sha256(msgpack.packb(header, use_bin_type=True) + payload).digest()
+    if checksum.get("digest") != digest:
+        raise DataFormatError("Buffer file checksum mismatch: the file is corrupted or was modified.")
+    try:
+        state = msgpack.unpackb(payload, raw=False, ext_hook=_decode, strict_map_key=False)
+    except DataFormatError as err:
+        raise DataFormatError(f"Buffer file payload is invalid: {err}") from err
+    except Exception as err:
+        raise DataFormatError(f"Buffer file payload cannot be decoded: {err!r}") from err
+    if not isinstance(state, dict):
+        raise DataFormatError("Buffer file payload is not a state dict.")
+    if _schema_of(state) != header.get("schema"):
+        raise DataFormatError("Buffer file header schema does not match the stored columns.")
+    return state
+
+
+# ---------------------------------------------------------------------- files
+def save_state(file_name: str, state: Mapping, buffer_type: str) -> None:
+    """Write ``state`` to ``file_name`` atomically (temporary file in the same folder, then rename)."""
+    blob = encode_state(state, buffer_type)
+    folder = os.path.dirname(os.path.abspath(file_name))
+    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(file_name)}.", suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(blob)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, file_name)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def load_state(file_name: str, expected_type: str | None = None) -> dict:
+    """Read and verify a buffer file; see ``decode_state``."""
+    with open(file_name, "rb") as f:
+        return decode_state(f.read(), expected_type)
