@@ -9,15 +9,19 @@ Sampling: ``buffer.sample(size, cur_learner_iter)`` returns a list of dicts; pas
 from ding_ray.data.advanced import AdvancedReplayBuffer, PriorityError
 from ding_ray.data.base import IBuffer
 from ding_ray.data.columnar import Batch, stack_items, unstack_batch
+from ding_ray.data.episode import EpisodeReplayBuffer
 from ding_ray.data.factory import create_buffer, get_buffer_cls
 from ding_ray.data.naive import NaiveReplayBuffer
+from ding_ray.data.sequence import SequenceReplayBuffer
 
 __all__ = [
     "AdvancedReplayBuffer",
     "Batch",
+    "EpisodeReplayBuffer",
     "IBuffer",
     "NaiveReplayBuffer",
     "PriorityError",
+    "SequenceReplayBuffer",
     "create_buffer",
     "get_buffer_cls",
     "stack_items",

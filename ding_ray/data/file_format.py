@@ -108,10 +108,14 @@ def decode_state(blob: bytes, expected_type: str | None = None) -> dict:
             "Only files written by save_data() can be loaded."
         ) from err
     if not (isinstance(outer, dict) and isinstance(outer.get("header"), dict)):
-        raise DataFormatError("Not a ding_ray buffer file: no header. Only files written by save_data() can be loaded.")
+        raise DataFormatError(
+            "Not a ding_ray buffer file: no header. Only files written by save_data() can be loaded."
+        )
     header = outer["header"]
     if header.get("format") != FORMAT_NAME:
-        raise DataFormatError(f"Not a ding_ray buffer file: format is {header.get('format')!r}, not {FORMAT_NAME!r}.")
+        raise DataFormatError(
+            f"Not a ding_ray buffer file: format is {header.get('format')!r}, not {FORMAT_NAME!r}."
+        )
     if header.get("version") != FORMAT_VERSION:
         raise DataFormatError(
             f"Buffer file format version {header.get('version')!r} is not supported; this ding_ray reads "
@@ -122,7 +126,9 @@ def decode_state(blob: bytes, expected_type: str | None = None) -> dict:
             f"The file holds a {header.get('buffer_type')!r}; it cannot be loaded into a {expected_type}."
         )
     payload, checksum = outer.get("payload"), outer.get("checksum")
-    if not isinstance(payload, bytes) or not isinstance(checksum, dict) or checksum.get("algorithm") != "sha256":
+    if not (
+        isinstance(payload, bytes) and isinstance(checksum, dict) and checksum.get("algorithm") == "sha256"
+    ):
         raise DataFormatError("Buffer file is missing its payload or its sha256 checksum.")
     digest = hashlib.sha256(msgpack.packb(header, use_bin_type=True) + payload).digest()
     if checksum.get("digest") != digest:

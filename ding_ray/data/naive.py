@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ding_ray.data.columnar import Batch, unstack_batch
+from ding_ray.data.columnar import Batch
 from ding_ray.data.monitors import logger
 from ding_ray.data.ring_buffer import RingBuffer
 from ding_ray.utils.registry import BUFFER_REGISTRY
@@ -44,7 +44,7 @@ class NaiveReplayBuffer(RingBuffer):
                 return None
             batch = self._storage.gather(idx)
             self._after_sample(size)
-        return batch if columnar else unstack_batch(batch)
+        return self._present(batch, columnar)
 
     def update(self, info: dict) -> None:
         """Nothing to update in a uniform buffer; kept so every buffer has the same interface."""

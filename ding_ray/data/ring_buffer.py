@@ -12,7 +12,7 @@ from easydict import EasyDict
 
 from ding_ray.config.merge import merge_config
 from ding_ray.data.base import IBuffer
-from ding_ray.data.columnar import Batch, as_batch, batch_size, stack_items
+from ding_ray.data.columnar import Batch, as_batch, batch_size, stack_items, unstack_batch
 from ding_ray.data.monitors import PUSHED, SAMPLED, SIZE, PeriodicThruputMonitor
 from ding_ray.data.storage import ColumnarRing
 from ding_ray.errors import ConfigError, DataFormatError, ShapeError
@@ -115,6 +115,10 @@ class RingBuffer(IBuffer):
             return None
         pick = self._rng.integers(0, m, size) if replace else self._rng.choice(m, size, replace=False)
         return pick if candidates is None else candidates[pick]
+
+    def _present(self, gathered: Any, columnar: bool) -> Any:
+        """What ``sample`` returns for the gathered rows: a ``Batch`` or a list of dicts."""
+        return gathered if columnar else unstack_batch(gathered)
 
     def _after_sample(self, size: int) -> None:
         self._sampled_total += size

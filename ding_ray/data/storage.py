@@ -63,7 +63,7 @@ class ColumnarRing:
         flat = flatten(batch)
         if not self._paths:
             self._create(flat)
-        columns = self._check(flat)
+        columns = conform(flat, self._paths, self._columns, self._castable)
         if n > self.capacity:
             columns = [c[n - self.capacity :] for c in columns]
             n = self.capacity
@@ -76,36 +76,6 @@ class ColumnarRing:
         self.head = (start + n) % self.capacity
         self.filled = min(self.filled + n, self.capacity)
         return start, n
-
-    def _check(self, flat: dict[Path, Any]) -> list[np.ndarray]:
-        """The batch's columns in storage order, after checking fields, shapes and dtypes."""
-        if len(flat) != len(self._paths) or any(p not in flat for p in self._paths):
-            missing = sorted(_name(p) for p in self._paths if p not in flat)
-            extra = sorted(_name(p) for p in flat if p not in self._paths)
-            raise ShapeError(
-                f"Data does not have the fields this buffer stores: missing {missing}, unexpected {extra}. "
-                "The first push fixes the fields; clear() the buffer to store another structure."
-            )
-        out = []
-        for path, dst in zip(self._paths, self._columns, strict=True):
-            src = flat[path]
-            if src.shape[1:] != dst.shape[1:]:
-                raise ShapeError(
-                    f"Field {_name(path)} has per-item shape {src.shape[1:]}, "
-                    f"the buffer stores {dst.shape[1:]}."
-                )
-            key = (src.dtype, dst.dtype)
-            ok = self._castable.get(key)
-            if ok is None:
-                ok = dst.dtype == object or np.can_cast(src.dtype, dst.dtype, "same_kind")
-                self._castable[key] = ok
-            if not ok:
-                raise ShapeError(
-                    f"Field {_name(path)} has dtype {src.dtype}, which cannot be stored in the buffer's "
-                    f"{dst.dtype} column without changing its kind; convert it before pushing."
-                )
-            out.append(src)
-        return out
 
     def clear(self) -> None:
         """Forget contents and structure."""
@@ -130,10 +100,7 @@ class ColumnarRing:
     # ------------------------------------------------------------------ persistence
     def state_dict(self) -> dict:
         """Head, fill level and the filled rows of every column (the rows beyond are empty)."""
-        columns = []
-        for p, c in zip(self._paths, self._columns, strict=True):
-            rows = c[: self.filled]
-            columns.append([list(p), rows.tolist() if c.dtype == object else rows.copy()])
+        columns = column_state(self._paths, self._columns, self.filled)
         return {
             "capacity": self.capacity,
             "head": self.head,
@@ -156,25 +123,7 @@ class ColumnarRing:
             )
         if filled < ring.capacity and head != filled:
             raise DataFormatError("Buffer storage state: a ring that is not full must have head == filled.")
-        flat = {}
-        for entry in columns or []:
-            if not (
-                isinstance(entry, (list, tuple)) and len(entry) == 2 and isinstance(entry[0], (list, tuple))
-            ):
-                raise DataFormatError("Buffer storage state: each column must be [path, rows].")
-            path, rows = tuple(entry[0]), entry[1]
-            if isinstance(rows, list):
-                obj = np.empty(len(rows), dtype=object)
-                for i, v in enumerate(rows):
-                    obj[i] = v
-                rows = obj
-            if not isinstance(rows, np.ndarray) or rows.ndim == 0 or len(rows) != filled:
-                raise DataFormatError(
-                    f"Buffer storage state: column {_name(path)} does not have {filled} rows."
-                )
-            if not path or path in flat:
-                raise DataFormatError(f"Buffer storage state: bad or repeated column path {list(path)}.")
-            flat[path] = rows
+        flat = columns_from_state(columns, filled)
         if flat:
             ring._create(flat)
             if "schema" in state and state["schema"] != ring.schema:
@@ -187,3 +136,68 @@ class ColumnarRing:
             raise DataFormatError("Buffer storage state claims rows but has no columns.")
         ring.head, ring.filled = head, filled
         return ring
+
+
+def conform(
+    flat: dict[Path, Any], paths: list[Path], protos: list[np.ndarray], castable: dict
+) -> list[np.ndarray]:
+    """The columns of ``flat`` in the order of ``paths``, after checking that their fields,
+    per-row shapes and dtypes fit the arrays ``protos`` (whose first axis is ignored).
+
+    ``castable`` caches dtype-pair checks between calls.
+    """
+    if len(flat) != len(paths) or any(p not in flat for p in paths):
+        missing = sorted(_name(p) for p in paths if p not in flat)
+        extra = sorted(_name(p) for p in flat if p not in paths)
+        raise ShapeError(
+            f"Data does not have the fields this buffer stores: missing {missing}, unexpected {extra}. "
+            "The first push fixes the fields; clear() the buffer to store another structure."
+        )
+    out = []
+    for path, proto in zip(paths, protos, strict=True):
+        src = flat[path]
+        if src.shape[1:] != proto.shape[1:]:
+            raise ShapeError(
+                f"Field {_name(path)} has per-item shape {src.shape[1:]}, "
+                f"the buffer stores {proto.shape[1:]}."
+            )
+        key = (src.dtype, proto.dtype)
+        ok = castable.get(key)
+        if ok is None:
+            ok = proto.dtype == object or np.can_cast(src.dtype, proto.dtype, "same_kind")
+            castable[key] = ok
+        if not ok:
+            raise ShapeError(
+                f"Field {_name(path)} has dtype {src.dtype}, which cannot be stored in the buffer's "
+                f"{proto.dtype} column without changing its kind; convert it before pushing."
+            )
+        out.append(src)
+    return out
+
+
+def column_state(paths: list[Path], columns: list[np.ndarray], rows: int) -> list:
+    """``[[path, rows]]`` for a state dict: the first ``rows`` rows, object columns as lists."""
+    return [
+        [list(p), c[:rows].tolist() if c.dtype == object else c[:rows].copy()]
+        for p, c in zip(paths, columns, strict=True)
+    ]
+
+
+def columns_from_state(entries: Any, rows: int) -> dict[Path, np.ndarray]:
+    """Inverse of ``column_state``; raises ``DataFormatError`` on malformed entries."""
+    flat: dict[Path, np.ndarray] = {}
+    for entry in entries or []:
+        if not (isinstance(entry, (list, tuple)) and len(entry) == 2 and isinstance(entry[0], (list, tuple))):
+            raise DataFormatError("Buffer storage state: each column must be [path, rows].")
+        path, values = tuple(entry[0]), entry[1]
+        if isinstance(values, list):
+            obj = np.empty(len(values), dtype=object)
+            for i, v in enumerate(values):
+                obj[i] = v
+            values = obj
+        if not isinstance(values, np.ndarray) or values.ndim == 0 or len(values) != rows:
+            raise DataFormatError(f"Buffer storage state: column {_name(path)} does not have {rows} rows.")
+        if not path or path in flat:
+            raise DataFormatError(f"Buffer storage state: bad or repeated column path {list(path)}.")
+        flat[path] = values
+    return flat
