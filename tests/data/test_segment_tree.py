@@ -1,0 +1,59 @@
+import numpy as np
+import pytest
+
+from ding_ray.data.segment_tree import MinSegmentTree, SumSegmentTree
+
+
+@pytest.mark.parametrize("capacity,fanout", [(1, 2048), (3, 2), (1000, 2048), (5000, 64), (4096, 16)])
+def test_batched_updates_match_brute_force(capacity, fanout):
+    rng = np.random.default_rng(capacity)
+    sum_tree, min_tree = SumSegmentTree(capacity, fanout), MinSegmentTree(capacity, fanout)
+    leaves = np.zeros(capacity)
+    mins = np.full(capacity, np.inf)
+    for _ in range(50):
+        idx = rng.integers(0, capacity, rng.integers(1, 300))  # with repeats: the last value wins
+        values = rng.random(len(idx)) + 0.01
+        path = sum_tree.path(idx)
+        sum_tree.update(idx, values, path)
+        min_tree.update(idx, values, path)
+        leaves[idx] = values
+        mins[idx] = values
+        assert sum_tree.reduce() == pytest.approx(leaves.sum(), rel=1e-12)
+        assert min_tree.reduce() == mins.min()
+    np.testing.assert_array_equal(sum_tree.leaves, leaves)
+
+
+@pytest.mark.parametrize("fanout", [1, 16, 2048])
+def test_find_prefixsum_matches_cumsum_search(fanout):
+    rng = np.random.default_rng(0)
+    capacity = 3000
+    tree = SumSegmentTree(capacity, fanout)
+    leaves = rng.random(capacity) * (rng.random(capacity) > 0.3)  # many zero leaves
+    tree.fill(leaves)
+    queries = rng.random(4000) * tree.reduce()
+    idx, values = tree.find_prefixsum_idx(queries, return_values=True)
+    expected = np.searchsorted(np.cumsum(leaves), queries, side="right")
+    assert np.mean(idx == expected) > 0.999  # rounding may move a query across a border
+    assert np.all(leaves[idx] > 0)  # never an empty leaf
+    np.testing.assert_array_equal(values, leaves[idx])
+
+
+def test_update_range_and_prefix_sum():
+    rng = np.random.default_rng(1)
+    tree = SumSegmentTree(1000, root_fanout=8)
+    leaves = np.zeros(1000)
+    for start in (0, 37, 500, 990):
+        values = rng.random(10)
+        tree.update_range(start, values)
+        leaves[start : start + 10] = values
+    assert tree.reduce() == pytest.approx(leaves.sum())
+    for end in (0, 1, 37, 47, 999, 1000):
+        assert tree.prefix_sum(end) == pytest.approx(leaves[:end].sum())
+
+
+def test_empty_leaves_are_never_found_at_the_edges():
+    tree = SumSegmentTree(8, root_fanout=2)
+    tree.update(np.array([2, 5]), np.array([1.0, 1.0]))
+    found = tree.find_prefixsum_idx(np.array([0.0, 0.999999, 1.0, 1.9999999, np.nextafter(2.0, 0)]))
+    assert set(found.tolist()) <= {2, 5}
+    assert found[0] == 2 and found[-1] == 5
