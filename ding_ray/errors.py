@@ -33,3 +33,7 @@ class DataFormatError(DingRayError, ValueError):
 
 class ActorDiedError(DingRayError, RuntimeError):
     """A Ray actor the pipeline cannot run without has died."""
+
+
+class NonFiniteError(DingRayError, ValueError):
+    """A loss or an input became NaN or infinite; training stops before the weights are ruined."""

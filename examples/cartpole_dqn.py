@@ -28,12 +28,13 @@ main_config = dict(
         model=dict(obs_shape=4, action_shape=2, encoder_hidden_size_list=[128, 128, 64], dueling=True),
         nstep=3,
         discount_factor=0.99,
-        learn=dict(update_per_collect=8, batch_size=64, learning_rate=1e-3, target_update_freq=200),
-        collect=dict(n_sample=64),
-        eval=dict(evaluator=dict(eval_freq=100)),
+        # 16 gradient steps per 32 env steps: a replay ratio of 0.5 updates per env step
+        learn=dict(update_per_collect=16, batch_size=64, learning_rate=1e-3, target_update_freq=100),
+        collect=dict(n_sample=32),
+        eval=dict(evaluator=dict(eval_freq=200)),
         other=dict(
-            eps=dict(type="exp", start=1.0, end=0.05, decay=5000),
-            replay_buffer=dict(replay_buffer_size=20000),
+            eps=dict(type="linear", start=1.0, end=0.05, decay=8000),
+            replay_buffer=dict(replay_buffer_size=50000),
         ),
     ),
 )
@@ -44,7 +45,7 @@ if __name__ == "__main__":
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--max-env-step", type=int, default=100_000)
+    parser.add_argument("--max-env-step", type=int, default=30_000)
     args = parser.parse_args()
     main_config["exp_name"] = f"cartpole_dqn_seed{args.seed}"
     serial_pipeline((main_config, create_config), seed=args.seed, max_env_step=args.max_env_step)

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
-from ding_ray.model.common import DiscreteHead, DuelingHead, FCEncoder
+from ding_ray.model.common import MLP, DiscreteHead, DuelingHead, FCEncoder
 from ding_ray.utils.registry import MODEL_REGISTRY
 
 
@@ -29,7 +29,7 @@ class DQN(nn.Module):
         self.encoder = FCEncoder(obs_shape, list(encoder_hidden_size_list), activation)
         hidden = head_hidden_size or self.encoder.output_size
         if hidden != self.encoder.output_size:
-            self.encoder = nn.Sequential(self.encoder, nn.Linear(self.encoder.output_size, hidden), nn.ReLU())
+            self.encoder = nn.Sequential(self.encoder, MLP(self.encoder.output_size, [hidden], activation))
         head_cls = DuelingHead if dueling else DiscreteHead
         self.head = head_cls(hidden, int(action_shape), head_layer_num, activation)
 

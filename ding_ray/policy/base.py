@@ -258,7 +258,9 @@ class Policy:
     def _load_state_dict_learn(self, state_dict: dict[str, Any]) -> None:
         self._learn_model.load_state_dict(state_dict["model"])
         if "optimizer" in state_dict:
-            self._optimizer.load_state_dict(state_dict["optimizer"])
+            # torch keeps CPU tensors of a loaded optimizer state as they are: without the copy, a
+            # state dict taken from a live policy would share Adam's moments with it.
+            self._optimizer.load_state_dict(copy.deepcopy(state_dict["optimizer"]))
 
     def _state_dict_collect(self) -> dict[str, Any]:
         return {"model": self._collect_model.state_dict()}

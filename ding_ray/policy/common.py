@@ -9,7 +9,7 @@ import numpy as np
 import torch
 
 from ding_ray.data.columnar import stack_items
-from ding_ray.errors import ShapeError
+from ding_ray.errors import NonFiniteError, ShapeError
 
 
 def to_tensor_batch(data: Any, device: str | torch.device = "cpu") -> dict[str, Any]:
@@ -47,3 +47,25 @@ def obs_batch(data: Mapping[int, Any]) -> tuple[list[int], np.ndarray]:
     """``{env_id: obs}`` -> (env ids, stacked float32 observations)."""
     env_ids = list(data.keys())
     return env_ids, np.stack([np.asarray(data[i], dtype=np.float32) for i in env_ids])
+
+
+def check_finite_loss(loss: torch.Tensor, batch: Mapping[str, Any], where: str) -> None:
+    """Raise ``NonFiniteError`` naming the input columns with NaN/inf if ``loss`` is not finite.
+
+    Called before ``backward`` so that one bad batch never reaches the weights.
+    """
+    if bool(torch.isfinite(loss)):
+        return
+    bad = [
+        key
+        for key, value in batch.items()
+        if isinstance(value, torch.Tensor)
+        and value.is_floating_point()
+        and not bool(torch.isfinite(value).all())
+    ]
+    cause = (
+        f"non-finite values in input column(s) {bad}: check the env's observations/rewards"
+        if bad
+        else "inputs are finite, so the model diverged: lower the learning rate or clip gradients (grad_clip)"
+    )
+    raise NonFiniteError(f"{where}: loss is {loss.item()} — {cause}.")

@@ -9,7 +9,7 @@ import numpy as np
 import torch
 
 from ding_ray.policy.base import Policy
-from ding_ray.policy.common import obs_batch, to_tensor_batch
+from ding_ray.policy.common import check_finite_loss, obs_batch, to_tensor_batch
 from ding_ray.rl_utils import q_nstep_td_error
 from ding_ray.utils.registry import POLICY_REGISTRY
 
@@ -95,6 +95,7 @@ class DQNPolicy(Policy):
             weight,
             learn.huber_kappa,
         )
+        check_finite_loss(loss, batch, "DQN learn")
         self._optimizer.zero_grad(set_to_none=True)
         loss.backward()
         if learn.grad_clip is not None:

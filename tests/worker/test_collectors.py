@@ -1,0 +1,106 @@
+from functools import partial
+
+import numpy as np
+import pytest
+
+import tests.fakes  # noqa: F401 - registers the fake envs
+from ding_ray.envs import create_env_manager, get_vec_env_setting
+from ding_ray.errors import ConfigError
+from ding_ray.policy import DQNPolicy
+from ding_ray.worker import EpisodeSerialCollector, InteractionSerialEvaluator, SampleSerialCollector
+
+MODEL = dict(obs_shape=2, action_shape=2, encoder_hidden_size_list=[16], dueling=False)
+
+
+def env_manager(env_id="Countdown-v0", n=3, seed=0):
+    env_fn, cfgs, _ = get_vec_env_setting(dict(env_id=env_id, collector_env_num=n, evaluator_env_num=1))
+    manager = create_env_manager(dict(type="base"), [partial(env_fn, cfg=c) for c in cfgs])
+    manager.seed(seed)
+    return manager
+
+
+def policy(**over):
+    return DQNPolicy(dict(model=MODEL, **over))
+
+
+def test_exact_sample_counts_and_envstep():
+    collector = SampleSerialCollector(dict(n_sample=7), env_manager(), policy().collect_mode)
+    data = collector.collect(policy_kwargs={"eps": 0.5})
+    assert len(data) == 7 and collector.envstep == 9  # 3 envs step together: 3 steps of 3
+    more = collector.collect(n_sample=7, drop_extra=False)
+    assert len(more) >= 7 and collector.envstep > 9 and collector.envstep % 3 == 0
+    assert set(data[0]) >= {"obs", "next_obs", "action", "reward", "done"}
+    with pytest.raises(ConfigError):
+        SampleSerialCollector(dict(), env_manager(), policy().collect_mode).collect()
+
+
+def test_transitions_follow_the_env_and_mark_termination():
+    collector = SampleSerialCollector(dict(n_sample=30), env_manager(n=1), policy().collect_mode)
+    data = collector.collect(drop_extra=False)
+    for t in data:  # Countdown: obs[0] counts down by one per step; terminal exactly at 0
+        assert t["next_obs"][0] == t["obs"][0] - 1
+        assert t["done"] == (t["next_obs"][0] == 0)
+    assert sum(t["done"] for t in data) == 6
+
+
+def test_truncated_episodes_are_not_terminal():
+    collector = SampleSerialCollector(
+        dict(n_sample=12), env_manager("CountdownTrunc-v0", n=1), policy().collect_mode
+    )
+    data = collector.collect()
+    assert not any(t["done"] for t in data)  # the 4-step time limit cuts a 50-step episode
+
+
+def test_nstep_samples_never_cross_episode_boundaries():
+    collector = SampleSerialCollector(
+        dict(n_sample=200), env_manager(n=4), policy(nstep=3, discount_factor=0.9).collect_mode
+    )
+    data = collector.collect(policy_kwargs={"eps": 1.0})
+    assert len(data) == 200
+    for s in data:
+        k = int(np.count_nonzero(s["reward"]))  # Countdown pays 1 per real step
+        assert s["next_obs"][0] == s["obs"][0] - k and s["next_obs"][1] == s["obs"][1]  # same episode
+        assert s["value_gamma"] == pytest.approx(0.9**k)
+        assert k == 3 or s["done"]  # a shortened window only at the true end of the episode
+
+
+def test_episode_collector_returns_whole_episodes():
+    collector = EpisodeSerialCollector(dict(n_episode=4), env_manager(n=3), policy().collect_mode)
+    episodes = collector.collect(policy_kwargs={"eps": 0.2})
+    assert len(episodes) == 4 and all(len(e) == 5 and e[-1]["done"] for e in episodes)
+    assert collector.envstep >= 20
+
+
+def test_crashing_env_does_not_stop_collection():
+    manager = env_manager("CountdownCrash-v0", n=2)
+    collector = SampleSerialCollector(dict(n_sample=20), manager, policy().collect_mode)
+    data = collector.collect()
+    assert len(data) == 20 and manager.error_count == 2
+    for t in data:
+        assert t["next_obs"][0] == t["obs"][0] - 1  # no transition spans a crash
+
+
+def test_random_collect_uses_env_action_space():
+    collector = SampleSerialCollector(dict(n_sample=50), env_manager(), policy().collect_mode)
+    actions = [int(t["action"]) for t in collector.collect(random_collect=True)]
+    assert set(actions) == {0, 1}
+
+
+def test_evaluator_returns_known_mean_saves_best_and_stops(tmp_path):
+    env_fn, _, cfgs = get_vec_env_setting(
+        dict(env_id="Countdown-v0", collector_env_num=1, evaluator_env_num=2)
+    )
+    manager = create_env_manager(dict(type="base"), [partial(env_fn, cfg=c) for c in cfgs])
+    manager.seed(0, dynamic_seed=False)
+    evaluator = InteractionSerialEvaluator(
+        dict(eval_freq=10, n_episode=5, stop_value=5), manager, policy().eval_mode
+    )
+    saved = []
+    assert evaluator.should_eval(0) and not evaluator.should_eval(0) and not evaluator.should_eval(5)
+    stop, info = evaluator.eval(saved.append, train_iter=0, envstep=0)
+    assert not stop  # the stop value only counts once training has begun
+    assert info["eval_episode_return"] == [5.0] * 5 and info["eval_episode_return_mean"] == 5.0
+    assert saved == ["ckpt_best.pth.tar"]
+    assert evaluator.should_eval(10)
+    stop, _ = evaluator.eval(saved.append, train_iter=10, envstep=100)
+    assert stop and saved == ["ckpt_best.pth.tar"]  # not better than the best: no new checkpoint
