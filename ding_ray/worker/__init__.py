@@ -1,6 +1,14 @@
 """Workers: collectors, evaluators, the learner, the commander, and the replay buffers (re-exported)."""
 
-from ding_ray.data import IBuffer, NaiveReplayBuffer, create_buffer, get_buffer_cls
+from ding_ray.data import (
+    AdvancedReplayBuffer,
+    EpisodeReplayBuffer,
+    IBuffer,
+    NaiveReplayBuffer,
+    SequenceReplayBuffer,
+    create_buffer,
+    get_buffer_cls,
+)
 from ding_ray.worker.collector import (
     EpisodeSerialCollector,
     ISerialCollector,
@@ -26,6 +34,9 @@ from ding_ray.worker.learner import (
 )
 
 __all__ = [
+    "AdvancedReplayBuffer",
+    "EpisodeReplayBuffer",
+    "SequenceReplayBuffer",
     "BaseLearner",
     "BaseSerialCommander",
     "EpisodeSerialCollector",
