@@ -1,0 +1,136 @@
+"""``LearnWorker``: a self-contained learner (learn-mode policy + ``BaseLearner``) for any process.
+
+A distributed learner receives big sampled batches (several minibatches per call, so one round
+trip buys many gradient steps) and publishes its weights as numpy arrays with a version number:
+the learner iteration at which they were taken.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+from easydict import EasyDict
+
+from ding_ray.data.columnar import Batch, batch_size, take_rows
+from ding_ray.policy import create_policy
+from ding_ray.policy.weights import Weights, state_dict_to_numpy
+from ding_ray.utils.runtime import set_pkg_seed
+from ding_ray.worker import metrics
+from ding_ray.worker.learner import BaseLearner, load_checkpoint
+
+
+class LearnWorker:
+    """The calling loop (off-policy)::
+
+    worker = LearnWorker(cfg)
+    while True:
+        info, priority = worker.train(buffer.sample(k * batch_size, worker.train_iter, columnar=True))
+        buffer.update(priority)                     # when the policy reports priorities
+        version, weights = worker.weights()         # every publish_freq iterations
+    """
+
+    def __init__(self, cfg: EasyDict, tb_logger: Any = None) -> None:
+        set_pkg_seed(int(cfg.seed), use_cuda=bool(cfg.policy.cuda))
+        self._policy = create_policy(cfg.policy, enable_field=["learn"])
+        if cfg.policy.get("load_path"):
+            self._policy.learn_mode.load_state_dict(load_checkpoint(cfg.policy.load_path))
+        self._learner = BaseLearner(
+            cfg.policy.learn.learner, self._policy.learn_mode, tb_logger, exp_name=cfg.exp_name
+        )
+        self._batch_size = int(self._policy.learn_mode.get_attribute("batch_size"))
+        self._update_per_collect = int(cfg.policy.learn.get("update_per_collect", 1))
+        self._rng = np.random.default_rng(int(cfg.seed))
+        self._samples = 0
+        self._learner.call_hook("before_run")
+
+    @property
+    def train_iter(self) -> int:
+        return self._learner.train_iter
+
+    @property
+    def batch_size(self) -> int:
+        return self._batch_size
+
+    def train(self, batch: Mapping | None, envstep: int = -1) -> tuple[dict[str, Any], dict | None]:
+        """One gradient step per ``batch_size`` rows of ``batch`` (rows shuffled first: a
+        prioritized buffer returns its stratified draws in priority-range order).
+
+        Returns (info, priority_info); priority_info is None unless the policy reports priorities.
+        ``batch`` None (the buffer could not serve the sample) trains nothing.
+        """
+        start = time.perf_counter()
+        if batch is None:
+            return self._info([], 0, start), None
+        n = batch_size(batch)
+        order = self._rng.permutation(n)
+        logs, priorities = [], []
+        for lo in range(0, n - self._batch_size + 1, self._batch_size):
+            minibatch = take_rows(batch, order[lo : lo + self._batch_size])
+            logs.append(self._learner.train(minibatch, envstep))
+            if self._learner.priority_info is not None:
+                priorities.append(self._learner.priority_info)
+        return self._info(logs, len(logs) * self._batch_size, start), _concat(priorities)
+
+    def train_on_policy(self, batches: Sequence[Mapping], envstep: int = -1) -> dict[str, Any]:
+        """``update_per_collect`` learner calls on all of ``batches`` joined (on-policy data)."""
+        start = time.perf_counter()
+        data = _join(batches)
+        n = batch_size(data)
+        logs = [self._learner.train(data, envstep) for _ in range(self._update_per_collect)]
+        return self._info(logs, n * len(logs), start)
+
+    def _info(self, logs: list[dict], samples: int, start: float) -> dict[str, Any]:
+        seconds = time.perf_counter() - start
+        self._samples += samples
+        info: dict[str, Any] = {
+            "iters": len(logs),
+            "samples": samples,
+            "seconds": seconds,
+            metrics.LEARNER_TRAIN_ITER: self.train_iter,
+            metrics.LEARNER_SAMPLES_PER_S: samples / max(seconds, 1e-9),
+        }
+        info.update(self._learner.throughput())
+        for key in logs[0] if logs else ():
+            values = [log[key] for log in logs if isinstance(log.get(key), (int, float))]
+            if values:
+                info[metrics.learner_key(key)] = float(np.mean(values))
+        return info
+
+    def weights(self) -> tuple[int, Weights]:
+        """``(version, weights)`` of the model now; the version is the learner iteration."""
+        return self.train_iter, state_dict_to_numpy(self._policy.learn_mode.state_dict()["model"])
+
+    def state_dict(self) -> dict[str, Any]:
+        """The learn mode's full state (model, target model, optimizer) and the iteration."""
+        state = dict(self._policy.learn_mode.state_dict())
+        state["last_iter"] = self.train_iter
+        return state
+
+    def save_checkpoint(self, name: str | None = None) -> str:
+        return self._learner.save_checkpoint(name)
+
+    def close(self) -> None:
+        self._learner.call_hook("after_run")
+        self._learner.close()
+
+
+def _concat(infos: list[dict]) -> dict | None:
+    if not infos:
+        return None
+    return {key: np.concatenate([np.asarray(info[key]).ravel() for info in infos]) for key in infos[0]}
+
+
+def _join(batches: Sequence[Mapping]) -> Batch:
+    """One ``Batch`` of the rows of ``batches`` (flat or nested columns)."""
+
+    def join(nodes: list[Mapping]) -> dict:
+        out = {}
+        for key, value in nodes[0].items():
+            parts = [n[key] for n in nodes]
+            out[key] = join(parts) if isinstance(value, Mapping) else np.concatenate(parts)
+        return out
+
+    return Batch(join(list(batches)))

@@ -1,0 +1,139 @@
+"""``RolloutWorker``: a self-contained collector (envs + collect-mode policy) for any process.
+
+It is what a collector actor runs: built from the compiled config alone, it loads the weights a
+learner publishes (skipping versions it already has) and returns columnar batches in which every
+row carries the policy version that produced it, so staleness can be measured downstream.
+"""
+
+from __future__ import annotations
+
+import time
+from functools import partial
+from typing import Any
+
+import numpy as np
+from easydict import EasyDict
+
+from ding_ray.data.columnar import Batch, stack_items
+from ding_ray.envs import create_env_manager, get_vec_env_setting
+from ding_ray.errors import ConfigError
+from ding_ray.policy import create_policy
+from ding_ray.policy.weights import Weights, load_weights
+from ding_ray.utils.runtime import set_pkg_seed
+from ding_ray.worker import metrics
+from ding_ray.worker.collector import create_serial_collector
+
+SEED_STRIDE = 1000  # collector i seeds its envs from cfg.seed + i * SEED_STRIDE
+
+
+class ScalarSink:
+    """A ``tb_logger`` stand-in that keeps the latest value of each scalar (and forwards them)."""
+
+    def __init__(self, tb_logger: Any = None) -> None:
+        self._tb_logger = tb_logger
+        self._latest: dict[str, float] = {}
+
+    def add_scalar(self, key: str, value: float, step: int) -> None:
+        self._latest[key] = float(value)
+        if self._tb_logger is not None:
+            self._tb_logger.add_scalar(key, value, step)
+
+    def flush(self) -> None:
+        if self._tb_logger is not None:
+            self._tb_logger.flush()
+
+    def pop(self) -> dict[str, float]:
+        """Scalars reported since the last ``pop``."""
+        latest, self._latest = self._latest, {}
+        return latest
+
+
+class RolloutWorker:
+    """The calling loop::
+
+    worker = RolloutWorker(cfg, index=0)
+    while True:
+        worker.load_weights(version, weights)         # no-op unless version is newer
+        batch, info = worker.rollout(policy_kwargs={'eps': eps})
+        buffer.push(batch)
+    """
+
+    def __init__(self, cfg: EasyDict, index: int = 0, tb_logger: Any = None) -> None:
+        collector_cfg = cfg.policy.collect.collector
+        if collector_cfg.get("type", "sample") != "sample":
+            raise ConfigError(
+                f"Distributed collectors use the 'sample' collector, got policy.collect.collector.type="
+                f"'{collector_cfg.type}'. Set policy.collect.n_sample instead of n_episode."
+            )
+        self.index = index
+        self.name = f"collector-{index}"
+        seed = int(cfg.seed) + index * SEED_STRIDE
+        set_pkg_seed(seed)
+        env_fn, env_cfgs, _ = get_vec_env_setting(cfg.env)
+        env = create_env_manager(cfg.env.manager, [partial(env_fn, cfg=c) for c in env_cfgs])
+        env.seed(seed, dynamic_seed=True)
+        self._policy = create_policy(cfg.policy, enable_field=["collect"])
+        self._sink = ScalarSink(tb_logger)
+        self._collector = create_serial_collector(
+            collector_cfg,
+            env=env,
+            policy=self._policy.collect_mode,
+            tb_logger=self._sink,
+            exp_name=cfg.exp_name,
+            instance_name=self.name,
+        )
+        self._n_sample = collector_cfg.n_sample or cfg.policy.collect.get("n_sample")
+        self.version = -1  # -1: the policy's own random initial weights
+
+    def load_weights(self, version: int, weights: Weights) -> bool:
+        """Load ``weights`` if ``version`` is newer than the one held; True if loaded."""
+        if version <= self.version:
+            return False
+        load_weights(self._policy.collect_mode, weights)
+        self.version = int(version)
+        return True
+
+    def rollout(
+        self,
+        n_sample: int | None = None,
+        train_iter: int = 0,
+        policy_kwargs: dict | None = None,
+        random_collect: bool = False,
+    ) -> tuple[Batch, dict[str, Any]]:
+        """``n_sample`` train samples as a ``Batch`` (plus ``policy_version`` and ``collect_iter``
+        columns), and a small info dict: counts, timing and the collector's metric scalars."""
+        n_sample = n_sample or self._n_sample
+        before, start = self._collector.envstep, time.perf_counter()
+        samples = self._collector.collect(
+            n_sample=n_sample,
+            train_iter=train_iter,
+            policy_kwargs=policy_kwargs,
+            random_collect=random_collect,
+        )
+        seconds = time.perf_counter() - start
+        batch = stack_items(samples)
+        n = len(samples)
+        version = np.full(n, self.version, dtype=np.int64)
+        batch["policy_version"] = version
+        batch["collect_iter"] = np.maximum(version, 0)  # the prioritized buffer's staleness clock
+        new_steps = self._collector.envstep - before
+        info = {
+            "collector": self.name,
+            "n": n,
+            "policy_version": self.version,
+            "new_env_steps": new_steps,
+            "seconds": seconds,
+            metrics.COLLECTOR_ENV_STEPS: self._collector.envstep,
+            metrics.COLLECTOR_ENV_STEPS_PER_S: new_steps / max(seconds, 1e-9),
+            metrics.COLLECTOR_POLICY_VERSION: self.version,
+        }
+        for key, value in self._sink.pop().items():
+            info.setdefault(key, value)
+        return batch, info
+
+    @property
+    def envstep(self) -> int:
+        return self._collector.envstep
+
+    def close(self) -> None:
+        self._collector.close()
