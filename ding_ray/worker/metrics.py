@@ -26,6 +26,12 @@ LEARNER_ITERS_PER_S = "learner/train_iter_per_s"
 LEARNER_SAMPLES_PER_S = "learner/samples_per_s"
 LEARNER_POLICY_VERSION = "learner/policy_version"
 
+# Distributed pipelines (ding_ray.distributed): what only a driver sees.
+COLLECTOR_POLICY_VERSION_LAG = "collector/policy_version_lag"  # learner iteration - version of a batch
+COLLECTOR_LOST_BATCHES = "collector/lost_batches"  # collect calls lost with a dead collector
+COLLECTOR_RESTARTS = "collector/restarts"
+BUFFER_SAMPLES_PER_INSERT = "buffer/samples_per_insert"  # items sampled per item inserted (replay ratio)
+
 
 def learner_key(var: str) -> str:
     """Key of a value the policy's learn mode reports (``total_loss`` -> ``learner/total_loss``)."""

@@ -1,0 +1,247 @@
+"""The actors: thin wrappers of the plain workers that add transport (weights pull, buffer push)
+and dashboard metrics, made remote from outside, and created as named actors.
+
+Names in the run's namespace: ``learner``, ``buffer``, ``evaluator``, ``collector-0`` ...
+``collector-{n-1}``, so ``ray.get_actor('collector-0', namespace=...)`` finds them and the Ray
+dashboard lists them by role.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import ray
+from easydict import EasyDict
+from ray.exceptions import RayActorError
+
+from ding_ray.data import Batch, create_buffer
+from ding_ray.distributed.cluster import ClusterError
+from ding_ray.distributed.metrics import RayMetrics
+from ding_ray.distributed.weights import WeightsPublisher, WeightsRef, pull
+from ding_ray.errors import ActorDiedError
+from ding_ray.utils.runtime import set_torch_threads
+from ding_ray.worker import metrics
+from ding_ray.worker.eval_worker import EvalWorker
+from ding_ray.worker.learn_worker import LearnWorker
+from ding_ray.worker.rollout_worker import RolloutWorker
+
+
+class CollectorWorker(RolloutWorker):
+    """A ``RolloutWorker`` that pulls the latest weights and pushes its batches to the buffer."""
+
+    def __init__(
+        self, cfg: EasyDict, index: int, namespace: str | None = None, torch_threads: int = 1
+    ) -> None:
+        set_torch_threads(torch_threads)
+        super().__init__(cfg, index)
+        self._namespace = namespace
+        self._buffer = None  # looked up by name: a handle passed in would not survive a restart
+        self._push = None  # the one push call in flight
+        self._metrics = RayMetrics(self.name)
+
+    def ping(self) -> int:
+        return self.version
+
+    def collect(
+        self,
+        weights: WeightsRef | None,
+        train_iter: int = 0,
+        policy_kwargs: dict | None = None,
+        random_collect: bool = False,
+        n_sample: int | None = None,
+    ) -> dict[str, Any]:
+        """Async pipeline: roll out, push the batch straight to the buffer, return the info."""
+        pull(self, weights)
+        batch, info = self.rollout(n_sample, train_iter, policy_kwargs, random_collect)
+        if self._push is not None:
+            ray.get(self._push)  # at most one push in flight: a slow buffer slows us, not memory
+        if self._buffer is None:
+            self._buffer = ray.get_actor("buffer", namespace=self._namespace)
+        self._push = self._buffer.push.remote(batch, info[metrics.COLLECTOR_ENV_STEPS])
+        self._metrics.record(info)
+        return info
+
+    def collect_batch(
+        self, weights: WeightsRef | None, train_iter: int = 0, n_sample: int | None = None
+    ) -> tuple[Batch, dict[str, Any]]:
+        """Sync pipeline: roll out and return the batch itself (call with ``num_returns=2``)."""
+        pull(self, weights)
+        batch, info = self.rollout(n_sample, train_iter)
+        self._metrics.record(info)
+        return batch, info
+
+
+class EvaluatorWorker(EvalWorker):
+    """An ``EvalWorker`` that pulls the weights it is asked to evaluate."""
+
+    def __init__(self, cfg: EasyDict, torch_threads: int = 1) -> None:
+        set_torch_threads(torch_threads)
+        super().__init__(cfg)
+        self._metrics = RayMetrics("evaluator")
+
+    def ping(self) -> int:
+        return self.version
+
+    def evaluate(self, weights: WeightsRef | None, train_iter: int, envstep: int) -> dict[str, Any]:
+        pull(self, weights)
+        info = self.eval(train_iter, envstep)
+        self._metrics.record(info)
+        return info
+
+
+class LearnerWorker(LearnWorker):
+    """A ``LearnWorker`` that publishes its weights to the object store every ``publish_freq`` iters."""
+
+    def __init__(self, cfg: EasyDict, publish_freq: int = 1) -> None:
+        set_torch_threads(cfg.policy.learn.get("num_threads", 1))
+        super().__init__(cfg)
+        self._publisher = WeightsPublisher()
+        self._publish_freq = max(1, int(publish_freq))
+        self._metrics = RayMetrics("learner", interval_s=1.0)
+
+    def ping(self) -> int:
+        return self.train_iter
+
+    def publish(self) -> WeightsRef:
+        """Put the current weights into the object store (once per version) and return the ref."""
+        version, weights = self.weights()
+        ref = self._publisher.publish(version, weights)
+        self._metrics.record({metrics.LEARNER_POLICY_VERSION: ref.version}, force=True)
+        return ref
+
+    def train_async(self, batch: Batch | None, envstep: int = -1) -> tuple[dict, dict | None]:
+        """Async pipeline (``num_returns=2``): train on a sampled batch; ``info['weights']`` holds a
+        new ``WeightsRef`` whenever ``publish_freq`` iterations passed since the last one."""
+        info, priority = self.train(batch, envstep)
+        if self.train_iter - self._publisher.version >= self._publish_freq:
+            info["weights"] = self.publish()
+        self._metrics.record(info)
+        return info, priority
+
+    def train_sync(self, envstep: int, *batches: Batch) -> dict:
+        """Sync pipeline: train on the collectors' batches, then publish."""
+        info = self.train_on_policy(batches, envstep)
+        info["weights"] = self.publish()
+        self._metrics.record(info, force=True)
+        return info
+
+
+class BufferWorker:
+    """The replay buffer named by ``policy.other.replay_buffer`` plus its dashboard metrics."""
+
+    def __init__(self, buffer_cfg: EasyDict, exp_name: str, seed: int = 0) -> None:
+        self.buffer = create_buffer(buffer_cfg, exp_name=exp_name, instance_name="buffer")
+        self.buffer.seed(seed)
+        self._metrics = RayMetrics("buffer", interval_s=1.0)
+
+    def ping(self) -> int:
+        return self.buffer.count()
+
+    def push(self, batch: Batch, envstep: int = -1) -> None:
+        self.buffer.push(batch, envstep)
+        self._metrics.record(self.buffer.stats())
+
+    def sample(self, size: int, train_iter: int) -> Batch | None:
+        batch = self.buffer.sample(size, cur_learner_iter=train_iter, columnar=True)
+        self._metrics.record(self.buffer.stats())
+        return batch
+
+    def update(self, info: dict | None) -> None:
+        if info is not None:
+            self.buffer.update(info)
+
+    def stats(self) -> dict[str, float]:
+        return self.buffer.stats()
+
+
+# The actor classes: the wrappers made remote from outside (options are set per run).
+CollectorActor = ray.remote(CollectorWorker)
+EvaluatorActor = ray.remote(EvaluatorWorker)
+LearnerActor = ray.remote(LearnerWorker)
+ReplayBufferActor = ray.remote(BufferWorker)
+
+
+@dataclass
+class Actors:
+    """Handles of one run's actors."""
+
+    namespace: str
+    learner: Any
+    buffer: Any
+    evaluator: Any
+    collectors: list
+
+    def named(self) -> list[tuple[str, Any]]:
+        core = [("learner", self.learner), ("buffer", self.buffer), ("evaluator", self.evaluator)]
+        return core + [(f"collector-{i}", c) for i, c in enumerate(self.collectors)]
+
+    def kill(self) -> None:
+        """Kill every actor (no restarts), so the names are free for the next run."""
+        for _, handle in self.named():
+            try:
+                ray.kill(handle, no_restart=True)
+            except Exception:  # noqa: BLE001 - already gone
+                pass
+
+
+def create_actors(cfg: EasyDict, namespace: str, publish_freq: int | None = None) -> Actors:
+    """Create the named actors of ``cfg`` (resources and restarts from ``cfg.ray``).
+
+    ``cfg.exp_name`` is made absolute for the actors, whose working directory may differ.
+    """
+    rc = cfg.ray
+    cfg = copy.deepcopy(cfg)
+    cfg.exp_name = os.path.abspath(cfg.exp_name)
+    core = dict(namespace=namespace, max_restarts=0)
+    restartable = dict(namespace=namespace, max_restarts=rc.max_restarts, max_task_retries=0)
+    buffer = ReplayBufferActor.options(name="buffer", num_cpus=rc.buffer_num_cpus, **core).remote(
+        cfg.policy.other.replay_buffer, cfg.exp_name, int(cfg.seed)
+    )
+    collectors = [
+        CollectorActor.options(
+            name=f"collector-{i}",
+            num_cpus=rc.collector_num_cpus,
+            resources=dict(rc.collector_resources),
+            scheduling_strategy=rc.collector_scheduling,
+            **restartable,
+        ).remote(cfg, i, namespace, rc.torch_threads)
+        for i in range(rc.num_collectors)
+    ]
+    learner = LearnerActor.options(
+        name="learner", num_cpus=rc.learner_num_cpus, num_gpus=rc.learner_num_gpus, **core
+    ).remote(cfg, rc.publish_freq if publish_freq is None else publish_freq)
+    evaluator = EvaluatorActor.options(
+        name="evaluator", num_cpus=rc.evaluator_num_cpus, **restartable
+    ).remote(cfg, rc.torch_threads)
+    return Actors(namespace, learner, buffer, evaluator, collectors)
+
+
+def wait_ready(actors: Actors, timeout_s: float) -> None:
+    """Block until every actor answers a ping; fail with names and numbers instead of hanging."""
+    pending = {handle.ping.remote(): name for name, handle in actors.named()}
+    deadline = time.monotonic() + timeout_s
+    while pending:
+        ready, _ = ray.wait(list(pending), num_returns=1, timeout=max(0.0, deadline - time.monotonic()))
+        if not ready:
+            raise ClusterError(
+                f"Actors {sorted(pending.values())} did not start within {timeout_s:g} s. Resources free "
+                f"now: {_fmt(ray.available_resources())}; in the cluster: {_fmt(ray.cluster_resources())}. "
+                "Lower the ray.*_num_cpus settings, add nodes, or raise ray.actor_start_timeout_s."
+            )
+        for ref in ready:
+            name = pending.pop(ref)
+            try:
+                ray.get(ref)
+            except RayActorError as err:
+                raise ActorDiedError(f"The {name} actor could not start: {err}") from err
+
+
+def _fmt(resources: dict) -> str:
+    keys = [k for k in ("CPU", "GPU") if k in resources] + sorted(
+        k for k in resources if k not in ("CPU", "GPU", "memory", "object_store_memory") and "node:" not in k
+    )
+    return ", ".join(f"{k} {resources[k]:g}" for k in keys) or "none"

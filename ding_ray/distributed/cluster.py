@@ -1,0 +1,132 @@
+"""Joining or starting Ray, and checking that the cluster can hold the pipeline's actors.
+
+Both checks exist so that mistakes fail in seconds with numbers in the message: Ray itself
+waits minutes for an unreachable address, and forever for resources no node has.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+from collections.abc import Mapping, Sequence
+from urllib.parse import urlparse
+
+import ray
+from easydict import EasyDict
+
+from ding_ray.errors import DingRayError
+
+logger = logging.getLogger(__name__)
+
+
+class ClusterError(DingRayError, RuntimeError):
+    """Ray cannot be reached, or the cluster cannot hold what the pipeline asks for."""
+
+
+def existing_cluster_address() -> str | None:
+    """The address ``ray.init()`` would join (RAY_ADDRESS, or the last ``ray start`` here), if any."""
+    if os.environ.get("RAY_ADDRESS"):
+        return os.environ["RAY_ADDRESS"]
+    try:
+        from ray._private.services import canonicalize_bootstrap_address
+
+        return canonicalize_bootstrap_address(None)
+    except Exception:  # noqa: BLE001 - private API; no cluster found is the safe answer
+        return None
+
+
+def check_reachable(address: str, timeout_s: float = 3.0) -> None:
+    """Raise ``ClusterError`` unless a TCP connection to ``address`` opens within ``timeout_s``."""
+    if address in ("auto", "local"):
+        return
+    parsed = urlparse(address if "://" in address else f"tcp://{address}")
+    host, port = parsed.hostname, parsed.port
+    if host is None or port is None:
+        raise ClusterError(f"ray.address '{address}' is not 'auto', 'host:port' or 'ray://host:port'.")
+    try:
+        with socket.create_connection((host, port), timeout=timeout_s):
+            pass
+    except OSError as err:
+        raise ClusterError(
+            f"Cannot reach the Ray cluster at '{address}' ({host}:{port}: {err}). Is the head node up "
+            "(`ray start --head` or `ray up cluster.yaml`) and is the port open? Use address=None to "
+            "start Ray on this machine instead."
+        ) from err
+
+
+def init_ray(ray_cfg: EasyDict, namespace: str) -> bool:
+    """Connect to or start Ray as ``ray_cfg`` says; True if this call did (so should shut it down).
+
+    A Ray already initialised in this process (a test fixture, a notebook) is used as it is.
+    """
+    if ray.is_initialized():
+        return False
+    address = ray_cfg.address or existing_cluster_address()
+    try:
+        if address is None:
+            ray.init(
+                num_cpus=ray_cfg.num_cpus,
+                namespace=namespace,
+                include_dashboard=ray_cfg.include_dashboard,
+                dashboard_host=ray_cfg.dashboard_host,
+            )
+        else:
+            check_reachable(address)
+            logger.info("joining the Ray cluster at %s", address)
+            ray.init(address=address, namespace=namespace)
+    except ConnectionError as err:
+        raise ClusterError(
+            f"Could not connect to Ray at '{address}': {err}. Start a cluster first (`ray start --head`) "
+            "or use address=None to start Ray on this machine."
+        ) from err
+    return True
+
+
+def actor_demands(ray_cfg: EasyDict) -> list[tuple[str, dict[str, float]]]:
+    """``(actor name, resources)`` of every actor the pipeline creates."""
+    demands = [
+        ("learner", {"CPU": ray_cfg.learner_num_cpus, "GPU": ray_cfg.learner_num_gpus}),
+        ("buffer", {"CPU": ray_cfg.buffer_num_cpus}),
+        ("evaluator", {"CPU": ray_cfg.evaluator_num_cpus}),
+    ]
+    for i in range(ray_cfg.num_collectors):
+        demands.append((f"collector-{i}", {"CPU": ray_cfg.collector_num_cpus, **ray_cfg.collector_resources}))
+    return [(name, {k: float(v) for k, v in res.items() if v}) for name, res in demands]
+
+
+def check_resources(
+    demands: Sequence[tuple[str, Mapping[str, float]]],
+    total: Mapping[str, float],
+    nodes: Sequence[Mapping[str, float]],
+) -> None:
+    """Raise ``ClusterError`` with the numbers if the demands exceed the cluster's totals, or one
+    actor needs more of a resource than any single node has."""
+    problems = []
+    wanted: dict[str, float] = {}
+    for _, res in demands:
+        for key, value in res.items():
+            wanted[key] = wanted.get(key, 0.0) + value
+    for key, value in sorted(wanted.items()):
+        have = float(total.get(key, 0.0))
+        if value > have + 1e-9:
+            users = ", ".join(f"{name} {res[key]:g}" for name, res in demands if res.get(key))
+            problems.append(f"{value:g} {key} in all ({users}) but the cluster has {have:g}")
+    for name, res in demands:
+        for key, value in res.items():
+            best = max((float(node.get(key, 0.0)) for node in nodes), default=0.0)
+            if value > best + 1e-9 and float(total.get(key, 0.0)) >= value:
+                problems.append(f"{name} needs {value:g} {key} but no single node has more than {best:g}")
+    if problems:
+        raise ClusterError(
+            "The cluster is too small for this pipeline: "
+            + "; ".join(problems)
+            + ". Lower the ray.*_num_cpus / *_num_gpus / num_collectors settings or add nodes "
+            "(with an autoscaler, set ray.check_resources=False)."
+        )
+
+
+def check_cluster(ray_cfg: EasyDict) -> None:
+    """``check_resources`` against the Ray cluster this process is connected to."""
+    nodes = [node["Resources"] for node in ray.nodes() if node.get("Alive")]
+    check_resources(actor_demands(ray_cfg), ray.cluster_resources(), nodes)

@@ -1,0 +1,124 @@
+"""``CollectorPool``: the collector actors as slots, with their calls in flight and their restarts.
+
+One call in flight per collector, so calls are bounded and each collector is relaunched the
+moment its call returns (nobody waits for the slowest). When a collector dies its call is
+counted as lost (never retried, so no batch is duplicated), the slot pings the actor until Ray
+has restarted it, and the next call hands it the latest weights.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+import ray
+from ray.exceptions import RayActorError
+
+from ding_ray.errors import ActorDiedError
+
+logger = logging.getLogger(__name__)
+
+IDLE, BUSY, RESTARTING, DEAD = "idle", "busy", "restarting", "dead"
+
+
+@dataclass
+class Slot:
+    name: str
+    handle: Any
+    state: str = IDLE
+    ref: Any = None  # the info ref of the call (or the ping) in flight
+    extra: Any = None  # what else the call returned (the batch ref of a sync collect)
+    reserved: int = 0  # items the call was launched for
+    failures: int = 0  # consecutive failed pings
+    restarts: int = 0
+    lost: int = 0
+    versions: list = field(default_factory=list)  # policy versions of the last few batches
+
+
+@dataclass
+class Outcome:
+    """What a finished call means: ``info`` of a completed call, or ``lost`` with its reservation."""
+
+    slot: Slot
+    info: dict | None = None
+    extra: Any = None
+    lost: bool = False
+    reserved: int = 0
+
+
+class CollectorPool:
+    """Tracks which collectors are idle, busy, restarting or dead."""
+
+    def __init__(self, handles: list, max_failures: int = 3) -> None:
+        self.slots = [Slot(f"collector-{i}", h) for i, h in enumerate(handles)]
+        self._by_ref: dict[Any, Slot] = {}
+        self._max_failures = max_failures
+
+    @property
+    def lost_batches(self) -> int:
+        return sum(s.lost for s in self.slots)
+
+    @property
+    def restarts(self) -> int:
+        return sum(s.restarts for s in self.slots)
+
+    def idle(self) -> list[Slot]:
+        return [s for s in self.slots if s.state == IDLE]
+
+    def alive(self) -> list[Slot]:
+        return [s for s in self.slots if s.state != DEAD]
+
+    def refs(self) -> list:
+        """Calls and pings in flight."""
+        return list(self._by_ref)
+
+    def owns(self, ref: Any) -> bool:
+        return ref in self._by_ref
+
+    def launch(self, slot: Slot, ref: Any, reserved: int, extra: Any = None) -> None:
+        slot.state, slot.ref, slot.reserved, slot.extra = BUSY, ref, reserved, extra
+        self._by_ref[ref] = slot
+
+    def finish(self, ref: Any) -> Outcome:
+        """Resolve a ready ref of this pool. Task errors (bugs) propagate; actor deaths do not."""
+        slot = self._by_ref.pop(ref)
+        if slot.state == RESTARTING:
+            return self._pinged(slot, ref)
+        try:
+            info = ray.get(ref)
+        except RayActorError as err:
+            slot.lost += 1
+            logger.warning("%s died (%s); its batch is lost, waiting for Ray to restart it", slot.name, err)
+            outcome = Outcome(slot, lost=True, reserved=slot.reserved)
+            self._ping(slot)
+            return outcome
+        slot.state, slot.ref = IDLE, None
+        return Outcome(slot, info=info, extra=slot.extra, reserved=slot.reserved)
+
+    def _ping(self, slot: Slot) -> None:
+        # Ray queues calls to an actor that is restarting, so the ping returns once it is back.
+        slot.state, slot.extra, slot.reserved = RESTARTING, None, 0
+        slot.ref = slot.handle.ping.remote()
+        self._by_ref[slot.ref] = slot
+
+    def _pinged(self, slot: Slot, ref: Any) -> Outcome:
+        try:
+            ray.get(ref)
+        except RayActorError as err:
+            slot.failures += 1
+            if slot.failures >= self._max_failures:
+                slot.state, slot.ref = DEAD, None
+                logger.error("%s is gone for good (%s); going on without it", slot.name, err)
+                if not self.alive():
+                    raise ActorDiedError(
+                        f"Every collector actor died and none could be restarted (last: {slot.name}: {err}). "
+                        "Raise ray.max_restarts (-1 = unlimited) or look at the collectors' logs."
+                    ) from err
+                return Outcome(slot)
+            self._ping(slot)
+            return Outcome(slot)
+        slot.state, slot.ref, slot.failures = IDLE, None, 0
+        slot.restarts += 1
+        logger.warning("%s is back (restart %d)", slot.name, slot.restarts)
+        return Outcome(slot)

@@ -1,0 +1,102 @@
+"""``RayConfig``: the top-level ``ray`` section of a config, with its defaults."""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+
+from easydict import EasyDict
+
+from ding_ray.config.merge import default_config_of
+from ding_ray.errors import ConfigError
+
+
+class RayConfig:
+    """Defaults of the ``ray`` section; ``compile_config(..., extra_defaults={'ray': ...})`` checks it.
+
+    The CPU shares fit 2 collectors, the learner, the buffer and the evaluator on a 2-core laptop;
+    on a cluster raise them (Ray reserves, it does not pin: a share is a scheduling promise).
+    """
+
+    config = dict(
+        address=None,  # None: join the cluster RAY_ADDRESS / `ray start` points at, else start Ray here
+        namespace=None,  # Ray namespace of the named actors; None: the base name of exp_name
+        num_cpus=None,  # CPUs of a Ray started here (None: all of this machine's)
+        include_dashboard=True,  # a Ray started here also starts its dashboard
+        dashboard_host="127.0.0.1",  # interface the dashboard binds to; '0.0.0.0' exposes it to the network
+        check_resources=True,  # fail at once if the cluster is too small (turn off with an autoscaler)
+        actor_start_timeout_s=120.0,  # seconds the actors may take to start before the run fails
+        pipeline="auto",  # 'auto': on-policy -> 'sync', off-policy -> 'async'; or 'async' / 'sync'
+        num_collectors=2,  # collector actors
+        collector_num_cpus=0.5,  # CPUs reserved per collector
+        collector_resources=dict(),  # custom resources per collector, e.g. {'collector_node': 1}
+        collector_scheduling="SPREAD",  # 'SPREAD': collectors on as many nodes as possible; or 'DEFAULT'
+        evaluator_num_cpus=0.25,
+        learner_num_cpus=0.5,
+        learner_num_gpus=0.0,  # a GPU for the learner (also set policy.cuda=True)
+        buffer_num_cpus=0.25,
+        torch_threads=1,  # torch threads of driver, collectors, evaluator (learner: policy.learn.num_threads)
+        max_restarts=-1,  # restarts of a dead collector or evaluator (-1: unlimited); learner/buffer: none
+        n_sample=None,  # transitions per collect call; None: policy.collect.n_sample
+        samples_per_insert=None,  # sampled / inserted items; None: update_per_collect*batch_size/n_sample
+        samples_per_insert_tolerance=None,  # items the ratio may drift; None: 2x the largest call
+        min_replay_size=None,  # items in the buffer before training starts; None: 2 learner calls' worth
+        train_iters_per_call=8,  # gradient steps (minibatches) per learner call
+        sample_prefetch=2,  # sample+train calls queued on the learner, so it never waits on the driver
+        publish_freq=8,  # learner iterations between weight publications
+        progress_bar=True,  # a tqdm line on the driver
+        report_interval_s=2.0,  # seconds between driver metric / TensorBoard points
+    )
+
+    @classmethod
+    def default_config(cls) -> EasyDict:
+        return default_config_of(cls)
+
+
+@dataclass
+class Plan:
+    """The numbers a pipeline runs by, derived from the compiled config."""
+
+    namespace: str
+    n_sample: int  # per collect call
+    batch_size: int
+    sample_size: int  # items per learner call
+    samples_per_insert: float
+    tolerance: float
+    min_replay_size: int
+    random_collect_size: int
+
+
+def make_plan(cfg: EasyDict) -> Plan:
+    """Resolve the ``None`` defaults of ``cfg.ray`` against the policy's settings."""
+    ray_cfg, policy = cfg.ray, cfg.policy
+    if ray_cfg.num_collectors < 1:
+        raise ConfigError(f"ray.num_collectors must be >= 1, got {ray_cfg.num_collectors}.")
+    if ray_cfg.pipeline not in ("auto", "async", "sync"):
+        raise ConfigError(f"ray.pipeline must be 'auto', 'async' or 'sync', got '{ray_cfg.pipeline}'.")
+    n_sample = ray_cfg.n_sample or policy.collect.get("n_sample")
+    if not n_sample:
+        raise ConfigError("Set policy.collect.n_sample (or ray.n_sample): transitions per collect call.")
+    batch_size = int(policy.learn.batch_size)
+    sample_size = batch_size * int(ray_cfg.train_iters_per_call)
+    spi = ray_cfg.samples_per_insert
+    if spi is None:
+        updates = policy.learn.get("update_per_collect", 1)
+        spi = updates * batch_size / (policy.collect.get("n_sample") or n_sample)
+    largest = max(sample_size, spi * n_sample * ray_cfg.num_collectors)
+    tolerance = ray_cfg.samples_per_insert_tolerance
+    tolerance = 2 * largest if tolerance is None else tolerance
+    random_collect = int(policy.get("random_collect_size", 0) or 0)
+    min_size = ray_cfg.min_replay_size or max(2 * sample_size, random_collect)
+    namespace = ray_cfg.namespace or os.path.basename(os.path.normpath(cfg.exp_name)) or "ding_ray"
+    return Plan(
+        namespace=namespace,
+        n_sample=int(n_sample),
+        batch_size=batch_size,
+        sample_size=sample_size,
+        samples_per_insert=float(spi),
+        tolerance=float(tolerance),
+        min_replay_size=int(math.ceil(min_size)),
+        random_collect_size=random_collect,
+    )

@@ -1,0 +1,159 @@
+"""``Driver``: what the async and the sync pipeline share.
+
+Counters (env steps, learner iterations), the latest published weights, evaluation every
+``eval_freq`` learner iterations, reporting, and turning actor deaths into decisions: a lost
+collector call is counted and the run goes on, a dead learner or buffer ends it with an error
+that names the actor.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+import psutil
+import ray
+from easydict import EasyDict
+from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError
+
+from ding_ray.distributed.actors import Actors
+from ding_ray.distributed.collector_pool import CollectorPool, Outcome
+from ding_ray.distributed.config import Plan
+from ding_ray.distributed.monitor import RunMonitor
+from ding_ray.distributed.weights import WeightsRef
+from ding_ray.errors import ActorDiedError
+from ding_ray.worker import metrics
+
+logger = logging.getLogger(__name__)
+
+MAX_EVAL_FAILURES = 3
+
+
+def process_age_s() -> float:
+    """Seconds since this Python process was launched (start-up included)."""
+    return time.time() - psutil.Process().create_time()
+
+
+class Driver:
+    def __init__(
+        self,
+        cfg: EasyDict,
+        actors: Actors,
+        plan: Plan,
+        max_env_step: int | None = None,
+        max_train_iter: int | None = None,
+    ) -> None:
+        self.cfg, self.actors, self.plan = cfg, actors, plan
+        self.max_env_step, self.max_train_iter = max_env_step, max_train_iter
+        self.pool = CollectorPool(actors.collectors)
+        self.monitor = RunMonitor(cfg.exp_name, cfg.ray.progress_bar, cfg.ray.report_interval_s, max_env_step)
+        self.env_steps = 0
+        self.train_iter = 0
+        self.stop = False
+        self.best_eval: float | None = None
+        self.last_eval: float | None = None
+        self.stop_weights: WeightsRef | None = None  # the version that reached the stop value
+        self.first_batch_s: float | None = None
+        self._eval_freq = int(cfg.policy.eval.evaluator.eval_freq)
+        self._eval_ref: Any = None
+        self._eval_weights: WeightsRef | None = None
+        self._last_eval_iter = 0
+        self._eval_failures = 0
+        self._lags: list[int] = []
+        self.weights: WeightsRef = self.get(actors.learner.publish.remote())
+
+    # ----- budget --------------------------------------------------------------------------------
+    @property
+    def budget_spent(self) -> bool:
+        return (self.max_env_step is not None and self.env_steps >= self.max_env_step) or (
+            self.max_train_iter is not None and self.train_iter >= self.max_train_iter
+        )
+
+    @property
+    def done(self) -> bool:
+        return self.stop or self.budget_spent
+
+    # ----- evaluation ----------------------------------------------------------------------------
+    def launch_eval(self) -> None:
+        """Evaluate the latest weights once ``eval_freq`` learner iterations have passed."""
+        due = self.train_iter - self._last_eval_iter >= self._eval_freq
+        if self._eval_ref is None and due and self.weights.version > 0:
+            self._eval_weights = self.weights
+            evaluate = self.actors.evaluator.evaluate
+            self._eval_ref = evaluate.remote(self.weights, self.train_iter, self.env_steps)
+            self._last_eval_iter = self.train_iter
+
+    def eval_refs(self) -> list:
+        return [] if self._eval_ref is None else [self._eval_ref]
+
+    def on_evaluated(self) -> None:
+        ref, self._eval_ref = self._eval_ref, None
+        try:
+            info = ray.get(ref)
+        except RayActorError as err:
+            self._eval_failures += 1
+            if self._eval_failures >= MAX_EVAL_FAILURES:
+                raise ActorDiedError(f"The evaluator actor 'evaluator' keeps dying: {err}") from err
+            logger.warning("the evaluator died (%s); the next evaluation waits for its restart", err)
+            self._last_eval_iter = self.train_iter - self._eval_freq  # evaluate again as soon as it is back
+            return
+        self._eval_failures = 0
+        self.last_eval = info[metrics.EVAL_RETURN_MEAN]
+        self.best_eval = info["best_return"]
+        if info["stop"]:
+            self.stop, self.stop_weights = True, self._eval_weights
+        self.monitor.update(info)
+
+    # ----- collection ----------------------------------------------------------------------------
+    def on_collected(self, outcome: Outcome) -> None:
+        """Count a finished collect call's env steps and staleness."""
+        info = outcome.info
+        if self.first_batch_s is None:
+            self.first_batch_s = process_age_s()
+            logger.info("first batch collected %.1f s after launch", self.first_batch_s)
+        self.env_steps += info["new_env_steps"]
+        self._lags.append(self.train_iter - max(info["policy_version"], 0))
+        self.monitor.update(info)
+
+    def report(self, force: bool = False) -> None:
+        if self._lags:
+            self.monitor.scalars[metrics.COLLECTOR_POLICY_VERSION_LAG] = sum(self._lags) / len(self._lags)
+            self._lags = []
+        self.monitor.scalars[metrics.COLLECTOR_LOST_BATCHES] = self.pool.lost_batches
+        self.monitor.scalars[metrics.COLLECTOR_RESTARTS] = self.pool.restarts
+        self.monitor.report(self.env_steps, self.train_iter, self.last_eval, force)
+
+    # ----- failures ------------------------------------------------------------------------------
+    def get(self, ref: Any) -> Any:
+        """``ray.get`` a learner or buffer call; their death ends the run with a clear error."""
+        try:
+            return ray.get(ref)
+        except (RayActorError, RayTaskError) as err:
+            raise self.diagnose(err) from err
+
+    def diagnose(self, err: Exception) -> Exception:
+        """The error to raise for ``err``: ``ActorDiedError`` naming a dead learner or buffer."""
+        for name, handle in (("learner", self.actors.learner), ("buffer", self.actors.buffer)):
+            try:
+                ray.get(handle.ping.remote(), timeout=30)
+            except (RayActorError, GetTimeoutError) as dead:
+                return ActorDiedError(
+                    f"The {name} actor '{name}' (namespace '{self.actors.namespace}') died: {dead}. "
+                    "The learner and the buffer are not restarted (recovering them from checkpoints is not "
+                    "supported yet), so the run stops here; see the actor's log in the Ray dashboard."
+                )
+        return err
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "num_collectors": len(self.pool.slots),
+            "lost_batches": self.pool.lost_batches,
+            "collector_restarts": self.pool.restarts,
+            "first_batch_s": None if self.first_batch_s is None else round(self.first_batch_s, 2),
+            "policy_version": self.weights.version,
+        }
+
+    def close(self) -> None:
+        self.report(force=True)
+        self.monitor.close()

@@ -1,0 +1,71 @@
+"""``RunMonitor``: the driver's reporting - a tqdm line, TensorBoard and dashboard gauges.
+
+TensorBoard (``<exp_name>/log/ray``) and the Ray dashboard get the same ``section/name`` keys:
+totals over all collectors, the latest learner, buffer and evaluator values, and what only the
+driver knows (samples per insert, policy version lag, lost batches, restarts).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Mapping
+from numbers import Real
+
+from tensorboardX import SummaryWriter
+from tqdm import tqdm
+
+from ding_ray.distributed.metrics import RayMetrics
+from ding_ray.worker import metrics
+
+# Per-collector values the driver replaces by its own totals.
+_PER_COLLECTOR = (
+    metrics.COLLECTOR_ENV_STEPS,
+    metrics.COLLECTOR_ENV_STEPS_PER_S,
+    metrics.COLLECTOR_POLICY_VERSION,
+)
+
+
+class RunMonitor:
+    def __init__(
+        self, exp_name: str, progress_bar: bool = True, interval_s: float = 2.0, total: int | None = None
+    ) -> None:
+        self._tb = SummaryWriter(os.path.join(exp_name, "log", "ray"))
+        self._metrics = RayMetrics("driver")
+        self._bar = tqdm(
+            total=total, unit=" env steps", disable=not progress_bar, dynamic_ncols=True, mininterval=0.5
+        )
+        self._interval_s = interval_s
+        self.scalars: dict[str, float] = {}
+        self._start = self._last = time.monotonic()
+        self._last_steps = 0
+        self._last_bar = 0.0
+
+    def update(self, scalars: Mapping[str, object]) -> None:
+        """Keep the latest numeric ``section/name`` values of a call's info."""
+        for key, value in scalars.items():
+            if "/" in key and key not in _PER_COLLECTOR and isinstance(value, Real):
+                self.scalars[key] = float(value)
+
+    def report(self, env_steps: int, train_iter: int, last_eval: float | None, force: bool = False) -> None:
+        now = time.monotonic()
+        if now - self._last_bar >= 0.5 or force:
+            self._last_bar = now
+            self._bar.update(env_steps - self._bar.n)
+            eval_text = "-" if last_eval is None else f"{last_eval:.1f}"
+            rate = env_steps / max(now - self._start, 1e-9)
+            text = f"iter {train_iter}, eval {eval_text}, {rate:.0f} steps/s"
+            self._bar.set_postfix_str(text, refresh=False)
+        if now - self._last < self._interval_s and not force:
+            return
+        self.scalars[metrics.COLLECTOR_ENV_STEPS] = env_steps
+        rate = (env_steps - self._last_steps) / max(now - self._last, 1e-9)
+        self.scalars[metrics.COLLECTOR_ENV_STEPS_PER_S] = rate
+        self._last, self._last_steps = now, env_steps
+        for key, value in self.scalars.items():
+            self._tb.add_scalar(key, value, env_steps)
+        self._metrics.record(self.scalars, force=True)
+
+    def close(self) -> None:
+        self._bar.close()
+        self._tb.close()
