@@ -119,7 +119,10 @@ def compile_config(
     if not auto and create_cfg is None:
         raise ConfigError("compile_config(auto=False) needs the component types in the config itself.")
     main = _apply_create_cfg(dict(cfg), create_cfg or {})
-    _ensure_registered(list(_get(create_cfg or {}, "policy", "import_names") or []))
+    # DI-engine's create_config may name modules that register custom envs, policies or models.
+    _ensure_registered(
+        [m for section in (create_cfg or {}).values() for m in (section or {}).get("import_names", [])]
+    )
     tree = build_default_tree(main, extra_defaults)
     merged = merge_config(tree, main)
     merged.seed = int(seed)

@@ -1,9 +1,10 @@
 """Entry points: pipelines that wire the components together."""
 
+from ding_ray.entry.eval_entry import eval
 from ding_ray.entry.result import write_result
 from ding_ray.entry.serial_entry import serial_pipeline
 
-__all__ = ["compile_ray_config", "ray_pipeline", "serial_pipeline", "write_result"]
+__all__ = ["compile_ray_config", "eval", "ray_pipeline", "serial_pipeline", "write_result"]
 
 
 def __getattr__(name: str):

@@ -121,3 +121,16 @@ def test_checkpoint_with_pickled_objects_is_refused(tmp_path):
     torch.save({"model": collections.Counter(a=1), "hook": os.system}, path)
     with pytest.raises(DataFormatError, match="never unpickles"):
         load_checkpoint(str(path))
+
+
+def test_eval_entry_loads_the_best_checkpoint(tmp_path):
+    os.chdir(tmp_path)
+    from ding_ray.entry import eval as eval_entry
+
+    serial_pipeline((config(), CREATE), seed=0, max_train_iter=4)
+    cfg = config()
+    cfg["policy"]["load_path"] = "serial_test/ckpt/ckpt_best.pth.tar"
+    info = eval_entry((cfg, CREATE), seed=0)
+    assert info["eval_episode_return_mean"] == 5.0 and info["episode_count"] == 2
+    with pytest.raises(ConfigError, match="needs weights"):
+        eval_entry((config(), CREATE), seed=0)
