@@ -22,7 +22,7 @@ class SegmentTree:
     """A segment tree for an associative, commutative ``operation`` (a numpy ufunc)."""
 
     def __init__(
-        self, capacity: int, operation: np.ufunc, neutral_element: float, root_fanout: int = 2048
+        self, capacity: int, operation: np.ufunc, neutral_element: float, root_fanout: int = 4096
     ) -> None:
         if capacity < 1:
             raise ValueError(f"A segment tree needs capacity >= 1, got {capacity}.")
@@ -94,7 +94,7 @@ class SegmentTree:
 class SumSegmentTree(SegmentTree):
     """Sums, with a batched prefix-sum search for proportional sampling."""
 
-    def __init__(self, capacity: int, root_fanout: int = 2048) -> None:
+    def __init__(self, capacity: int, root_fanout: int = 4096) -> None:
         super().__init__(capacity, np.add, 0.0, root_fanout)
 
     def _cumsum(self) -> tuple[np.ndarray, np.ndarray]:
@@ -126,23 +126,25 @@ class SumSegmentTree(SegmentTree):
         ``return_values`` the leaves' values come back too (they are read anyway).
         """
         incl, excl = self._cumsum()
-        values = np.array(prefix_sums, dtype=np.float64)
-        node = np.searchsorted(incl, values, side="right")
+        prefix_sums = np.asarray(prefix_sums, dtype=np.float64)
+        node = incl.searchsorted(prefix_sums, side="right")
         np.minimum(node, self._f - 1, out=node)
-        values -= excl[node]
+        values = prefix_sums - excl[node]
         node += self._f
         tree = self._tree
-        for _ in range(self._depth):
+        go_right = np.empty(len(node), dtype=np.int64)  # int, not bool: no casts in the loop below
+        for level in range(self._depth):
             node += node
             left = tree[node]
-            go_right = values >= left
-            values -= left * go_right
+            np.greater_equal(values, left, out=go_right)
+            if level + 1 < self._depth:  # the residual is not needed below the last level
+                values -= left * go_right
             node += go_right
         found = tree[node]
         node -= self._p
-        if found.min() <= 0:
+        if np.count_nonzero(found) < len(found):  # leaves are >= 0: a zero means an empty leaf
             empty = found <= 0
-            node[empty] = self._exact_search(np.asarray(prefix_sums, dtype=np.float64)[empty])
+            node[empty] = self._exact_search(prefix_sums[empty])
             found = tree[node + self._p]
         return (node, found) if return_values else node
 
@@ -161,7 +163,7 @@ class SumSegmentTree(SegmentTree):
 class MinSegmentTree(SegmentTree):
     """Minimums (the neutral element is +inf)."""
 
-    def __init__(self, capacity: int, root_fanout: int = 2048) -> None:
+    def __init__(self, capacity: int, root_fanout: int = 4096) -> None:
         super().__init__(capacity, np.minimum, float("inf"), root_fanout)
 
     def reduce(self) -> float:

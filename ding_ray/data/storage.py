@@ -26,6 +26,7 @@ class ColumnarRing:
         self.head = 0
         self.filled = 0
         self._paths: list[Path] = []
+        self._flat_keys: list | None = None
         self._columns: list[np.ndarray] = []
         self._castable: dict[tuple, bool] = {}
 
@@ -51,6 +52,7 @@ class ColumnarRing:
 
     def _create(self, flat: dict[Path, np.ndarray]) -> None:
         self._paths = list(flat)
+        self._flat_keys = [p[0] for p in self._paths] if all(len(p) == 1 for p in self._paths) else None
         self._columns = [np.zeros((self.capacity, *a.shape[1:]), dtype=a.dtype) for a in flat.values()]
 
     # ------------------------------------------------------------------ writing
@@ -81,7 +83,7 @@ class ColumnarRing:
         """Forget contents and structure."""
         self.head = 0
         self.filled = 0
-        self._paths, self._columns = [], []
+        self._paths, self._columns, self._flat_keys = [], [], None
 
     # ------------------------------------------------------------------ reading
     def physical(self, positions: np.ndarray) -> np.ndarray:
@@ -90,9 +92,10 @@ class ColumnarRing:
 
     def gather(self, idx: np.ndarray) -> Batch:
         """The rows ``idx`` of every column as a new ``Batch`` (copies, never views of the ring)."""
-        return unflatten(
-            {p: c.take(idx, axis=0) for p, c in zip(self._paths, self._columns, strict=True)}, Batch
-        )
+        if self._flat_keys is not None:  # the common case: no nested fields
+            return Batch(zip(self._flat_keys, [c.take(idx, axis=0) for c in self._columns], strict=True))
+        rows = {p: c.take(idx, axis=0) for p, c in zip(self._paths, self._columns, strict=True)}
+        return unflatten(rows, Batch)
 
     def gather_items(self, idx: np.ndarray) -> list[dict]:
         return unstack_batch(self.gather(idx))
