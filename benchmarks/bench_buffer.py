@@ -133,6 +133,14 @@ def cartpole_items(rng: np.random.Generator, n: int) -> list[dict]:
     return [{k: v[i] for k, v in b.items()} for i in range(n)]
 
 
+def ids_of_batch(out: Batch) -> dict:
+    return {"replay_unique_id": out["replay_unique_id"], "replay_buffer_idx": out["replay_buffer_idx"]}
+
+
+def ids_of_items(out: list) -> dict:
+    return {k: [x[k] for x in out] for k in ("replay_unique_id", "replay_buffer_idx")}
+
+
 def rate(fn, units: float, window: float, repeats: int) -> float:
     """Best units/s over ``repeats`` windows of at least ``window`` seconds each."""
     best = 0.0
@@ -193,25 +201,20 @@ def main() -> None:
         state["k"] += 1
         return new_priority[state["k"] % 32]
 
-    held = buf.sample(BATCH, 0, columnar=True)
-    info = {k: held[k] for k in ("replay_unique_id", "replay_buffer_idx")}
-    ref_held = ref.sample(BATCH)
-    ref_info = {k: [x[k] for x in ref_held] for k in ("replay_unique_id", "replay_buffer_idx")}
+    info = ids_of_batch(buf.sample(BATCH, 0, columnar=True))
+    ref_info = ids_of_items(ref.sample(BATCH))
 
     def step_columnar() -> None:
         out = buf.sample(BATCH, 1, columnar=True)
-        buf.update({"replay_unique_id": out["replay_unique_id"], "replay_buffer_idx": out["replay_buffer_idx"],
-                    "priority": next_priority()})  # fmt: skip
+        buf.update(dict(ids_of_batch(out), priority=next_priority()))
 
     def step_list() -> None:
         out = buf.sample(BATCH, 1)
-        buf.update({"replay_unique_id": [x["replay_unique_id"] for x in out],
-                    "replay_buffer_idx": [x["replay_buffer_idx"] for x in out], "priority": next_priority()})  # fmt: skip
+        buf.update(dict(ids_of_items(out), priority=next_priority()))
 
     def step_reference() -> None:
         out = ref.sample(BATCH)
-        ref.update({"replay_unique_id": [x["replay_unique_id"] for x in out],
-                    "replay_buffer_idx": [x["replay_buffer_idx"] for x in out], "priority": next_priority()})  # fmt: skip
+        ref.update(dict(ids_of_items(out), priority=next_priority()))
 
     ref_sample = rate(lambda: ref.sample(BATCH), 1, window, repeats)
     ref_update = rate(lambda: ref.update(dict(ref_info, priority=next_priority())), 1, window, repeats)
@@ -224,12 +227,8 @@ def main() -> None:
     step_lst = rate(step_list, 1, window, repeats)
 
     die = DI_ENGINE_053
-    report(
-        "sample256_columnar_per_s",
-        sample_columnar,
-        ref_sample,
-        ratio_vs_dingine_053=sample_columnar / die["sample256_per_s"],
-    )
+    sample_ratio = {"ratio_vs_dingine_053": sample_columnar / die["sample256_per_s"]}
+    report("sample256_columnar_per_s", sample_columnar, ref_sample, **sample_ratio)
     report(
         "sample256_list_per_s",
         sample_list,
@@ -237,16 +236,16 @@ def main() -> None:
         ratio_vs_dingine_053=sample_list / die["sample256_per_s"],
     )
     report("update256_per_s", update, ref_update, ratio_vs_dingine_053=update / die["update256_per_s"])
-    report(
-        "columnar_learner_steps_per_s", step_col, ref_step,
-        ratio_vs_dingine_053=step_col / die["learner_steps_per_s"],
-        ratio_vs_rllib_260=step_col / RLLIB_260_LEARNER_STEPS_PER_S,
-    )  # fmt: skip
-    report(
-        "list_learner_steps_per_s", step_lst, ref_step,
-        ratio_vs_dingine_053=step_lst / die["learner_steps_per_s"],
-        ratio_vs_rllib_260=step_lst / RLLIB_260_LEARNER_STEPS_PER_S,
-    )  # fmt: skip
+    for name, steps in (("columnar", step_col), ("list", step_lst)):
+        vs_die = steps / die["learner_steps_per_s"]
+        vs_rllib = steps / RLLIB_260_LEARNER_STEPS_PER_S
+        report(
+            f"{name}_learner_steps_per_s",
+            steps,
+            ref_step,
+            ratio_vs_dingine_053=vs_die,
+            ratio_vs_rllib_260=vs_rllib,
+        )
 
 
 if __name__ == "__main__":

@@ -119,11 +119,30 @@ def unstack_batch(batch: Mapping) -> list[dict]:
     """Split a ``Batch`` into a list of per-item dicts (rows are views of the batch's arrays)."""
 
     def rows(node: Mapping) -> list[dict]:
-        keys = list(node)
         columns = [rows(v) if isinstance(v, Mapping) else list(v) for v in node.values()]
-        return [dict(zip(keys, row, strict=False)) for row in zip(*columns, strict=False)]
+        return _row_builder(len(columns))(zip(*columns, strict=False), *node.keys())
 
     return rows(batch)
+
+
+_BUILDERS: dict[int, Any] = {}
+
+
+def _row_builder(n_keys: int) -> Any:
+    """``f(rows, *keys) -> [{keys[0]: row[0], ...} for row in rows]``, compiled for ``n_keys`` keys.
+
+    A dict display in a comprehension builds each dict about twice as fast as ``dict(zip(...))``,
+    which matters when a learner asks for a list of 256 dicts per step. The generated source is
+    made from the key count only (the keys are passed as arguments), never from data.
+    """
+    builder = _BUILDERS.get(n_keys)
+    if builder is None:
+        keys = ", ".join(f"k{i}" for i in range(n_keys))
+        values = "".join(f"v{i}, " for i in range(n_keys))
+        display = ", ".join(f"k{i}: v{i}" for i in range(n_keys))
+        source = f"lambda rows, {keys}: [{{{display}}} for ({values}) in rows]"
+        builder = _BUILDERS[n_keys] = eval(source)  # noqa: S307 - source built from integers only
+    return builder
 
 
 def take_rows(batch: Mapping, idx: np.ndarray) -> Batch:
