@@ -46,6 +46,10 @@ class CollectorWorker(RolloutWorker):
     def ping(self) -> int:
         return self.version
 
+    def node_id(self) -> str:
+        """The Ray node this collector runs on."""
+        return ray.get_runtime_context().get_node_id()
+
     def collect(
         self,
         weights: WeightsRef | None,

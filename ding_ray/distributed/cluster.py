@@ -62,7 +62,13 @@ def init_ray(ray_cfg: EasyDict, namespace: str) -> bool:
     """
     if ray.is_initialized():
         return False
-    address = ray_cfg.address or existing_cluster_address()
+    address = ray_cfg.address
+    if address is None and (found := existing_cluster_address()) is not None:
+        try:
+            check_reachable(found)
+            address = found
+        except ClusterError:
+            logger.warning("ignoring the stale Ray address %s (nothing answers there)", found)
     try:
         if address is None:
             ray.init(
