@@ -1,9 +1,30 @@
-"""Replay buffers.
+"""Replay buffers: uniform, prioritized, episode and sequence, on columnar ring storage.
 
-Pushing: ``buffer.push(data, cur_collector_envstep)`` where ``data`` is one item (a dict),
-a list of items, or a ``Batch`` (a dict of numpy arrays with a leading batch axis).
-Sampling: ``buffer.sample(size, cur_learner_iter)`` returns a list of dicts; pass
-``columnar=True`` to get a ``Batch`` instead.
+Pushing (every buffer)::
+
+    buffer.push(transition, cur_collector_envstep)            # one item: a dict
+    buffer.push([t0, t1, ...], cur_collector_envstep)         # a list of items
+    buffer.push(Batch(obs=obs, action=act, ...), envstep)     # columnar: arrays with a leading
+                                                              # batch axis, wrapped in ``Batch``
+
+A plain dict is always *one* item; wrap a dict of arrays in ``ding_ray.data.Batch`` to push it
+as many. ``stack_items`` turns a list of items into a ``Batch``, ``unstack_batch`` the reverse.
+Torch tensors are converted to numpy on the way in; nested dicts are allowed.
+
+Sampling returns a list of dicts (DI-engine's form) or, with ``columnar=True``, a ``Batch``::
+
+    items = buffer.sample(256, cur_learner_iter)                 # list of dicts, or None
+    batch = buffer.sample(256, cur_learner_iter, columnar=True)  # Batch of arrays, or None
+
+``AdvancedReplayBuffer`` samples also carry ``IS`` (float32), ``priority``, ``replay_unique_id``
+and ``replay_buffer_idx``; hand the last two back with new priorities::
+
+    buffer.update({"replay_unique_id": batch["replay_unique_id"],
+                   "replay_buffer_idx": batch["replay_buffer_idx"], "priority": new_priority})
+
+``SequenceReplayBuffer.sample(batch, sequence, cur_learner_iter, ...)`` returns runs of
+consecutive items (``(batch, sequence, ...)`` arrays when columnar). Files: ``save_data(path)`` /
+``load_data(path)`` (msgpack, checksummed, see ``file_format``).
 """
 
 from ding_ray.data.advanced import AdvancedReplayBuffer, PriorityError
@@ -11,7 +32,9 @@ from ding_ray.data.base import IBuffer
 from ding_ray.data.columnar import Batch, stack_items, unstack_batch
 from ding_ray.data.episode import EpisodeReplayBuffer
 from ding_ray.data.factory import create_buffer, get_buffer_cls
+from ding_ray.data.monitors import PeriodicThruputMonitor, SampledDataAttrMonitor, ThruputController
 from ding_ray.data.naive import NaiveReplayBuffer
+from ding_ray.data.segment_tree import MinSegmentTree, SumSegmentTree
 from ding_ray.data.sequence import SequenceReplayBuffer
 
 __all__ = [
@@ -19,9 +42,14 @@ __all__ = [
     "Batch",
     "EpisodeReplayBuffer",
     "IBuffer",
+    "MinSegmentTree",
     "NaiveReplayBuffer",
+    "PeriodicThruputMonitor",
     "PriorityError",
+    "SampledDataAttrMonitor",
     "SequenceReplayBuffer",
+    "SumSegmentTree",
+    "ThruputController",
     "create_buffer",
     "get_buffer_cls",
     "stack_items",

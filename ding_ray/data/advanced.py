@@ -251,11 +251,11 @@ class AdvancedReplayBuffer(RingBuffer):
     def _gather(self, idx: np.ndarray, leaf: np.ndarray, cur_learner_iter: int) -> Batch:
         # (N P(i))^-beta / max_j (N P(j))^-beta simplifies to (leaf_i / min_j leaf_j)^-beta.
         beta = self.beta
-        weights = np.power(leaf, -beta)
-        np.multiply(weights, self._min_tree.reduce() ** beta, out=weights)
+        weights = np.power(leaf, -beta, dtype=np.float32)
+        weights *= np.float32(self._min_tree.reduce() ** beta)
         batch = self._storage.gather(idx)
         priority = self._priority[idx]
-        batch["IS"] = weights.astype(np.float32)
+        batch["IS"] = weights
         batch["priority"] = priority
         batch["replay_unique_id"] = self._unique_id[idx]
         batch["replay_buffer_idx"] = idx
