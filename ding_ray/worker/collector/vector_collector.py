@@ -37,7 +37,7 @@ class VectorCollector(ISerialCollector):
         self._policy = None
         self._total_envstep_count = 0
         self._stats = EpisodeStats()
-        self._last_report_iter = 0
+        self._last_report_iter: int | None = None
         self._end_flag = False
         self.reset(policy, env)
 
@@ -113,11 +113,11 @@ class VectorCollector(ISerialCollector):
         return events
 
     def _maybe_report(self, train_iter: int) -> None:
-        if train_iter - self._last_report_iter < self._cfg.collect_print_freq and self._last_report_iter != 0:
+        """Log statistics at the first call, then every ``collect_print_freq`` iterations with episodes."""
+        last = self._last_report_iter
+        if last is not None and (train_iter - last < self._cfg.collect_print_freq or not self._stats.returns):
             return
-        if not self._stats.returns and self._last_report_iter != 0:
-            return
-        self._last_report_iter = max(train_iter, 1)
+        self._last_report_iter = train_iter
         scalars = self._stats.report(self._total_envstep_count, getattr(self._env, "error_count", 0))
         metrics.log_scalars(self._tb_logger, scalars, self._total_envstep_count)
         ret = scalars.get(metrics.COLLECTOR_RETURN_MEAN)
