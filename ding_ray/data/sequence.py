@@ -32,6 +32,14 @@ class SequenceReplayBuffer(NaiveReplayBuffer):
         super().__init__(*args, **kwargs)
         self._starts_cache: tuple | None = None
 
+    def _clear(self) -> None:
+        super()._clear()
+        self._starts_cache = None
+
+    def load_state_dict(self, _state_dict: dict) -> None:
+        super().load_state_dict(_state_dict)
+        self._starts_cache = None
+
     def _episode_ends(self) -> np.ndarray:
         """Per held item, oldest first: does an episode end at it?"""
         storage = self._storage
