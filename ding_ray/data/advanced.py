@@ -139,25 +139,26 @@ class AdvancedReplayBuffer(RingBuffer):
             skip = n - kept  # rows beyond the capacity that were never stored
             uid0 = self._push_count + skip
             self._push_count += n
-            if given is None:
-                priority = np.full(kept, self._max_priority)
+            if given is None:  # scalars: every new item gets the largest priority so far
+                priority, leaf = self._max_priority, self._max_priority**self._alpha
             else:
                 priority = given[skip:]
                 priority[np.isnan(priority)] = self._max_priority
-            leaf = np.power(priority, self._alpha)
+                leaf = np.power(priority, self._alpha)
             done = 0
             for lo, hi in _segments(start, kept, self._storage.capacity):
                 k = hi - lo
+                part = slice(done, done + k)
                 self._valid_count += k - int(np.count_nonzero(self._unique_id[lo:hi] >= 0))
                 self._unique_id[lo:hi] = np.arange(uid0 + done, uid0 + done + k)
-                self._priority[lo:hi] = priority[done : done + k]
+                self._priority[lo:hi] = priority if given is None else priority[part]
                 self._use_count[lo:hi] = 0
                 if collect is not None and np.ndim(collect) == 1:
                     self._collect_iter[lo:hi] = collect[skip + done : skip + done + k]
                 else:
                     self._collect_iter[lo:hi] = self._latest_learner_iter
-                self._sum_tree.update_range(lo, leaf[done : done + k])
-                self._min_tree.update_range(lo, leaf[done : done + k])
+                self._sum_tree.update_range(lo, leaf if given is None else leaf[part], k)
+                self._min_tree.update_range(lo, leaf if given is None else leaf[part], k)
                 done += k
             self._controller.record_push(n)
             self._thruput.push_data_count += n

@@ -38,7 +38,7 @@ def flatten(tree: Mapping, prefix: Path = ()) -> dict[Path, Any]:
     flat: dict[Path, Any] = {}
     for key, value in tree.items():
         path = (*prefix, key)
-        if isinstance(value, Mapping):
+        if type(value) is not np.ndarray and isinstance(value, Mapping):
             if not value:
                 raise ShapeError(f"Field {_name(path)} is an empty dict; nothing can be stored for it.")
             flat.update(flatten(value, path))
@@ -76,14 +76,23 @@ def batch_size(batch: Mapping) -> int:
 
 def as_batch(batch: Mapping) -> Batch:
     """A ``Batch`` whose leaves are all numpy arrays (tensors converted, lists turned to arrays)."""
+    return as_batch_sized(batch)[0]
+
+
+def as_batch_sized(batch: Mapping) -> tuple[Batch, int]:
+    """``as_batch`` and the batch size, checked, in one pass."""
+    values = list(batch.values())
+    if values and all(type(v) is np.ndarray and v.ndim > 0 for v in values):  # flat numpy: fast path
+        n = len(values[0])
+        if all(len(v) == n for v in values):
+            return Batch(batch), n
     out = Batch()
     for path, column in flatten(batch).items():
         column = to_numpy(column)
         if not isinstance(column, np.ndarray):
             column = _stack_leaf(path, list(column))
         _set(out, path, column)
-    batch_size(out)
-    return out
+    return out, batch_size(out)
 
 
 def stack_items(items: Sequence[Mapping]) -> Batch:

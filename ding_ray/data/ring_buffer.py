@@ -12,7 +12,7 @@ from easydict import EasyDict
 
 from ding_ray.config.merge import merge_config
 from ding_ray.data.base import IBuffer
-from ding_ray.data.columnar import Batch, as_batch, batch_size, stack_items, unstack_batch
+from ding_ray.data.columnar import Batch, as_batch_sized, stack_items, unstack_batch
 from ding_ray.data.monitors import PUSHED, SAMPLED, SIZE, PeriodicThruputMonitor
 from ding_ray.data.storage import ColumnarRing
 from ding_ray.errors import ConfigError, DataFormatError, ShapeError
@@ -79,8 +79,7 @@ class RingBuffer(IBuffer):
     def _to_batch(self, data: Any) -> tuple[Any, int]:
         """``(batch, n)`` for one item, a list of items or a ``Batch``; n == 0 means nothing to store."""
         if isinstance(data, Batch):
-            batch = as_batch(data)
-            return batch, batch_size(batch)
+            return as_batch_sized(data)
         if isinstance(data, Mapping):
             return stack_items([data]), 1
         if isinstance(data, (list, tuple)):

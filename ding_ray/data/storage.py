@@ -62,10 +62,12 @@ class ColumnarRing:
         If ``n`` exceeds the capacity only the newest ``capacity`` rows are kept. The written
         physical rows are ``(start + arange(count)) % capacity``.
         """
-        flat = flatten(batch)
-        if not self._paths:
-            self._create(flat)
-        columns = conform(flat, self._paths, self._columns, self._castable)
+        columns = self._conform_flat(batch)
+        if columns is None:  # nested fields, first write, or a mismatch to report
+            flat = flatten(batch)
+            if not self._paths:
+                self._create(flat)
+            columns = conform(flat, self._paths, self._columns, self._castable)
         if n > self.capacity:
             columns = [c[n - self.capacity :] for c in columns]
             n = self.capacity
@@ -78,6 +80,21 @@ class ColumnarRing:
         self.head = (start + n) % self.capacity
         self.filled = min(self.filled + n, self.capacity)
         return start, n
+
+    def _conform_flat(self, batch: Batch) -> list[np.ndarray] | None:
+        """Fast path of ``conform`` for flat schemas whose dtype pairs were checked before."""
+        keys = self._flat_keys
+        if keys is None or len(batch) != len(keys):
+            return None
+        columns = []
+        for key, dst in zip(keys, self._columns, strict=True):
+            src = batch.get(key)
+            if type(src) is not np.ndarray or src.shape[1:] != dst.shape[1:]:
+                return None
+            if not self._castable.get((src.dtype, dst.dtype)):
+                return None
+            columns.append(src)
+        return columns
 
     def clear(self) -> None:
         """Forget contents and structure."""
