@@ -27,13 +27,14 @@ consecutive items (``(batch, sequence, ...)`` arrays when columnar). Files: ``sa
 ``load_data(path)`` (msgpack, checksummed, see ``file_format``).
 """
 
-from ding_ray.data.advanced import AdvancedReplayBuffer, PriorityError
+from ding_ray.data.advanced import AdvancedReplayBuffer
 from ding_ray.data.base import IBuffer
 from ding_ray.data.columnar import Batch, stack_items, unstack_batch
 from ding_ray.data.episode import EpisodeReplayBuffer
 from ding_ray.data.factory import create_buffer, get_buffer_cls
 from ding_ray.data.monitors import PeriodicThruputMonitor, SampledDataAttrMonitor, ThruputController
 from ding_ray.data.naive import NaiveReplayBuffer
+from ding_ray.data.priority import PriorityError
 from ding_ray.data.segment_tree import MinSegmentTree, SumSegmentTree
 from ding_ray.data.sequence import SequenceReplayBuffer
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ding_ray.data.columnar import Batch, to_numpy, unstack_batch
+from ding_ray.data.columnar import Batch, unstack_batch
 from ding_ray.data.monitors import (
     BETA,
     PUSH_REJECTED,
@@ -16,17 +16,19 @@ from ding_ray.data.monitors import (
     ThruputController,
     logger,
 )
+from ding_ray.data.priority import (
+    MIN_PRIORITY,
+    RESERVED_KEYS,
+    PriorityError,
+    as_vector,
+    draw_in_range,
+    initial_priority,
+    make_trees,
+    ring_segments,
+)
 from ding_ray.data.ring_buffer import RingBuffer, state_int
-from ding_ray.data.segment_tree import MinSegmentTree, SumSegmentTree
-from ding_ray.errors import DataFormatError, DingRayError, ShapeError
+from ding_ray.errors import DataFormatError
 from ding_ray.utils.registry import BUFFER_REGISTRY
-
-RESERVED_KEYS = ("priority", "IS", "replay_unique_id", "replay_buffer_idx")
-MIN_PRIORITY = 1e-6  # the PER paper's epsilon: a zero priority would make an item unsampleable
-
-
-class PriorityError(DingRayError, ValueError):
-    """A priority update is malformed (lengths differ, negative or non-finite values)."""
 
 
 @BUFFER_REGISTRY.register("advanced")
@@ -86,7 +88,7 @@ class AdvancedReplayBuffer(RingBuffer):
         self._beta0 = float(self._cfg.beta)
         self._max_use = float(self._cfg.max_use)
         self._max_staleness = float(self._cfg.max_staleness)
-        self._sum_tree, self._min_tree = _make_trees(cap)
+        self._sum_tree, self._min_tree = make_trees(cap)
         self._strata: dict[int, np.ndarray] = {}  # size -> arange(size), the strata of a stratified draw
         self._priority = np.zeros(cap, dtype=np.float64)
         self._unique_id = np.full(cap, -1, dtype=np.int64)  # -1: empty or removed
@@ -123,7 +125,7 @@ class AdvancedReplayBuffer(RingBuffer):
         batch, n = self._to_batch(data)
         if n == 0:
             return
-        given = _initial_priority(batch.pop("priority", None), n)
+        given = initial_priority(batch.pop("priority", None), n)
         for key in RESERVED_KEYS[1:]:
             batch.pop(key, None)
         with self._lock:
@@ -146,7 +148,7 @@ class AdvancedReplayBuffer(RingBuffer):
                 priority[np.isnan(priority)] = self._max_priority
                 leaf = np.power(priority, self._alpha)
             done = 0
-            for lo, hi in _segments(start, kept, self._storage.capacity):
+            for lo, hi in ring_segments(start, kept, self._storage.capacity):
                 k = hi - lo
                 part = slice(done, done + k)
                 self._valid_count += k - int(np.count_nonzero(self._unique_id[lo:hi] >= 0))
@@ -209,26 +211,8 @@ class AdvancedReplayBuffer(RingBuffer):
         positions = np.arange(self._storage.filled)[sample_range]
         if len(positions) == 0:
             return None, None
-        if len(positions) > 1 and np.any(np.diff(positions) != 1):
-            raise ShapeError("sample_range of a prioritized buffer must be a contiguous slice (step 1).")
-        segments = _segments(
-            int(self._storage.physical(positions[:1])[0]), len(positions), self._storage.capacity
-        )
-        tree = self._sum_tree
-        offsets = [tree.prefix_sum(lo) for lo, _ in segments]
-        masses = [tree.prefix_sum(hi) - off for (_, hi), off in zip(segments, offsets, strict=True)]
-        mass = sum(masses)
-        if mass <= 0:
-            return None, None
-        values = u * (mass / size)
-        (lo1, hi1), first_mass = segments[0], masses[0]
-        in_first = values < first_mass
-        shifted = np.where(in_first, values + offsets[0], values - first_mass + (offsets[-1]))
-        idx = tree.find_prefixsum_idx(shifted)
-        # Rounding at a segment border can pick a neighbour just outside it; pull it back in.
-        lo2, hi2 = segments[-1]
-        idx = np.where(in_first, np.clip(idx, lo1, hi1 - 1), np.clip(idx, lo2, hi2 - 1))
-        return idx, tree[idx]
+        start = int(self._storage.physical(positions[:1])[0])
+        return draw_in_range(self._sum_tree, u / size, start, positions, self._storage.capacity)
 
     def _replace_stale(
         self, idx: np.ndarray, leaf: np.ndarray, cur_learner_iter: int, sample_range: Any
@@ -295,9 +279,9 @@ class AdvancedReplayBuffer(RingBuffer):
         and ``priority`` (lists or arrays); entries whose item has since been overwritten or
         removed (the id stored at that index differs) are ignored."""
         try:
-            ids = _vector(info["replay_unique_id"], np.int64)
-            idx = _vector(info["replay_buffer_idx"], np.int64)
-            priority = _vector(info["priority"], np.float64)
+            ids = as_vector(info["replay_unique_id"], np.int64)
+            idx = as_vector(info["replay_buffer_idx"], np.int64)
+            priority = as_vector(info["priority"], np.float64)
         except KeyError as err:
             raise PriorityError(f"update() needs the key {err} (from a sampled batch).") from err
         if not len(ids) == len(idx) == len(priority):
@@ -405,43 +389,8 @@ class AdvancedReplayBuffer(RingBuffer):
             raise DataFormatError("Buffer state: held items must have positive, finite priorities.")
         new["_valid_count"] = int(np.count_nonzero(held))
         leaf = np.where(held, new["_priority"], 0.0) ** self._alpha
-        sum_tree, min_tree = _make_trees(cap)
+        sum_tree, min_tree = make_trees(cap)
         sum_tree.fill(leaf)
         min_tree.fill(np.where(held, leaf, np.inf))
         new["_sum_tree"], new["_min_tree"] = sum_tree, min_tree
         return new
-
-
-def _make_trees(capacity: int) -> tuple[SumSegmentTree, MinSegmentTree]:
-    # The min tree is only reduced, never searched: a wider root (fewer levels) makes its
-    # updates cheaper for the price of one vectorized min over the wider root.
-    return SumSegmentTree(capacity, root_fanout=4096), MinSegmentTree(capacity, root_fanout=32768)
-
-
-def _vector(values: Any, dtype: type) -> np.ndarray:
-    """``values`` as a 1-d array of ``dtype`` (no copy when it already is one)."""
-    if type(values) is np.ndarray and values.dtype == dtype and values.ndim == 1:
-        return values
-    return np.asarray(to_numpy(values), dtype=dtype).ravel()
-
-
-def _segments(start: int, count: int, capacity: int) -> list[tuple[int, int]]:
-    """Physical ``[lo, hi)`` ranges of ``count`` ring rows from ``start`` (one, or two if wrapping)."""
-    end = start + count
-    if end <= capacity:
-        return [(start, end)]
-    return [(start, capacity), (0, end - capacity)]
-
-
-def _initial_priority(column: Any, n: int) -> np.ndarray | None:
-    """Priorities given with pushed items (missing ones, None/NaN, get the maximum priority later)."""
-    if column is None:
-        return None
-    values = np.array(
-        [np.nan if v is None else v for v in column] if column.dtype == object else column, np.float64
-    )
-    if values.shape != (n,):
-        raise PriorityError(f"A pushed 'priority' must be one number per item, got shape {values.shape}.")
-    if np.any(values[~np.isnan(values)] < 0) or np.isinf(values).any():
-        raise PriorityError("Pushed priorities must be finite and non-negative.")
-    return np.maximum(values, MIN_PRIORITY)

@@ -1,0 +1,75 @@
+"""Priority bookkeeping for prioritized replay: validation, the trees, draws within a range."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ding_ray.data.columnar import to_numpy
+from ding_ray.data.segment_tree import MinSegmentTree, SumSegmentTree
+from ding_ray.errors import DingRayError, ShapeError
+
+RESERVED_KEYS = ("priority", "IS", "replay_unique_id", "replay_buffer_idx")  # added to samples
+MIN_PRIORITY = 1e-6  # the PER paper's epsilon: a zero priority would make an item unsampleable
+
+
+class PriorityError(DingRayError, ValueError):
+    """A priority update is malformed (lengths differ, negative or non-finite values)."""
+
+
+def make_trees(capacity: int) -> tuple[SumSegmentTree, MinSegmentTree]:
+    # The min tree is only reduced, never searched: a wider root (fewer levels) makes its
+    # updates cheaper for the price of one vectorized min over the wider root.
+    return SumSegmentTree(capacity, root_fanout=4096), MinSegmentTree(capacity, root_fanout=32768)
+
+
+def as_vector(values: Any, dtype: type) -> np.ndarray:
+    """``values`` as a 1-d array of ``dtype`` (no copy when it already is one)."""
+    if type(values) is np.ndarray and values.dtype == dtype and values.ndim == 1:
+        return values
+    return np.asarray(to_numpy(values), dtype=dtype).ravel()
+
+
+def ring_segments(start: int, count: int, capacity: int) -> list[tuple[int, int]]:
+    """Physical ``[lo, hi)`` ranges of ``count`` ring rows from ``start`` (one, or two if wrapping)."""
+    end = start + count
+    if end <= capacity:
+        return [(start, end)]
+    return [(start, capacity), (0, end - capacity)]
+
+
+def initial_priority(column: Any, n: int) -> np.ndarray | None:
+    """Priorities given with pushed items (missing ones, None/NaN, get the maximum priority later)."""
+    if column is None:
+        return None
+    values = np.array(
+        [np.nan if v is None else v for v in column] if column.dtype == object else column, np.float64
+    )
+    if values.shape != (n,):
+        raise PriorityError(f"A pushed 'priority' must be one number per item, got shape {values.shape}.")
+    if np.any(values[~np.isnan(values)] < 0) or np.isinf(values).any():
+        raise PriorityError("Pushed priorities must be finite and non-negative.")
+    return np.maximum(values, MIN_PRIORITY)
+
+
+def draw_in_range(
+    tree: SumSegmentTree, u: np.ndarray, start: int, positions: np.ndarray, capacity: int
+) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """Rows in ring positions ``positions`` (contiguous, oldest first, the first one at physical
+    row ``start``) drawn in proportion to their weight; ``u`` are uniform numbers in ``[0, 1)``."""
+    if len(positions) > 1 and np.any(np.diff(positions) != 1):
+        raise ShapeError("sample_range of a prioritized buffer must be a contiguous slice (step 1).")
+    segments = ring_segments(start, len(positions), capacity)
+    offsets = [tree.prefix_sum(lo) for lo, _ in segments]
+    masses = [tree.prefix_sum(hi) - off for (_, hi), off in zip(segments, offsets, strict=True)]
+    mass = sum(masses)
+    if mass <= 0:
+        return None, None
+    values = u * mass
+    (lo1, hi1), (lo2, hi2), first_mass = segments[0], segments[-1], masses[0]
+    in_first = values < first_mass
+    idx = tree.find_prefixsum_idx(np.where(in_first, values + offsets[0], values - first_mass + offsets[-1]))
+    # Rounding at a segment border can pick a neighbour just outside it; pull it back in.
+    idx = np.where(in_first, np.clip(idx, lo1, hi1 - 1), np.clip(idx, lo2, hi2 - 1))
+    return idx, tree[idx]
