@@ -227,3 +227,20 @@ def test_unstorable_values_are_reported():
     other = NaiveReplayBuffer(EasyDict(replay_buffer_size=4))
     other.load_state_dict(decode_state(encode_state(buf.state_dict(), "NaiveReplayBuffer")))
     assert sorted(x["info"]["a"] for x in other.sample(2, 0)) == [1, 2]
+
+
+def test_nested_fields_round_trip_through_a_file(tmp_path):
+    buf = NaiveReplayBuffer(EasyDict(replay_buffer_size=8))
+    buf.seed(0)
+    items = [
+        {"obs": {"image": np.full((2, 2), i, np.uint8), "vec": np.arange(3.0) + i}, "done": i == 4}
+        for i in range(6)
+    ]
+    buf.push(items)
+    path = str(tmp_path / "nested.buf")
+    buf.save_data(path)
+    other = NaiveReplayBuffer(EasyDict(replay_buffer_size=8))
+    other.load_data(path)
+    assert_same(other.state_dict(), buf.state_dict())
+    out = other.sample(6, 0, columnar=True)
+    assert out["obs"]["image"].dtype == np.uint8 and out["obs"]["image"].shape == (6, 2, 2)
