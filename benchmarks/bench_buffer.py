@@ -175,6 +175,8 @@ def main() -> None:
     random.seed(0)
     print(f"# {platform.processor() or platform.machine()}, {os.cpu_count()} cpus, numpy {np.__version__}")
     print(f"# prioritized buffer of {cap} CartPole transitions, batch {BATCH}, best of {repeats} x {window}s")
+    if hasattr(os, "getloadavg"):  # other processes on a small machine move every figure
+        print("# load average at start: " + " ".join(f"{x:.2f}" for x in os.getloadavg()))
 
     # Push: columnar batches of 64 into a fresh buffer, ring wrapping after the first pass.
     chunks = [cartpole_batch(rng, PUSH_CHUNK) for _ in range(64)]
