@@ -9,7 +9,7 @@ import numpy as np
 import torch
 
 from ding_ray.policy.base import Policy
-from ding_ray.policy.common import check_finite_loss, obs_batch, to_tensor_batch
+from ding_ray.policy.common import check_finite_loss, make_adam, obs_batch, to_tensor_batch
 from ding_ray.rl_utils import q_nstep_td_error
 from ding_ray.utils.registry import POLICY_REGISTRY
 
@@ -64,9 +64,7 @@ class DQNPolicy(Policy):
         self._priority_IS_weight = bool(self._cfg.priority_IS_weight)
         self._learn_model = self._model
         self._target_model = copy.deepcopy(self._model).requires_grad_(False)
-        self._optimizer = torch.optim.Adam(
-            self._model.parameters(), lr=learn.learning_rate, weight_decay=learn.weight_decay, foreach=True
-        )
+        self._optimizer = make_adam(self._model.parameters(), learn.learning_rate, learn.weight_decay)
         self._learn_iter = 0
 
     def _forward_learn(self, data: Any) -> dict[str, Any]:
