@@ -97,9 +97,10 @@ class CollectorPool:
         return Outcome(slot, info=info, extra=slot.extra, reserved=slot.reserved)
 
     def _ping(self, slot: Slot) -> None:
-        # Ray queues calls to an actor that is restarting, so the ping returns once it is back.
+        # A call to a restarting actor fails at once; a ping Ray retries returns once it is back,
+        # or raises ActorDiedError if it never comes back.
         slot.state, slot.extra, slot.reserved = RESTARTING, None, 0
-        slot.ref = slot.handle.ping.remote()
+        slot.ref = slot.handle.ping.options(max_task_retries=-1).remote()
         self._by_ref[slot.ref] = slot
 
     def _pinged(self, slot: Slot, ref: Any) -> Outcome:

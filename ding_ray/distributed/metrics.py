@@ -33,10 +33,11 @@ class RayMetrics:
 
     def record(self, scalars: Mapping[str, object], force: bool = False) -> None:
         """Set the gauge of every numeric ``section/name`` entry (at most once per ``interval_s``)."""
-        now = time.monotonic()
-        if not force and now - self._last < self._interval_s:
-            return
-        self._last = now
+        if not force:
+            now = time.monotonic()
+            if now - self._last < self._interval_s:
+                return
+            self._last = now
         for key, value in scalars.items():
             if "/" in key and isinstance(value, Real) and value == value:
                 self._gauge(key).set(float(value), tags=self._tags)

@@ -1,0 +1,49 @@
+"""One local Ray for the whole session; tests that need their own Ray run it in a subprocess."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+
+import pytest
+import ray
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def ray_session():
+    """A local Ray with 4 logical CPUs (over-declared on 2 cores: tests need room, not speed).
+
+    Yields the Prometheus port of the node; metrics are exported every second instead of ten.
+    """
+    port = free_port()
+    ray.init(
+        num_cpus=4,
+        include_dashboard=False,
+        namespace="ding_ray_tests",
+        _metrics_export_port=port,
+        _system_config={"metrics_report_interval_ms": 1000},
+    )
+    yield port
+    ray.shutdown()
+
+
+def run_python(code: str, timeout: float = 240, env: dict | None = None) -> subprocess.CompletedProcess:
+    """Run ``code`` in a fresh interpreter (its own Ray), from the repository root."""
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+    )
