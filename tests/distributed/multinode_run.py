@@ -1,0 +1,49 @@
+"""Run by test_multinode.py in a fresh process: a 2-node ``ray.cluster_utils.Cluster`` on this
+machine, the Ape-X pipeline on it, and a JSON line saying where the collectors ran."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import ray
+from ray.cluster_utils import Cluster
+
+from ding_ray.distributed import ApexDriver, check_cluster, create_actors, make_plan, wait_ready
+from ding_ray.entry import compile_ray_config
+from tests.distributed.configs import small_config
+
+
+def main(exp_name: str) -> None:
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 2, "include_dashboard": False})
+    worker = cluster.add_node(num_cpus=2)
+    ray.init(address=cluster.address)
+    try:
+        cfg = compile_ray_config(small_config(exp_name), seed=0)
+        plan = make_plan(cfg)
+        check_cluster(cfg.ray)
+        actors = create_actors(cfg, plan.namespace)
+        wait_ready(actors, 180)
+        nodes = ray.get([c.node_id.remote() for c in actors.collectors])
+        driver = ApexDriver(cfg, actors, plan, max_env_step=2000)
+        driver.run()
+        driver.close()
+        actors.kill()
+        print(
+            json.dumps(
+                {
+                    "collector_nodes": nodes,
+                    "cluster_nodes": [n["NodeID"] for n in ray.nodes() if n["Alive"]],
+                    "worker_node": worker.node_id,
+                    "env_steps": driver.env_steps,
+                    "train_iter": driver.train_iter,
+                }
+            )
+        )
+    finally:
+        ray.shutdown()
+        cluster.shutdown()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])

@@ -1,0 +1,80 @@
+"""The README's local cluster path, for real: ``ray start --head``, then ``ray job submit`` of
+``examples/apex_dqn.py`` with a small budget.
+
+The head runs with ``--block`` in its own process group (killed at the end, never ``ray stop``,
+which would stop every Ray on the machine) and its own ``RAY_TMPDIR``.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+
+from tests.distributed.conftest import REPO, free_port
+
+pytestmark = [pytest.mark.ray, pytest.mark.slow]
+
+
+def wait_for_dashboard(port: int, head: subprocess.Popen, timeout_s: float = 90) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        assert head.poll() is None, "ray start --head exited early"
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/api/version", timeout=2)
+            return
+        except urllib.error.HTTPError:  # it answers (401: the auth token is not sent here)
+            return
+        except OSError:  # not up yet
+            time.sleep(1)
+    raise TimeoutError("the head's dashboard did not come up")
+
+
+def test_ray_job_submit_runs_the_example_to_completion(tmp_path):
+    ray_bin = os.path.join(os.path.dirname(sys.executable), "ray")
+    env = {**os.environ, "RAY_TMPDIR": tempfile.mkdtemp(prefix="drjs", dir="/tmp"), "RAY_AUTH_MODE": "token"}
+    dashboard = free_port()
+    head = subprocess.Popen(
+        [
+            ray_bin, "start", "--head", "--block", f"--port={free_port()}", "--num-cpus=2",
+            "--include-dashboard=true", "--dashboard-host=127.0.0.1", f"--dashboard-port={dashboard}",
+            f"--metrics-export-port={free_port()}",
+        ],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+    )  # fmt: skip
+    try:
+        wait_for_dashboard(dashboard, head)
+        submit = subprocess.run(
+            [
+                ray_bin, "job", "submit", f"--address=http://127.0.0.1:{dashboard}", "--",
+                sys.executable, os.path.join(REPO, "examples", "apex_dqn.py"), "--max-env-step", "2000",
+            ],
+            env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        assert submit.returncode == 0, submit.stdout[-3000:] + submit.stderr[-3000:]
+        assert "succeeded" in submit.stdout.lower()
+        assert '"pipeline": "ray-async"' in submit.stdout and '"env_steps": ' in submit.stdout
+    finally:
+        stop_group(head)
+
+
+def stop_group(head: subprocess.Popen) -> None:
+    """SIGTERM the head's process group, then SIGKILL what is left (GCS may linger)."""
+    os.killpg(head.pid, signal.SIGTERM)
+    try:
+        head.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        pass
+    time.sleep(2)
+    try:
+        os.killpg(head.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    head.wait()

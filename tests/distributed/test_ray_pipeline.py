@@ -1,0 +1,110 @@
+"""``ray_pipeline`` end to end on the session's Ray, both pipelines, and the errors users can cause."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+import pytest
+import ray
+
+from ding_ray.distributed import ClusterError, check_resources
+from ding_ray.distributed.cluster import check_reachable
+from ding_ray.entry import compile_ray_config, ray_pipeline
+from ding_ray.errors import ConfigError
+from tests.distributed.configs import small_config
+from tests.distributed.conftest import run_python
+
+pytestmark = pytest.mark.ray
+
+
+def read_result(exp_name: str) -> dict:
+    with open(os.path.join(exp_name, "result.json")) as f:
+        return json.load(f)
+
+
+def assert_actors_gone(namespace: str) -> None:
+    deadline = time.monotonic() + 10
+    for name in ("learner", "buffer", "evaluator", "collector-0", "collector-1"):
+        while True:
+            try:
+                ray.get_actor(name, namespace=namespace)
+            except ValueError:
+                break
+            assert time.monotonic() < deadline, f"{name} is still alive after the run"
+            time.sleep(0.2)
+
+
+def test_async_pipeline_writes_the_result_and_returns_the_policy(ray_session, tmp_path):
+    exp_name = str(tmp_path / "async_run")
+    policy = ray_pipeline(small_config(exp_name), seed=1, max_env_step=1500)
+    result = read_result(exp_name)
+    assert result["pipeline"] == "ray-async" and result["env_steps"] >= 1500 and result["train_iter"] > 0
+    for key in (
+        "best_eval_return",
+        "last_eval_return",
+        "stop",
+        "wall_s",
+        "env_steps_per_s",
+        "train_iter_per_s",
+    ):
+        assert key in result
+    assert result["lost_batches"] == 0 and result["first_batch_s"] > 0 and result["seed"] == 1
+    assert os.path.isfile(os.path.join(exp_name, "total_config.json"))
+    assert os.path.isdir(os.path.join(exp_name, "log", "ray"))
+    assert policy.eval_mode.forward({0: [0.0, 0.0, 0.0, 0.0]})[0]["action"] in (0, 1)
+    assert_actors_gone("async_run")
+
+
+def test_sync_pipeline_trains_on_fresh_data_each_round(ray_session, tmp_path):
+    exp_name = str(tmp_path / "sync_run")
+    ray_pipeline(small_config(exp_name, pipeline="sync", n_sample=64), seed=0, max_train_iter=24)
+    result = read_result(exp_name)
+    assert result["pipeline"] == "ray-sync"
+    assert result["train_iter"] == 24 and result["policy_version"] == 24  # published after every round
+    assert result["env_steps"] >= 6 * 64  # 24 iters / 4 per round = 6 rounds of >= 64 transitions
+    assert_actors_gone("sync_run")
+
+
+def test_unknown_ray_key_names_the_nearest(tmp_path):
+    with pytest.raises(ConfigError, match="ray.num_colectors.*ray.num_collectors"):
+        compile_ray_config(small_config(str(tmp_path / "x"), num_colectors=3), save_cfg=False)
+
+
+def test_too_many_cpus_or_gpus_fail_with_the_numbers(ray_session, tmp_path):
+    start = time.monotonic()
+    with pytest.raises(ClusterError, match=r"CPU in all \(learner 64.*the cluster has 4"):
+        ray_pipeline(small_config(str(tmp_path / "cpu"), learner_num_cpus=64.0), max_env_step=100)
+    with pytest.raises(ClusterError, match=r"1 GPU in all \(learner 1\) but the cluster has 0"):
+        ray_pipeline(small_config(str(tmp_path / "gpu"), learner_num_gpus=1), max_env_step=100)
+    assert time.monotonic() - start < 10
+
+
+def test_resource_check_per_node():
+    nodes = [{"CPU": 2.0}, {"CPU": 2.0}]
+    check_resources([("a", {"CPU": 2.0}), ("b", {"CPU": 2.0})], {"CPU": 4.0}, nodes)
+    with pytest.raises(ClusterError, match="learner needs 3 CPU but no single node has more than 2"):
+        check_resources([("learner", {"CPU": 3.0})], {"CPU": 4.0}, nodes)
+
+
+def test_unreachable_address_fails_fast():
+    start = time.monotonic()
+    with pytest.raises(ClusterError, match="Cannot reach the Ray cluster at '127.0.0.1:1'"):
+        check_reachable("127.0.0.1:1")
+    with pytest.raises(ClusterError, match="ray://127.0.0.1:1"):
+        check_reachable("ray://127.0.0.1:1")
+    assert time.monotonic() - start < 8
+
+
+def test_unreachable_address_in_a_fresh_process(tmp_path):
+    """The whole entry point, in a process where Ray is not initialised yet."""
+    code = (
+        "from ding_ray.entry import ray_pipeline\n"
+        "from tests.distributed.configs import small_config\n"
+        f"ray_pipeline(small_config({str(tmp_path / 'x')!r}, address='127.0.0.1:1'))\n"
+    )
+    start = time.monotonic()
+    proc = run_python(code, timeout=120)
+    assert proc.returncode != 0 and time.monotonic() - start < 60
+    assert "ClusterError: Cannot reach the Ray cluster at '127.0.0.1:1'" in proc.stderr
