@@ -224,9 +224,19 @@ def create_actors(cfg: EasyDict, namespace: str, publish_freq: int | None = None
     return Actors(namespace, learner, buffer, evaluator, collectors)
 
 
-def wait_ready(actors: Actors, timeout_s: float) -> None:
-    """Block until every actor answers a ping; fail with names and numbers instead of hanging."""
-    pending = {handle.ping.remote(): name for name, handle in actors.named()}
+def wait_ready(actors: Actors, timeout_s: float, everyone: bool = False) -> None:
+    """Block until the buffer and the collectors (with ``everyone``, all actors) answer a ping;
+    fail with names and numbers instead of hanging.
+
+    The learner and the evaluator are left to start while the first batches are collected:
+    a driver waits for the learner's first weights (and fails after ``timeout_s`` as well).
+    """
+    named = (
+        actors.named()
+        if everyone
+        else [(n, h) for n, h in actors.named() if n not in ("learner", "evaluator")]
+    )
+    pending = {handle.ping.remote(): name for name, handle in named}
     deadline = time.monotonic() + timeout_s
     while pending:
         ready, _ = ray.wait(list(pending), num_returns=1, timeout=max(0.0, deadline - time.monotonic()))

@@ -92,10 +92,13 @@ class ApexDriver(Driver):
 
     # ----- waiting and processing ----------------------------------------------------------------
     def wait(self, timeout_s: float = 1.0) -> list:
-        refs = self.pool.refs() + self.eval_refs() + ([self._calls[0].info] if self._calls else [])
+        refs = self.pool.refs() + self.eval_refs() + self.learner_refs()
+        refs += [self._calls[0].info] if self._calls else []
         if not refs:
             raise RuntimeError("ApexDriver has nothing in flight; this is a bug in the rate limiter setup.")
         ready, _ = ray.wait(refs, num_returns=1, timeout=timeout_s)
+        if not ready:
+            self.check_startup()
         return ready
 
     def process(self, ready: list) -> None:
@@ -109,6 +112,8 @@ class ApexDriver(Driver):
                     self.limiter.cancel_insert(outcome.reserved)
             elif ref in self.eval_refs():
                 self.on_evaluated()
+            elif ref in self.learner_refs():
+                self.on_first_publish()
             elif self._calls and ref == self._calls[0].info:
                 self.on_trained(self._calls.popleft())
         self.report()

@@ -18,6 +18,7 @@ from easydict import EasyDict
 from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError
 
 from ding_ray.distributed.actors import Actors
+from ding_ray.distributed.cluster import ClusterError
 from ding_ray.distributed.collector_pool import CollectorPool, Outcome
 from ding_ray.distributed.config import Plan
 from ding_ray.distributed.monitor import RunMonitor
@@ -61,7 +62,38 @@ class Driver:
         self._last_eval_iter = 0
         self._eval_failures = 0
         self._lags: list[int] = []
-        self.weights: WeightsRef = self.get(actors.learner.publish.remote())
+        # Collectors may start before the learner is up: they use their own initial weights
+        # (version -1) until its first publication arrives.
+        self.weights: WeightsRef | None = None
+        self._first_publish: Any = actors.learner.publish.remote()
+        self._created = time.monotonic()
+
+    # ----- the learner's first weights -----------------------------------------------------------
+    def learner_refs(self) -> list:
+        return [] if self.weights is not None else [self._first_publish]
+
+    def on_first_publish(self) -> None:
+        weights = self.get(self._first_publish)
+        if self.weights is None or weights.version > self.weights.version:
+            self.weights = weights
+
+    def await_learner(self) -> None:
+        """Block until the learner has published, failing after ``ray.actor_start_timeout_s``."""
+        if self.weights is None:
+            ready, _ = ray.wait([self._first_publish], timeout=self.cfg.ray.actor_start_timeout_s)
+            self.check_startup(expired=not ready)
+            self.on_first_publish()
+
+    def check_startup(self, expired: bool | None = None) -> None:
+        if expired is None:
+            expired = time.monotonic() - self._created > self.cfg.ray.actor_start_timeout_s
+        if self.weights is None and expired:
+            raise ClusterError(
+                f"The learner actor did not start within {self.cfg.ray.actor_start_timeout_s:g} s "
+                f"(ray.learner_num_cpus={self.cfg.ray.learner_num_cpus:g}, "
+                f"ray.learner_num_gpus={self.cfg.ray.learner_num_gpus:g}). Resources free now: "
+                f"{ray.available_resources()}."
+            )
 
     # ----- budget --------------------------------------------------------------------------------
     @property
@@ -78,7 +110,7 @@ class Driver:
     def launch_eval(self) -> None:
         """Evaluate the latest weights once ``eval_freq`` learner iterations have passed."""
         due = self.train_iter - self._last_eval_iter >= self._eval_freq
-        if self._eval_ref is None and due and self.weights.version > 0:
+        if self._eval_ref is None and due and self.weights is not None and self.weights.version > 0:
             self._eval_weights = self.weights
             evaluate = self.actors.evaluator.evaluate
             self._eval_ref = evaluate.remote(self.weights, self.train_iter, self.env_steps)
@@ -151,7 +183,7 @@ class Driver:
             "lost_batches": self.pool.lost_batches,
             "collector_restarts": self.pool.restarts,
             "first_batch_s": None if self.first_batch_s is None else round(self.first_batch_s, 2),
-            "policy_version": self.weights.version,
+            "policy_version": -1 if self.weights is None else self.weights.version,
         }
 
     def close(self) -> None:

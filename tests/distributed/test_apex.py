@@ -26,7 +26,7 @@ def setup(ray_session, tmp_path_factory):
     cfg = compiled(tmp_path_factory.mktemp("apex"), name="apex_it")
     plan = make_plan(cfg)
     actors = create_actors(cfg, plan.namespace)
-    wait_ready(actors, 180)
+    wait_ready(actors, 180, everyone=True)
     yield cfg, plan, actors
     actors.kill()
 
@@ -37,7 +37,7 @@ class RecordingDriver(ApexDriver):
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
-        self.published = [self.weights.version]
+        self.published: list[int] = []
         self.launched: dict = {}
         self.collected: list[tuple[str, int, int, int]] = []  # name, version, launched with, env steps
 
@@ -45,7 +45,7 @@ class RecordingDriver(ApexDriver):
         before = set(self.pool.refs())
         super().launch_collects()
         for ref in set(self.pool.refs()) - before:
-            self.launched[ref] = self.weights.version
+            self.launched[ref] = -1 if self.weights is None else self.weights.version
 
     def process(self, ready: list) -> None:
         self._launched_with = {
@@ -63,7 +63,7 @@ class RecordingDriver(ApexDriver):
 
     def on_trained(self, call) -> None:
         super().on_trained(call)
-        if self.weights.version != self.published[-1]:
+        if not self.published or self.weights.version != self.published[-1]:
             self.published.append(self.weights.version)
 
 
