@@ -174,7 +174,8 @@ class AdvancedReplayBuffer(RingBuffer):
         serve them (fewer than ``size * sample_min_limit_ratio`` valid items, or rate-limited).
 
         ``sample_range`` restricts the draw to a slice of the items ordered oldest first. With
-        ``columnar=True`` the result is a ``Batch`` whose extra keys are arrays.
+        ``columnar=True`` the result is a ``Batch`` whose extra keys are arrays; in the list form
+        they are Python numbers.
         """
         with self._lock:
             self._latest_learner_iter = cur_learner_iter
@@ -188,7 +189,13 @@ class AdvancedReplayBuffer(RingBuffer):
             if idx is None:
                 return None
             batch = self._gather(idx, leaf, cur_learner_iter)
-        return batch if columnar else unstack_batch(batch)
+        if columnar:
+            return batch
+        # Per item, the sampling keys are plain Python numbers (as in DI-engine); converting four
+        # short columns with tolist() is much cheaper than making 1024 numpy scalars.
+        for key in RESERVED_KEYS:
+            batch[key] = batch[key].tolist()
+        return unstack_batch(batch)
 
     def _draw(self, size: int, sample_range: slice | None, stratified: bool) -> tuple:
         """``(rows, weights)`` drawn in proportion to tree weight, or ``(None, None)``.
