@@ -18,7 +18,7 @@ import time
 
 import ray
 
-from ding_ray.distributed import ApexDriver, create_actors, init_ray, make_plan, wait_ready
+from ding_ray.distributed import ApexDriver, create_actors, init_ray, make_plan
 from ding_ray.entry import compile_ray_config, write_result
 
 main_config = dict(
@@ -57,7 +57,6 @@ def main(seed: int, max_env_step: int | None) -> dict:
     plan = make_plan(cfg)  # namespace, calls' sizes, samples per insert
     init_ray(cfg.ray, plan.namespace)
     actors = create_actors(cfg, plan.namespace)  # learner, buffer, evaluator, collector-0..n-1
-    wait_ready(actors, cfg.ray.actor_start_timeout_s)
 
     driver = ApexDriver(cfg, actors, plan, max_env_step=max_env_step)
     while not driver.done:

@@ -6,7 +6,6 @@ Building blocks for a driver of your own (``examples/apex_dqn.py`` is one)::
     plan = make_plan(cfg)
     init_ray(cfg.ray, plan.namespace)
     actors = create_actors(cfg, plan.namespace)    # learner, buffer, evaluator, collector-0..n-1
-    wait_ready(actors, cfg.ray.actor_start_timeout_s)
     ApexDriver(cfg, actors, plan, max_env_step=...).run()
 
 Nothing below this package imports ray.

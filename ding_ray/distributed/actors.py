@@ -186,6 +186,8 @@ class Actors:
     def kill(self) -> None:
         """Kill every actor (no restarts), so the names are free for the next run."""
         for _, handle in self.named():
+            if handle is None:
+                continue
             try:
                 ray.kill(handle, no_restart=True)
             except Exception:  # noqa: BLE001 - already gone
@@ -195,6 +197,10 @@ class Actors:
 def create_actors(cfg: EasyDict, namespace: str, publish_freq: int | None = None) -> Actors:
     """Create the named actors of ``cfg`` (resources and restarts from ``cfg.ray``).
 
+    Returns once the buffer and the collectors answer, so the first batch is not held up by
+    the learner and the evaluator: those are created next and start while the first batches
+    are collected (a driver waits for the learner's first weights). Fails after
+    ``ray.actor_start_timeout_s`` with the actors' names and the free resources.
     ``cfg.exp_name`` is made absolute for the actors, whose working directory may differ.
     """
     rc = cfg.ray
@@ -215,6 +221,12 @@ def create_actors(cfg: EasyDict, namespace: str, publish_freq: int | None = None
         ).remote(cfg, i, namespace, rc.torch_threads)
         for i in range(rc.num_collectors)
     ]
+    first = [("buffer", buffer)] + [(f"collector-{i}", c) for i, c in enumerate(collectors)]
+    try:
+        _wait(first, rc.actor_start_timeout_s)
+    except Exception:
+        Actors(namespace, None, buffer, None, collectors).kill()
+        raise
     learner = LearnerActor.options(
         name="learner", num_cpus=rc.learner_num_cpus, num_gpus=rc.learner_num_gpus, **core
     ).remote(cfg, rc.publish_freq if publish_freq is None else publish_freq)
@@ -224,18 +236,12 @@ def create_actors(cfg: EasyDict, namespace: str, publish_freq: int | None = None
     return Actors(namespace, learner, buffer, evaluator, collectors)
 
 
-def wait_ready(actors: Actors, timeout_s: float, everyone: bool = False) -> None:
-    """Block until the buffer and the collectors (with ``everyone``, all actors) answer a ping;
-    fail with names and numbers instead of hanging.
+def wait_ready(actors: Actors, timeout_s: float) -> None:
+    """Block until every actor answers a ping; fail with names and numbers instead of hanging."""
+    _wait(actors.named(), timeout_s)
 
-    The learner and the evaluator are left to start while the first batches are collected:
-    a driver waits for the learner's first weights (and fails after ``timeout_s`` as well).
-    """
-    named = (
-        actors.named()
-        if everyone
-        else [(n, h) for n, h in actors.named() if n not in ("learner", "evaluator")]
-    )
+
+def _wait(named: list[tuple[str, Any]], timeout_s: float) -> None:
     pending = {handle.ping.remote(): name for name, handle in named}
     deadline = time.monotonic() + timeout_s
     while pending:

@@ -19,7 +19,6 @@ from ding_ray.distributed import (
     create_actors,
     init_ray,
     make_plan,
-    wait_ready,
 )
 from ding_ray.entry.result import write_result
 from ding_ray.entry.serial_entry import fill_model_shapes
@@ -82,7 +81,6 @@ def ray_pipeline(
             check_cluster(cfg.ray)
         actors = create_actors(cfg, plan.namespace)
         try:
-            wait_ready(actors, cfg.ray.actor_start_timeout_s)
             driver_cls = SyncDriver if pipeline == "sync" else ApexDriver
             driver = driver_cls(cfg, actors, plan, max_env_step, max_train_iter)
             try:

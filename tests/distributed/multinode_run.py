@@ -9,7 +9,7 @@ import sys
 import ray
 from ray.cluster_utils import Cluster
 
-from ding_ray.distributed import ApexDriver, check_cluster, create_actors, make_plan, wait_ready
+from ding_ray.distributed import ApexDriver, check_cluster, create_actors, make_plan
 from ding_ray.entry import compile_ray_config
 from tests.distributed.configs import small_config
 
@@ -23,7 +23,6 @@ def main(exp_name: str) -> None:
         plan = make_plan(cfg)
         check_cluster(cfg.ray)
         actors = create_actors(cfg, plan.namespace)
-        wait_ready(actors, 180)
         nodes = ray.get([c.node_id.remote() for c in actors.collectors])
         driver = ApexDriver(cfg, actors, plan, max_env_step=2000)
         driver.run()

@@ -26,7 +26,7 @@ def setup(ray_session, tmp_path_factory):
     cfg = compiled(tmp_path_factory.mktemp("apex"), name="apex_it")
     plan = make_plan(cfg)
     actors = create_actors(cfg, plan.namespace)
-    wait_ready(actors, 180, everyone=True)
+    wait_ready(actors, 180)
     yield cfg, plan, actors
     actors.kill()
 
