@@ -4,6 +4,9 @@ Rows:
   raw_gym          one gymnasium CartPole-v1 env, random actions (the limit of the env itself)
   bare_batched     8 gymnasium envs, one batched forward of the DQN net per step, no bookkeeping
   serial_collector SampleSerialCollector, 8 envs, DQN policy, eps-greedy (what the pipelines run)
+  ray_collectors_1 / ray_collectors_2
+                   1 and 2 collector actors (the same collector inside), each call pushing its
+                   batch to a replay-buffer actor, one call in flight per collector
 
 Run:  python benchmarks/bench_collect.py [--seconds 3]
 Prints one ``bench_collect name=value ...`` line per figure.
@@ -90,7 +93,70 @@ def main() -> None:
         f"bench_collect serial_collector_steps_per_s={serial:.0f} ratio_to_raw={serial / raw:.3f} "
         f"ratio_to_bare_batched={serial / bare:.3f}"
     )
+    ray_collector_rows(args.seconds, raw, serial)
 
 
 if __name__ == "__main__":
     main()
+
+
+# ----- Ray rows: collector actors feeding a buffer actor --------------------------------------------
+
+
+def ray_collectors(seconds: float, num_collectors: int) -> float:
+    """Env steps/s of ``num_collectors`` collector actors pushing to one buffer actor."""
+    import ray
+
+    from ding_ray.distributed import CollectorActor, ReplayBufferActor
+    from ding_ray.entry import compile_ray_config
+
+    main_cfg = dict(
+        exp_name="/tmp/bench_collect",
+        env=dict(env_id="CartPole-v1", collector_env_num=ENV_NUM, evaluator_env_num=1),
+        policy=dict(
+            model=MODEL,
+            collect=dict(n_sample=256),
+            other=dict(replay_buffer=dict(replay_buffer_size=100_000)),
+        ),
+    )
+    create_cfg = dict(env=dict(type="gymnasium"), policy=dict(type="dqn"), replay_buffer=dict(type="naive"))
+    cfg = compile_ray_config((main_cfg, create_cfg), seed=0, save_cfg=False)
+    namespace = f"bench_collect_{num_collectors}"
+    buffer = ReplayBufferActor.options(name="buffer", namespace=namespace, num_cpus=0.1).remote(
+        cfg.policy.other.replay_buffer, cfg.exp_name
+    )
+    collectors = [
+        CollectorActor.options(num_cpus=0.5, namespace=namespace).remote(cfg, i, namespace)
+        for i in range(num_collectors)
+    ]
+    kwargs = {"eps": 0.1}
+    ray.get([c.collect.remote(None, 0, kwargs) for c in collectors])  # started and warm
+    in_flight = {c.collect.remote(None, 0, kwargs): c for c in collectors}
+    steps, start = 0, time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        [ref], _ = ray.wait(list(in_flight), num_returns=1)
+        collector = in_flight.pop(ref)
+        steps += ray.get(ref)["new_env_steps"]
+        in_flight[collector.collect.remote(None, 0, kwargs)] = collector
+    rate = steps / (time.perf_counter() - start)
+    ray.get(list(in_flight))
+    for actor in [buffer, *collectors]:
+        ray.kill(actor)
+    return rate
+
+
+def ray_collector_rows(seconds: float, raw: float, serial: float) -> None:
+    import ray
+
+    ray.init(num_cpus=2, include_dashboard=False)
+    one = ray_collectors(seconds, 1)
+    two = ray_collectors(seconds, 2)
+    ray.shutdown()
+    print(
+        f"bench_collect ray_collectors_1_steps_per_s={one:.0f} ratio_to_raw={one / raw:.3f} "
+        f"ratio_to_serial={one / serial:.3f}"
+    )
+    print(
+        f"bench_collect ray_collectors_2_steps_per_s={two:.0f} ratio_to_raw={two / raw:.3f} "
+        f"ratio_to_serial={two / serial:.3f} ratio_to_1_collector={two / one:.3f}"
+    )
