@@ -70,11 +70,15 @@ class CollectorWorker(RolloutWorker):
         return info
 
     def collect_batch(
-        self, weights: WeightsRef | None, train_iter: int = 0, n_sample: int | None = None
+        self,
+        weights: WeightsRef | None,
+        train_iter: int = 0,
+        n_sample: int | None = None,
+        policy_kwargs: dict | None = None,
     ) -> tuple[Batch, dict[str, Any]]:
         """Sync pipeline: roll out and return the batch itself (call with ``num_returns=2``)."""
         pull(self, weights)
-        batch, info = self.rollout(n_sample, train_iter)
+        batch, info = self.rollout(n_sample, train_iter, policy_kwargs)
         self._metrics.record(info)
         return batch, info
 

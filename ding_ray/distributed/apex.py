@@ -17,6 +17,7 @@ The loop, as ``run`` writes it::
 
 from __future__ import annotations
 
+import time
 from collections import deque
 from dataclasses import dataclass
 from typing import Any
@@ -28,7 +29,6 @@ from ding_ray.data.rate_limiter import RateLimiter
 from ding_ray.distributed.actors import Actors
 from ding_ray.distributed.config import Plan
 from ding_ray.distributed.driver import Driver
-from ding_ray.rl_utils import get_epsilon_greedy_fn
 from ding_ray.worker import metrics
 
 
@@ -52,10 +52,11 @@ class ApexDriver(Driver):
         self.limiter = RateLimiter(plan.samples_per_insert, plan.min_replay_size, plan.tolerance)
         self.limiter.check_chunks(plan.n_sample, plan.sample_size)
         self._calls: deque[TrainCall] = deque()
+        self._train_s = 0.0  # seconds the learner spent in train calls
+        self._first_train: float | None = None
+        self.learner_waits = 0  # times the learner's queue ran dry because the collectors were behind
         self._random_left = plan.random_collect_size
         self._priority = bool(cfg.policy.get("priority", False))
-        eps = cfg.policy.other.get("eps")
-        self._epsilon = get_epsilon_greedy_fn(eps.start, eps.end, eps.decay, eps.type) if eps else None
 
     def run(self) -> None:
         while not self.done:
@@ -73,7 +74,7 @@ class ApexDriver(Driver):
                 return
             random_collect = self._random_left > 0
             self._random_left -= n if random_collect else 0
-            kwargs = {"eps": self._epsilon(self.env_steps)} if self._epsilon else {}
+            kwargs = self.policy_kwargs()
             ref = slot.handle.collect.remote(self.weights, self.train_iter, kwargs, random_collect, n)
             self.pool.launch(slot, ref, n)
             self.limiter.reserve_insert(n)
@@ -81,6 +82,8 @@ class ApexDriver(Driver):
     def launch_training(self) -> None:
         """Queue sample -> train calls on the learner, up to ``sample_prefetch`` of them."""
         size = self.plan.sample_size
+        if not self._calls and self.weights is not None and not self.limiter.can_sample(size):
+            self.learner_waits += self.limiter.inserted >= self.limiter.min_size_to_sample
         while len(self._calls) < self.cfg.ray.sample_prefetch and self.limiter.can_sample(size):
             if self.max_train_iter is not None and self.train_iter >= self.max_train_iter:
                 return
@@ -120,6 +123,9 @@ class ApexDriver(Driver):
 
     def on_trained(self, call: TrainCall) -> None:
         info = self.get(call.info)
+        self._train_s += info["seconds"]
+        if self._first_train is None:
+            self._first_train = time.monotonic() - info["seconds"]
         if info["iters"] == 0:  # the buffer could not serve the sample yet
             self.limiter.cancel_sample(call.size)
         elif call.priority is not None:
@@ -142,5 +148,9 @@ class ApexDriver(Driver):
             samples_per_insert_tolerance=self.limiter.tolerance,
             inserted=self.limiter.inserted,
             sampled=self.limiter.sampled,
+            learner_busy=round(self._train_s / max(time.monotonic() - (self._first_train or 0.0), 1e-9), 3)
+            if self._first_train
+            else None,
+            learner_waits=self.learner_waits,
         )
         return out

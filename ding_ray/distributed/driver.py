@@ -24,6 +24,7 @@ from ding_ray.distributed.config import Plan
 from ding_ray.distributed.monitor import RunMonitor
 from ding_ray.distributed.weights import WeightsRef
 from ding_ray.errors import ActorDiedError
+from ding_ray.rl_utils import get_epsilon_greedy_fn
 from ding_ray.worker import metrics
 
 logger = logging.getLogger(__name__)
@@ -62,11 +63,17 @@ class Driver:
         self._last_eval_iter = 0
         self._eval_failures = 0
         self._lags: list[int] = []
+        eps = cfg.policy.other.get("eps")
+        self._epsilon = get_epsilon_greedy_fn(eps.start, eps.end, eps.decay, eps.type) if eps else None
         # Collectors may start before the learner is up: they use their own initial weights
         # (version -1) until its first publication arrives.
         self.weights: WeightsRef | None = None
         self._first_publish: Any = actors.learner.publish.remote()
         self._created = time.monotonic()
+
+    def policy_kwargs(self) -> dict:
+        """Keyword arguments of the collect-mode forward: epsilon by total env steps (DQN)."""
+        return {"eps": self._epsilon(self.env_steps)} if self._epsilon else {}
 
     # ----- the learner's first weights -----------------------------------------------------------
     def learner_refs(self) -> list:

@@ -41,7 +41,7 @@ class SyncDriver(Driver):
         share = math.ceil(self.plan.n_sample / len(idle))
         for slot in idle:
             batch, info = slot.handle.collect_batch.options(num_returns=2).remote(
-                self.weights, self.train_iter, share
+                self.weights, self.train_iter, share, self.policy_kwargs()
             )
             self.pool.launch(slot, info, share, extra=batch)
         batches = []
