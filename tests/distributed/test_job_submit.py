@@ -51,13 +51,20 @@ def test_ray_job_submit_runs_the_example_to_completion(tmp_path):
     )  # fmt: skip
     try:
         wait_for_dashboard(dashboard, head)
-        submit = subprocess.run(
-            [
-                ray_bin, "job", "submit", f"--address=http://127.0.0.1:{dashboard}", "--",
-                sys.executable, os.path.join(REPO, "examples", "apex_dqn.py"), "--max-env-step", "2000",
-            ],
-            env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300,
-        )  # fmt: skip
+        # The dashboard answers before its job agent has registered; on a loaded machine the
+        # first submissions are refused with "No available agent", so retry for a while.
+        deadline = time.monotonic() + 90
+        while True:
+            submit = subprocess.run(
+                [
+                    ray_bin, "job", "submit", f"--address=http://127.0.0.1:{dashboard}", "--",
+                    sys.executable, os.path.join(REPO, "examples", "apex_dqn.py"), "--max-env-step", "2000",
+                ],
+                env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300,
+            )  # fmt: skip
+            if "No available agent" not in submit.stderr + submit.stdout or time.monotonic() > deadline:
+                break
+            time.sleep(3)
         assert submit.returncode == 0, submit.stdout[-3000:] + submit.stderr[-3000:]
         assert "succeeded" in submit.stdout.lower()
         assert '"pipeline": "ray-async"' in submit.stdout and '"env_steps": ' in submit.stdout
