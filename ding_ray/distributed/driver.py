@@ -25,6 +25,7 @@ from ding_ray.distributed.monitor import RunMonitor
 from ding_ray.distributed.weights import WeightsRef
 from ding_ray.errors import ActorDiedError
 from ding_ray.rl_utils import get_epsilon_greedy_fn
+from ding_ray.utils.runtime import set_torch_threads
 from ding_ray.worker import metrics
 
 logger = logging.getLogger(__name__)
@@ -46,6 +47,7 @@ class Driver:
         max_env_step: int | None = None,
         max_train_iter: int | None = None,
     ) -> None:
+        set_torch_threads(cfg.ray.torch_threads)  # the driver too: it shares the cores
         self.cfg, self.actors, self.plan = cfg, actors, plan
         self.max_env_step, self.max_train_iter = max_env_step, max_train_iter
         self.pool = CollectorPool(actors.collectors)
@@ -81,6 +83,8 @@ class Driver:
 
     def on_first_publish(self) -> None:
         weights = self.get(self._first_publish)
+        if self.weights is None:
+            logger.info("learner ready %.1f s after launch", process_age_s())
         if self.weights is None or weights.version > self.weights.version:
             self.weights = weights
 

@@ -12,10 +12,12 @@ from ray.cluster_utils import Cluster
 from ding_ray.distributed import ApexDriver, check_cluster, create_actors, make_plan
 from ding_ray.entry import compile_ray_config
 from tests.distributed.configs import small_config
+from tests.distributed.conftest import free_port
 
 
 def main(exp_name: str) -> None:
-    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 2, "include_dashboard": False})
+    head = {"num_cpus": 2, "include_dashboard": False, "dashboard_agent_listen_port": free_port()}
+    cluster = Cluster(initialize_head=True, head_node_args=head)
     worker = cluster.add_node(num_cpus=2)
     ray.init(address=cluster.address)
     try:

@@ -95,6 +95,19 @@ def test_versions_increase_and_reach_collectors_and_batches(setup):
     assert driver.last_eval is not None  # eval_freq 40: the evaluator ran
 
 
+def _torch_threads(worker) -> int | None:
+    import sys
+
+    return sys.modules["torch"].get_num_threads() if "torch" in sys.modules else None
+
+
+def test_every_actor_runs_torch_with_one_thread(setup):
+    _, _, actors = setup
+    threads = {name: ray.get(h.__ray_call__.remote(_torch_threads)) for name, h in actors.named()}
+    assert threads.pop("buffer") in (None, 1)  # the buffer does not even import torch
+    assert set(threads.values()) == {1}, threads
+
+
 def test_rate_limiter_holds_samples_per_insert(setup):
     cfg, plan, actors = setup
     before = ray.get(actors.buffer.stats.remote())

@@ -13,8 +13,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.error
-import urllib.request
 
 import pytest
 
@@ -23,18 +21,21 @@ from tests.distributed.conftest import REPO, free_port
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
 
-def wait_for_dashboard(port: int, head: subprocess.Popen, timeout_s: float = 90) -> None:
+def wait_for_job_server(
+    ray_bin: str, port: int, head: subprocess.Popen, env: dict, timeout_s: float = 120
+) -> None:
+    """Until ``ray job list`` answers: the dashboard's job server starts after the head is up."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         assert head.poll() is None, "ray start --head exited early"
-        try:
-            urllib.request.urlopen(f"http://127.0.0.1:{port}/api/version", timeout=2)
+        listed = subprocess.run(
+            [ray_bin, "job", "list", f"--address=http://127.0.0.1:{port}"],
+            env=env, capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        if listed.returncode == 0:
             return
-        except urllib.error.HTTPError:  # it answers (401: the auth token is not sent here)
-            return
-        except OSError:  # not up yet
-            time.sleep(1)
-    raise TimeoutError("the head's dashboard did not come up")
+        time.sleep(2)
+    raise TimeoutError(f"the head's job server did not come up: {listed.stderr[-1500:]}")
 
 
 def test_ray_job_submit_runs_the_example_to_completion(tmp_path):
@@ -46,11 +47,14 @@ def test_ray_job_submit_runs_the_example_to_completion(tmp_path):
             ray_bin, "start", "--head", "--block", f"--port={free_port()}", "--num-cpus=2",
             "--include-dashboard=true", "--dashboard-host=127.0.0.1", f"--dashboard-port={dashboard}",
             f"--metrics-export-port={free_port()}",
+            # Other Rays on this machine (the session's, other sessions') hold the default ports.
+            f"--ray-client-server-port={free_port()}", f"--dashboard-agent-listen-port={free_port()}",
+            f"--dashboard-agent-grpc-port={free_port()}", f"--runtime-env-agent-port={free_port()}",
         ],
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
     )  # fmt: skip
     try:
-        wait_for_dashboard(dashboard, head)
+        wait_for_job_server(ray_bin, dashboard, head, env)
         # The dashboard answers before its job agent has registered; on a loaded machine the
         # first submissions are refused with "No available agent", so retry for a while.
         deadline = time.monotonic() + 90
@@ -65,7 +69,7 @@ def test_ray_job_submit_runs_the_example_to_completion(tmp_path):
             if "No available agent" not in submit.stderr + submit.stdout or time.monotonic() > deadline:
                 break
             time.sleep(3)
-        assert submit.returncode == 0, submit.stdout[-3000:] + submit.stderr[-3000:]
+        assert submit.returncode == 0, submit.stdout[-2000:] + submit.stderr[-2000:]
         assert "succeeded" in submit.stdout.lower()
         assert '"pipeline": "ray-async"' in submit.stdout and '"env_steps": ' in submit.stdout
     finally:
