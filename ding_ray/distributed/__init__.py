@@ -5,60 +5,56 @@ Building blocks for a driver of your own (``examples/apex_dqn.py`` is one)::
     cfg = compile_ray_config((main_config, create_config), seed)   # ding_ray.entry
     plan = make_plan(cfg)
     init_ray(cfg.ray, plan.namespace)
-    actors = create_actors(cfg, plan.namespace)    # learner, buffer, evaluator, collector-0..n-1
+    actors = create_actors(cfg, plan.namespace)    # buffer, collector-0..n-1, learner, evaluator
     ApexDriver(cfg, actors, plan, max_env_step=...).run()
 
-Nothing below this package imports ray.
+Nothing below this package imports ray. Names are imported on first use, so that an actor
+process loads only its own module (the buffer actor never imports torch).
 """
 
-from ding_ray.distributed.actors import (
-    Actors,
-    BufferWorker,
-    CollectorActor,
-    CollectorWorker,
-    EvaluatorActor,
-    EvaluatorWorker,
-    LearnerActor,
-    LearnerWorker,
-    ReplayBufferActor,
-    create_actors,
-    wait_ready,
-)
-from ding_ray.distributed.apex import ApexDriver
-from ding_ray.distributed.cluster import ClusterError, check_cluster, check_resources, init_ray
-from ding_ray.distributed.collector_pool import CollectorPool
-from ding_ray.distributed.config import Plan, RayConfig, make_plan
-from ding_ray.distributed.driver import Driver
-from ding_ray.distributed.metrics import RayMetrics, metric_name
-from ding_ray.distributed.sync import SyncDriver
-from ding_ray.distributed.weights import WeightsPublisher, WeightsRef, pull
+from __future__ import annotations
 
-__all__ = [
-    "Actors",
-    "ApexDriver",
-    "BufferWorker",
-    "ClusterError",
-    "CollectorActor",
-    "CollectorPool",
-    "CollectorWorker",
-    "Driver",
-    "EvaluatorActor",
-    "EvaluatorWorker",
-    "LearnerActor",
-    "LearnerWorker",
-    "Plan",
-    "RayConfig",
-    "RayMetrics",
-    "ReplayBufferActor",
-    "SyncDriver",
-    "WeightsPublisher",
-    "WeightsRef",
-    "check_cluster",
-    "check_resources",
-    "create_actors",
-    "init_ray",
-    "make_plan",
-    "metric_name",
-    "pull",
-    "wait_ready",
-]
+import importlib
+from typing import Any
+
+_EXPORTS = {
+    "Actors": "actors",
+    "CollectorActor": "actors",
+    "CollectorWorker": "actors",
+    "EvaluatorActor": "actors",
+    "EvaluatorWorker": "actors",
+    "LearnerActor": "actors",
+    "LearnerWorker": "actors",
+    "create_actors": "actors",
+    "wait_ready": "actors",
+    "ApexDriver": "apex",
+    "BufferWorker": "buffer_actor",
+    "ReplayBufferActor": "buffer_actor",
+    "ClusterError": "cluster",
+    "check_cluster": "cluster",
+    "check_resources": "cluster",
+    "init_ray": "cluster",
+    "CollectorPool": "collector_pool",
+    "Plan": "config",
+    "RayConfig": "config",
+    "make_plan": "config",
+    "Driver": "driver",
+    "RayMetrics": "metrics",
+    "metric_name": "metrics",
+    "SyncDriver": "sync",
+    "WeightsPublisher": "weights",
+    "WeightsRef": "weights",
+    "pull": "weights",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'ding_ray.distributed' has no attribute '{name}'")
+    return getattr(importlib.import_module(f"ding_ray.distributed.{_EXPORTS[name]}"), name)
+
+
+def __dir__() -> list[str]:
+    return __all__

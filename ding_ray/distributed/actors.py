@@ -11,14 +11,16 @@ from __future__ import annotations
 import copy
 import os
 import time
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import ray
 from easydict import EasyDict
 from ray.exceptions import RayActorError
 
-from ding_ray.data import Batch, create_buffer
+from ding_ray.data import Batch
+from ding_ray.distributed.buffer_actor import ReplayBufferActor
 from ding_ray.distributed.cluster import ClusterError
 from ding_ray.distributed.metrics import RayMetrics
 from ding_ray.distributed.weights import WeightsPublisher, WeightsRef, pull
@@ -138,60 +140,38 @@ class LearnerWorker(LearnWorker):
         return info
 
 
-class BufferWorker:
-    """The replay buffer named by ``policy.other.replay_buffer`` plus its dashboard metrics."""
-
-    def __init__(self, buffer_cfg: EasyDict, exp_name: str, seed: int = 0) -> None:
-        self.buffer = create_buffer(buffer_cfg, exp_name=exp_name, instance_name="buffer")
-        self.buffer.seed(seed)
-        self._metrics = RayMetrics("buffer", interval_s=1.0)
-
-    def ping(self) -> int:
-        return self.buffer.count()
-
-    def push(self, batch: Batch, envstep: int = -1) -> None:
-        self.buffer.push(batch, envstep)
-        self._metrics.record(self.buffer.stats())
-
-    def sample(self, size: int, train_iter: int) -> Batch | None:
-        batch = self.buffer.sample(size, cur_learner_iter=train_iter, columnar=True)
-        self._metrics.record(self.buffer.stats())
-        return batch
-
-    def update(self, info: dict | None) -> None:
-        if info is not None:
-            self.buffer.update(info)
-
-    def stats(self) -> dict[str, float]:
-        return self.buffer.stats()
-
-
 # The actor classes: the wrappers made remote from outside (options are set per run).
 CollectorActor = ray.remote(CollectorWorker)
 EvaluatorActor = ray.remote(EvaluatorWorker)
 LearnerActor = ray.remote(LearnerWorker)
-ReplayBufferActor = ray.remote(BufferWorker)
 
 
 @dataclass
 class Actors:
-    """Handles of one run's actors."""
+    """Handles of one run's actors. The evaluator is created by ``start_evaluator`` (a driver
+    calls it once the learner is up, so that the two do not compete for the CPU at start-up)."""
 
     namespace: str
     learner: Any
     buffer: Any
     evaluator: Any
     collectors: list
+    make_evaluator: Callable[[], Any] | None = field(default=None, repr=False)
+
+    def start_evaluator(self) -> Any:
+        if self.evaluator is None and self.make_evaluator is not None:
+            self.evaluator = self.make_evaluator()
+        return self.evaluator
 
     def named(self) -> list[tuple[str, Any]]:
+        """``(name, handle)`` of every actor created so far."""
         core = [("learner", self.learner), ("buffer", self.buffer), ("evaluator", self.evaluator)]
-        return core + [(f"collector-{i}", c) for i, c in enumerate(self.collectors)]
+        named = core + [(f"collector-{i}", c) for i, c in enumerate(self.collectors)]
+        return [(name, handle) for name, handle in named if handle is not None]
 
     def kill(self) -> None:
         """Kill every actor (no restarts), so the names are free for the next run."""
         for _, handle in self.named():
-            if handle is None:
-                continue
             try:
                 ray.kill(handle, no_restart=True)
             except Exception:  # noqa: BLE001 - already gone
@@ -202,8 +182,8 @@ def create_actors(cfg: EasyDict, namespace: str, publish_freq: int | None = None
     """Create the named actors of ``cfg`` (resources and restarts from ``cfg.ray``).
 
     Returns once the buffer and the collectors answer, so the first batch is not held up by
-    the learner and the evaluator: those are created next and start while the first batches
-    are collected (a driver waits for the learner's first weights). Fails after
+    the learner: it is created next and starts while the first batches are collected (a driver
+    waits for its first weights, then calls ``actors.start_evaluator()``). Fails after
     ``ray.actor_start_timeout_s`` with the actors' names and the free resources.
     ``cfg.exp_name`` is made absolute for the actors, whose working directory may differ.
     """
@@ -234,14 +214,16 @@ def create_actors(cfg: EasyDict, namespace: str, publish_freq: int | None = None
     learner = LearnerActor.options(
         name="learner", num_cpus=rc.learner_num_cpus, num_gpus=rc.learner_num_gpus, **core
     ).remote(cfg, rc.publish_freq if publish_freq is None else publish_freq)
-    evaluator = EvaluatorActor.options(
-        name="evaluator", num_cpus=rc.evaluator_num_cpus, **restartable
-    ).remote(cfg, rc.torch_threads)
-    return Actors(namespace, learner, buffer, evaluator, collectors)
+    evaluator = EvaluatorActor.options(name="evaluator", num_cpus=rc.evaluator_num_cpus, **restartable)
+    return Actors(
+        namespace, learner, buffer, None, collectors, lambda: evaluator.remote(cfg, rc.torch_threads)
+    )
 
 
 def wait_ready(actors: Actors, timeout_s: float) -> None:
-    """Block until every actor answers a ping; fail with names and numbers instead of hanging."""
+    """Start the evaluator and block until every actor answers a ping; fail with names and
+    numbers instead of hanging."""
+    actors.start_evaluator()
     _wait(actors.named(), timeout_s)
 
 

@@ -9,10 +9,10 @@ that names the actor.
 from __future__ import annotations
 
 import logging
+import os
 import time
 from typing import Any
 
-import psutil
 import ray
 from easydict import EasyDict
 from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError
@@ -33,9 +33,20 @@ logger = logging.getLogger(__name__)
 MAX_EVAL_FAILURES = 3
 
 
+_IMPORTED = time.time()
+
+
 def process_age_s() -> float:
-    """Seconds since this Python process was launched (start-up included)."""
-    return time.time() - psutil.Process().create_time()
+    """Seconds since this Python process was launched (start-up included). Read from /proc on
+    Linux; elsewhere the time since this module was imported."""
+    try:
+        with open("/proc/self/stat") as f:
+            start_ticks = int(f.read().rsplit(")", 1)[1].split()[19])
+        with open("/proc/uptime") as f:
+            uptime = float(f.read().split()[0])
+        return uptime - start_ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return time.time() - _IMPORTED
 
 
 class Driver:
@@ -85,6 +96,7 @@ class Driver:
         weights = self.get(self._first_publish)
         if self.weights is None:
             logger.info("learner ready %.1f s after launch", process_age_s())
+            self.actors.start_evaluator()
         if self.weights is None or weights.version > self.weights.version:
             self.weights = weights
 
@@ -123,7 +135,7 @@ class Driver:
         due = self.train_iter - self._last_eval_iter >= self._eval_freq
         if self._eval_ref is None and due and self.weights is not None and self.weights.version > 0:
             self._eval_weights = self.weights
-            evaluate = self.actors.evaluator.evaluate
+            evaluate = self.actors.start_evaluator().evaluate
             self._eval_ref = evaluate.remote(self.weights, self.train_iter, self.env_steps)
             self._last_eval_iter = self.train_iter
 
