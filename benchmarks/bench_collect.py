@@ -96,10 +96,6 @@ def main() -> None:
     ray_collector_rows(args.seconds, raw, serial)
 
 
-if __name__ == "__main__":
-    main()
-
-
 # ----- Ray rows: collector actors feeding a buffer actor --------------------------------------------
 
 
@@ -160,3 +156,7 @@ def ray_collector_rows(seconds: float, raw: float, serial: float) -> None:
         f"bench_collect ray_collectors_2_steps_per_s={two:.0f} ratio_to_raw={two / raw:.3f} "
         f"ratio_to_serial={two / serial:.3f} ratio_to_1_collector={two / one:.3f}"
     )
+
+
+if __name__ == "__main__":
+    main()
