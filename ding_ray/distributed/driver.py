@@ -206,6 +206,7 @@ class Driver:
             "lost_batches": self.pool.lost_batches,
             "collector_restarts": self.pool.restarts,
             "first_batch_s": None if self.first_batch_s is None else round(self.first_batch_s, 2),
+            "since_launch_s": round(process_age_s(), 2),  # the process's age when the run ended
             "policy_version": -1 if self.weights is None else self.weights.version,
         }
 

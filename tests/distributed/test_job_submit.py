@@ -62,7 +62,7 @@ def test_ray_job_submit_runs_the_example_to_completion(tmp_path):
             submit = subprocess.run(
                 [
                     ray_bin, "job", "submit", f"--address=http://127.0.0.1:{dashboard}", "--",
-                    sys.executable, os.path.join(REPO, "examples", "apex_dqn.py"), "--max-env-step", "2000",
+                    sys.executable, os.path.join(REPO, "examples", "apex_dqn.py"), "--max-env-step", "6000",
                 ],
                 env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300,
             )  # fmt: skip
