@@ -20,6 +20,7 @@ import ray
 
 from ding_ray.distributed import ApexDriver, create_actors, init_ray, make_plan
 from ding_ray.entry import compile_ray_config, write_result
+from ding_ray.utils.runtime import setup_logging
 
 main_config = dict(
     exp_name="apex_dqn",
@@ -60,6 +61,7 @@ create_config = dict(
 
 def main(seed: int, max_env_step: int | None) -> dict:
     start = time.perf_counter()
+    setup_logging()  # ding_ray's INFO lines: first batch, learner ready, evaluations
     main_config["exp_name"] = f"apex_dqn_seed{seed}"
     cfg = compile_ray_config((main_config, create_config), seed)
     plan = make_plan(cfg)  # namespace, calls' sizes, samples per insert

@@ -21,7 +21,7 @@ from ray.exceptions import RayActorError
 
 from ding_ray.data import Batch
 from ding_ray.distributed.buffer_actor import ReplayBufferActor
-from ding_ray.distributed.cluster import ClusterError
+from ding_ray.distributed.cluster import ClusterError, lower_priority
 from ding_ray.distributed.metrics import RayMetrics
 from ding_ray.distributed.weights import WeightsPublisher, WeightsRef, pull
 from ding_ray.errors import ActorDiedError
@@ -39,6 +39,7 @@ class CollectorWorker(RolloutWorker):
         self, cfg: EasyDict, index: int, namespace: str | None = None, torch_threads: int = 1
     ) -> None:
         set_torch_threads(torch_threads)
+        lower_priority(cfg.ray.get("helper_nice", 0))
         super().__init__(cfg, index)
         self._namespace = namespace
         self._buffer = None  # looked up by name: a handle passed in would not survive a restart
@@ -90,6 +91,7 @@ class EvaluatorWorker(EvalWorker):
 
     def __init__(self, cfg: EasyDict, torch_threads: int = 1) -> None:
         set_torch_threads(torch_threads)
+        lower_priority(cfg.ray.get("helper_nice", 0))
         super().__init__(cfg)
         self._metrics = RayMetrics("evaluator")
 

@@ -136,3 +136,11 @@ def check_cluster(ray_cfg: EasyDict) -> None:
     """``check_resources`` against the Ray cluster this process is connected to."""
     nodes = [node["Resources"] for node in ray.nodes() if node.get("Alive")]
     check_resources(actor_demands(ray_cfg), ray.cluster_resources(), nodes)
+
+
+def lower_priority(nice: int) -> None:
+    """Raise this process's niceness by ``nice``. The learner is the bottleneck of an
+    asynchronous pipeline on a small machine; helpers that yield to it (collectors are held
+    back by the rate limiter anyway) make the whole run faster."""
+    if nice > 0 and hasattr(os, "nice"):
+        os.nice(int(nice))

@@ -83,6 +83,8 @@ class Driver:
         self.weights: WeightsRef | None = None
         self._first_publish: Any = actors.learner.publish.remote()
         self._created = time.monotonic()
+        self._stats_ref: Any = None
+        self._stats_at = 0.0
 
     def policy_kwargs(self) -> dict:
         """Keyword arguments of the collect-mode forward: epsilon by total env steps (DQN)."""
@@ -177,7 +179,19 @@ class Driver:
             self._lags = []
         self.monitor.scalars[metrics.COLLECTOR_LOST_BATCHES] = self.pool.lost_batches
         self.monitor.scalars[metrics.COLLECTOR_RESTARTS] = self.pool.restarts
+        self._poll_buffer_stats()
         self.monitor.report(self.env_steps, self.train_iter, self.last_eval, force)
+
+    def _poll_buffer_stats(self) -> None:
+        """Buffer size, pushes and samples for TensorBoard: one stats call in flight, never waited on."""
+        if self._stats_ref is not None and ray.wait([self._stats_ref], timeout=0)[0]:
+            try:
+                self.monitor.update(ray.get(self._stats_ref))
+            except (RayActorError, RayTaskError):
+                pass  # a dead buffer is reported by the calls that need it
+            self._stats_ref = None
+        if self._stats_ref is None and time.monotonic() - self._stats_at >= self.cfg.ray.report_interval_s:
+            self._stats_ref, self._stats_at = self.actors.buffer.stats.remote(), time.monotonic()
 
     # ----- failures ------------------------------------------------------------------------------
     def get(self, ref: Any) -> Any:
