@@ -35,7 +35,7 @@ main_config = dict(
         priority_IS_weight=True,  # and weights its loss by the buffer's importance-sampling weights
         # A batch of 128 costs the learner no more time than one of 64 on a small MLP.
         learn=dict(batch_size=128, learning_rate=1e-3, target_update_freq=100),
-        collect=dict(n_sample=64),  # transitions per collect call
+        collect=dict(n_sample=128),  # transitions per collect call
         eval=dict(evaluator=dict(eval_freq=200)),  # learner iterations between evaluations
         other=dict(
             eps=dict(type="linear", start=1.0, end=0.05, decay=8000),  # over the total env steps
@@ -44,9 +44,9 @@ main_config = dict(
     ),
     ray=dict(
         num_collectors=2,
-        # 8 sampled per collected transition (one gradient step per 16 env steps): env steps are
+        # 16 sampled per collected transition (a gradient step per 8 env steps): env steps are
         # cheap next to gradient steps here, and fresher data needed fewer steps to solve CartPole.
-        samples_per_insert=8.0,
+        samples_per_insert=16.0,
         train_iters_per_call=16,  # gradient steps per learner call: one round trip buys many
         publish_freq=32,  # learner iterations between weight publications
     ),
