@@ -26,6 +26,9 @@ def ray_session():
     Yields the Prometheus port of the node; metrics are exported every second instead of ten.
     """
     port = free_port()
+    # Worker processes unpickle functions defined in these test modules: let them import `tests`
+    # from the repository root, whatever the install mode of the package.
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (REPO, os.environ.get("PYTHONPATH")) if p)
     ray.init(
         num_cpus=4,
         include_dashboard=False,
