@@ -99,3 +99,12 @@ def merge_config(defaults: Mapping, user: Mapping | None, path: str = "") -> Eas
         else:
             merged[key] = copy.deepcopy(_check_type(full, default, value))
     return merged
+
+
+def checked_config(cls: type, cfg: Mapping | None, path: str) -> EasyDict:
+    """``cfg`` as given if ``compile_config`` already resolved it for ``cls``; else merged over
+    ``cls.default_config()`` with unknown keys and wrong types rejected (``path`` names the section)."""
+    cfg = EasyDict(cfg or {})
+    if cfg.get("cfg_type") == cls.__name__ + "Dict":
+        return cfg
+    return merge_config(cls.default_config(), cfg, path)

@@ -8,7 +8,7 @@ from typing import Any
 
 from easydict import EasyDict
 
-from ding_ray.config.merge import default_config_of, merge_config
+from ding_ray.config.merge import checked_config, default_config_of
 from ding_ray.envs.gymnasium_env import BaseEnvTimestep
 from ding_ray.errors import EnvError
 from ding_ray.utils.registry import ENV_MANAGER_REGISTRY
@@ -46,9 +46,7 @@ class BaseEnvManager:
         return default_config_of(cls)
 
     def __init__(self, env_fn: Sequence[Callable[[], Any]], cfg: dict | None = None) -> None:
-        cfg = EasyDict(cfg or {})
-        if cfg.get("cfg_type") != type(self).__name__ + "Dict":
-            cfg = merge_config(self.default_config(), cfg, "env.manager")
+        cfg = checked_config(type(self), cfg, "env.manager")
         self._cfg = cfg
         self._env_fn = list(env_fn)
         if not self._env_fn:

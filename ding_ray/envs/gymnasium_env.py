@@ -10,7 +10,7 @@ import gymnasium as gym
 import numpy as np
 from easydict import EasyDict
 
-from ding_ray.config.merge import default_config_of, merge_config
+from ding_ray.config.merge import checked_config, default_config_of
 from ding_ray.errors import EnvError
 from ding_ray.utils.registry import ENV_REGISTRY, close_matches
 
@@ -66,9 +66,7 @@ class GymnasiumEnv:
         return default_config_of(cls)
 
     def __init__(self, cfg: dict | None = None) -> None:
-        cfg = EasyDict(cfg or {})
-        if cfg.get("cfg_type") != type(self).__name__ + "Dict":
-            cfg = merge_config(self.default_config(), {k: v for k, v in cfg.items() if k != "manager"}, "env")
+        cfg = checked_config(type(self), {k: v for k, v in (cfg or {}).items() if k != "manager"}, "env")
         self._cfg = cfg
         self._seed: int | None = None
         self._dynamic_seed = True

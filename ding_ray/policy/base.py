@@ -15,7 +15,7 @@ from typing import Any
 import torch
 from easydict import EasyDict
 
-from ding_ray.config.merge import default_config_of, merge_config
+from ding_ray.config.merge import checked_config, default_config_of
 from ding_ray.errors import ConfigError, EnvError
 from ding_ray.model import create_model
 from ding_ray.utils.registry import POLICY_REGISTRY
@@ -85,10 +85,7 @@ class Policy:
         model: torch.nn.Module | None = None,
         enable_field: Iterable[str] | None = None,
     ) -> None:
-        cfg = EasyDict(cfg)
-        if cfg.get("cfg_type") != type(self).__name__ + "Dict":
-            # A partial user config rather than compile_config's output: fill in the defaults.
-            cfg = merge_config(self.default_config(), cfg, "policy")
+        cfg = checked_config(type(self), cfg, "policy")
         self._cfg = cfg
         self._on_policy = cfg.on_policy
         self._enable_field = set(self.total_field if enable_field is None else enable_field)

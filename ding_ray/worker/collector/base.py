@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 from easydict import EasyDict
 
-from ding_ray.config.merge import default_config_of, merge_config
+from ding_ray.config.merge import default_config_of
 from ding_ray.utils.registry import SERIAL_COLLECTOR_REGISTRY
 from ding_ray.worker import metrics
 
@@ -22,13 +22,6 @@ class ISerialCollector(ABC):
     @classmethod
     def default_config(cls) -> EasyDict:
         return default_config_of(cls)
-
-    @staticmethod
-    def _checked_cfg(cls: type, cfg: dict | None, path: str) -> EasyDict:
-        cfg = EasyDict(cfg or {})
-        if cfg.get("cfg_type") != cls.__name__ + "Dict":
-            cfg = merge_config(cls.default_config(), cfg, path)
-        return cfg
 
     @abstractmethod
     def reset_env(self, _env: Any = None) -> None: ...

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from ding_ray.config.merge import checked_config
 from ding_ray.worker import metrics
 from ding_ray.worker.collector.base import EpisodeStats, ISerialCollector, Timer
 
@@ -29,7 +30,7 @@ class VectorCollector(ISerialCollector):
         exp_name: str = "default_experiment",
         instance_name: str = "collector",
     ) -> None:
-        self._cfg = self._checked_cfg(type(self), cfg, "policy.collect.collector")
+        self._cfg = checked_config(type(self), cfg, "policy.collect.collector")
         self._exp_name = exp_name
         self._instance_name = instance_name
         self._tb_logger = tb_logger

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 from easydict import EasyDict
 
-from ding_ray.config.merge import default_config_of, merge_config
+from ding_ray.config.merge import checked_config, default_config_of
 from ding_ray.utils.registry import SERIAL_EVALUATOR_REGISTRY
 from ding_ray.worker import metrics
 from ding_ray.worker.evaluator.vector_eval_monitor import VectorEvalMonitor
@@ -54,9 +54,7 @@ class InteractionSerialEvaluator(ISerialEvaluator):
         exp_name: str = "default_experiment",
         instance_name: str = "evaluator",
     ) -> None:
-        cfg = EasyDict(cfg or {})
-        if cfg.get("cfg_type") != type(self).__name__ + "Dict":
-            cfg = merge_config(self.default_config(), cfg, "policy.eval.evaluator")
+        cfg = checked_config(type(self), cfg, "policy.eval.evaluator")
         self._cfg = cfg
         self._exp_name, self._instance_name = exp_name, instance_name
         self._tb_logger = tb_logger

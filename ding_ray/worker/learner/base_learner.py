@@ -12,7 +12,7 @@ import numpy as np
 import torch
 from easydict import EasyDict
 
-from ding_ray.config.merge import default_config_of, merge_config
+from ding_ray.config.merge import checked_config, default_config_of
 from ding_ray.utils.registry import LEARNER_REGISTRY
 from ding_ray.worker import metrics
 from ding_ray.worker.learner.hooks import (
@@ -76,9 +76,7 @@ class BaseLearner:
         exp_name: str = "default_experiment",
         instance_name: str = "learner",
     ) -> None:
-        cfg = EasyDict(cfg or {})
-        if cfg.get("cfg_type") != type(self).__name__ + "Dict":
-            cfg = merge_config(self.default_config(), cfg, "policy.learn.learner")
+        cfg = checked_config(type(self), cfg, "policy.learn.learner")
         self._cfg = cfg
         self._exp_name, self._instance_name = exp_name, instance_name
         self._tb_logger = tb_logger
