@@ -37,7 +37,8 @@ class RayConfig:
         learner_num_gpus=0.0,  # a GPU for the learner (also set policy.cuda=True)
         buffer_num_cpus=0.25,
         torch_threads=1,  # torch threads of driver, collectors, evaluator (learner: policy.learn.num_threads)
-        helper_nice=5,  # niceness added to collectors and evaluator: the learner gets the CPU first
+        helper_nice=0,  # niceness added to collectors and evaluator (e.g. 5: the learner gets the CPU
+        # first on a dedicated small machine; on a shared one, others' processes then starve them)
         max_restarts=-1,  # restarts of a dead collector or evaluator (-1: unlimited); learner/buffer: none
         n_sample=None,  # transitions per collect call; None: policy.collect.n_sample
         samples_per_insert=None,  # sampled / inserted items; None: update_per_collect*batch_size/n_sample
