@@ -1,10 +1,15 @@
 """Ape-X DQN on CartPole-v1: collector actors stream into a prioritized replay actor, a learner
 actor trains from it and publishes its weights through Ray's object store.
 
-Run it:
-    python examples/apex_dqn.py --seed 0                 # Ray starts inside this process
-    ray start --head && RAY_AUTH_MODE=token ray job submit --working-dir . -- python examples/apex_dqn.py
-    ray up cluster.yaml && ray submit cluster.yaml examples/apex_dqn.py
+Run it (from the repository root):
+    python examples/apex_dqn.py --seed 0        # Ray starts inside this process
+
+    ray start --head --dashboard-host=127.0.0.1  # or a local cluster, and the same script as a job
+    RAY_AUTH_MODE=token ray job submit -- python examples/apex_dqn.py
+    ray stop
+
+    ray up cluster.yaml                          # or a cloud cluster (see cluster.yaml)
+    ray submit cluster.yaml examples/apex_dqn.py
 
 While it runs, the Ray dashboard (http://127.0.0.1:8265) lists the actors by name (learner,
 buffer, evaluator, collector-0, collector-1) and its metrics page shows the ``ding_ray_*``
