@@ -75,6 +75,7 @@ class GymnasiumEnv:
         self._env = self._make()
         self.observation_space = self._env.observation_space
         self.action_space = self._env.action_space
+        self._discrete = isinstance(self.action_space, gym.spaces.Discrete)
         self._episode_return = 0.0
 
     def _make(self, render_mode: str | None = None) -> gym.Env:
@@ -99,7 +100,7 @@ class GymnasiumEnv:
         return obs
 
     def step(self, action: Any) -> BaseEnvTimestep:
-        if isinstance(self.action_space, gym.spaces.Discrete):
+        if self._discrete:
             action = int(action)
         obs, reward, terminated, truncated, info = self._env.step(action)
         self._episode_return += reward

@@ -1,8 +1,10 @@
 """Building blocks: MLP, fully connected encoder, Q-value heads.
 
-Small networks on a CPU spend most of their forward time in Python module calls, not in the
-matrix multiplies: a collector steps 8 envs with one forward per step, so these blocks call
-``F.linear`` in a loop inside one module instead of nesting ``nn.Sequential`` containers.
+Small networks on a CPU spend most of their forward time in Python, not in the matrix
+multiplies: a collector steps 8 envs with one forward per step. So these blocks call ``F.linear``
+in a loop instead of nesting ``nn.Sequential`` containers, and a block calls its sub-blocks'
+``forward`` directly: ``nn.Module.__call__`` costs about as much as a small matmul here, and
+nobody hooks the inner blocks (hooks on the outer model still run).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-ACTIVATIONS = {"relu": F.relu, "tanh": torch.tanh, "gelu": F.gelu, "silu": F.silu, "elu": F.elu}
+ACTIVATIONS = {"relu": torch.relu, "tanh": torch.tanh, "gelu": F.gelu, "silu": F.silu, "elu": F.elu}
 
 
 class MLP(nn.Module):
@@ -33,14 +35,18 @@ class MLP(nn.Module):
         self.activation = ACTIVATIONS[activation]
         self.last_activation = last_activation
         self.output_size = sizes[-1]
+        # The same Parameter objects as in ``layers``, in a plain list: looking parameters up
+        # through nn.Module attributes costs more than the matmuls at collector batch sizes.
+        # ``load_state_dict``, ``.to()`` and ``deepcopy`` keep these references valid.
+        self._params = [(layer.weight, layer.bias) for layer in self.layers]
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        last = len(self.layers) - 1
-        for i, layer in enumerate(self.layers):
-            x = F.linear(x, layer.weight, layer.bias)
-            if i < last or self.last_activation:
-                x = self.activation(x)
-        return x
+        activation = self.activation
+        *hidden, (weight, bias) = self._params
+        for w, b in hidden:
+            x = activation(F.linear(x, w, b))
+        x = F.linear(x, weight, bias)
+        return activation(x) if self.last_activation else x
 
 
 class FCEncoder(nn.Module):
@@ -53,7 +59,9 @@ class FCEncoder(nn.Module):
         self.output_size = self.mlp.output_size
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
-        return self.mlp(obs.reshape(obs.shape[0], self.obs_dim))
+        if obs.dim() != 2:
+            obs = obs.reshape(obs.shape[0], self.obs_dim)
+        return self.mlp.forward(obs)
 
 
 class DiscreteHead(nn.Module):
@@ -66,7 +74,7 @@ class DiscreteHead(nn.Module):
         )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.mlp(x)
+        return self.mlp.forward(x)
 
 
 class DuelingHead(nn.Module):
@@ -81,13 +89,15 @@ class DuelingHead(nn.Module):
         if layer_num < 1:
             raise ValueError("DuelingHead needs layer_num >= 1")
         self.hidden_size = hidden_size
-        self.first = nn.Linear(hidden_size, 2 * hidden_size)  # [advantage stream; value stream]
+        self.first = MLP(hidden_size, [2 * hidden_size], activation)  # [advantage stream; value stream]
         self.advantage = MLP(hidden_size, [hidden_size] * (layer_num - 1) + [action_shape], activation, False)
         self.value = MLP(hidden_size, [hidden_size] * (layer_num - 1) + [1], activation, False)
-        self.activation = ACTIVATIONS[activation]
+        # A @ (I - 1/n) is A - mean(A): with it, Q = V + A - mean(A) is a single addmm.
+        centering = torch.eye(action_shape) - 1.0 / action_shape
+        self.register_buffer("centering", centering, persistent=False)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        h = self.activation(F.linear(x, self.first.weight, self.first.bias))
-        advantage = self.advantage(h[:, : self.hidden_size])
-        value = self.value(h[:, self.hidden_size :])
-        return value + advantage - advantage.mean(dim=-1, keepdim=True)
+        advantage_in, value_in = self.first.forward(x).chunk(2, dim=1)
+        advantage = self.advantage.forward(advantage_in)
+        value = self.value.forward(value_in)
+        return torch.addmm(value, advantage, self.centering)

@@ -34,4 +34,4 @@ class DQN(nn.Module):
         self.head = head_cls(hidden, int(action_shape), head_layer_num, activation)
 
     def forward(self, obs: torch.Tensor) -> dict[str, torch.Tensor]:
-        return {"logit": self.head(self.encoder(obs))}
+        return {"logit": self.head.forward(self.encoder.forward(obs))}

@@ -46,7 +46,11 @@ def _to_tensor(value: Any, device: str | torch.device) -> Any:
 def obs_batch(data: Mapping[int, Any]) -> tuple[list[int], np.ndarray]:
     """``{env_id: obs}`` -> (env ids, stacked float32 observations)."""
     env_ids = list(data.keys())
-    return env_ids, np.stack([np.asarray(data[i], dtype=np.float32) for i in env_ids])
+    try:  # one np.array call over the list: several times cheaper than np.stack at 8 envs
+        return env_ids, np.array(list(data.values()), dtype=np.float32)
+    except ValueError as e:
+        shapes = {i: np.shape(obs) for i, obs in data.items()}
+        raise ShapeError(f"Observations of the envs differ in shape or are not numeric: {shapes}.") from e
 
 
 def check_finite_loss(loss: torch.Tensor, batch: Mapping[str, Any], where: str) -> None:

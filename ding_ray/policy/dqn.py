@@ -149,14 +149,17 @@ class DQNPolicy(Policy):
     @torch.inference_mode()
     def _forward_collect(self, data: dict[int, Any], eps: float = 0.0) -> dict[int, dict[str, Any]]:
         env_ids, obs = obs_batch(data)
-        if self._collect_model.training:  # the learner may share this model and left it in train mode
-            self._collect_model.eval()
-        q = self._collect_model(torch.from_numpy(obs).to(self._device))["logit"].cpu().numpy()
-        action = q.argmax(-1)
+        model = self._collect_model
+        if model.training:  # the learner may share this model and left it in train mode
+            model.eval()
+        q = model(torch.from_numpy(obs).to(self._device))["logit"]
+        action = q.argmax(-1).cpu().numpy()
         if eps > 0:
-            explore = self._collect_rng.random(len(env_ids)) < eps
-            action = np.where(explore, self._collect_rng.integers(0, q.shape[-1], len(env_ids)), action)
-        return {env_id: {"action": action[i]} for i, env_id in enumerate(env_ids)}
+            # One draw per env decides whether to explore, a second which action (floor of
+            # uniform * n is uniform over the n actions); Generator.integers costs far more.
+            draw = self._collect_rng.random((2, len(env_ids)))
+            action = np.where(draw[0] < eps, (draw[1] * q.shape[-1]).astype(np.int64), action)
+        return {env_id: {"action": a} for env_id, a in zip(env_ids, action.tolist())}
 
     def _process_transition(self, obs: Any, policy_output: dict[str, Any], timestep: Any) -> dict[str, Any]:
         # A time-limit truncation is not a terminal state: 'done' only stops bootstrapping on
@@ -207,4 +210,4 @@ class DQNPolicy(Policy):
         if self._eval_model.training:
             self._eval_model.eval()
         action = self._eval_model(torch.from_numpy(obs).to(self._device))["logit"].argmax(-1).cpu().numpy()
-        return {env_id: {"action": action[i]} for i, env_id in enumerate(env_ids)}
+        return {env_id: {"action": a} for env_id, a in zip(env_ids, action.tolist())}
