@@ -71,6 +71,8 @@ def init_ray(ray_cfg: EasyDict, namespace: str) -> bool:
             logger.warning("ignoring the stale Ray address %s (nothing answers there)", found)
     try:
         if address is None:
+            if not ray_cfg.include_dashboard:
+                logger.info("starting Ray without its dashboard (ray.include_dashboard=True turns it on)")
             ray.init(
                 num_cpus=ray_cfg.num_cpus,
                 namespace=namespace,
