@@ -8,11 +8,12 @@ from typing import Any
 from ding_ray.config.merge import checked_config
 from ding_ray.worker import metrics
 from ding_ray.worker.collector.base import EpisodeStats, ISerialCollector, Timer
+from ding_ray.worker.env_runner import EnvRunner
 
 logger = logging.getLogger(__name__)
 
 
-class VectorCollector(ISerialCollector):
+class VectorCollector(EnvRunner, ISerialCollector):
     """Holds env, policy and statistics; ``_step`` advances every ready env by one step."""
 
     config = dict(
@@ -44,20 +45,16 @@ class VectorCollector(ISerialCollector):
 
     # ----- reset / close ---------------------------------------------------------------------
     def reset_env(self, _env: Any = None) -> None:
-        if _env is not None:
-            self._env = _env
+        super().reset_env(_env)
         if self._env is not None:
-            self._env.launch()
             self._env_num = self._env.env_num
             self._traj = {i: [] for i in range(self._env_num)}
             self._episode_return = [0.0] * self._env_num
             self._episode_length = [0] * self._env_num
 
     def reset_policy(self, _policy: Any = None) -> None:
-        if _policy is not None:
-            self._policy = _policy
+        super().reset_policy(_policy)
         if self._policy is not None:
-            self._policy.reset()
             try:
                 self._lookahead = int(self._policy.get_attribute("nstep")) - 1
             except NotImplementedError:
@@ -68,21 +65,6 @@ class VectorCollector(ISerialCollector):
         self.reset_policy(_policy)
         if self._env is not None:
             self._traj = {i: [] for i in range(self._env_num)}
-
-    def close(self) -> None:
-        if self._end_flag:
-            return
-        self._end_flag = True
-        if self._env is not None:
-            self._env.close()
-        if self._tb_logger is not None:
-            self._tb_logger.flush()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:  # noqa: BLE001 - interpreter shutdown
-            pass
 
     # ----- stepping ----------------------------------------------------------------------------
     def _step(self, policy_kwargs: dict, random_collect: bool) -> list[tuple[int, dict, bool]]:

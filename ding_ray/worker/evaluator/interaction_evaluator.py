@@ -13,6 +13,7 @@ from easydict import EasyDict
 from ding_ray.config.merge import checked_config, default_config_of
 from ding_ray.utils.registry import SERIAL_EVALUATOR_REGISTRY
 from ding_ray.worker import metrics
+from ding_ray.worker.env_runner import EnvRunner
 from ding_ray.worker.evaluator.vector_eval_monitor import VectorEvalMonitor
 
 logger = logging.getLogger(__name__)
@@ -29,7 +30,7 @@ class ISerialEvaluator:
 
 
 @SERIAL_EVALUATOR_REGISTRY.register("interaction")
-class InteractionSerialEvaluator(ISerialEvaluator):
+class InteractionSerialEvaluator(EnvRunner, ISerialEvaluator):
     """Evaluates ``n_episode`` episodes spread over the env manager's envs (see VectorEvalMonitor).
 
     Saves a checkpoint through ``save_ckpt_fn('ckpt_best.pth.tar')`` whenever the mean return is
@@ -65,38 +66,11 @@ class InteractionSerialEvaluator(ISerialEvaluator):
         self._end_flag = False
         self.reset(policy, env)
 
-    def reset_env(self, _env: Any = None) -> None:
-        if _env is not None:
-            self._env = _env
-        if self._env is not None:
-            self._env.launch()
-
-    def reset_policy(self, _policy: Any = None) -> None:
-        if _policy is not None:
-            self._policy = _policy
-        if self._policy is not None:
-            self._policy.reset()
-
     def reset(self, _policy: Any = None, _env: Any = None) -> None:
         self.reset_env(_env)
         self.reset_policy(_policy)
         self._max_episode_return = float("-inf")
         self._last_eval_iter = -1
-
-    def close(self) -> None:
-        if self._end_flag:
-            return
-        self._end_flag = True
-        if self._env is not None:
-            self._env.close()
-        if self._tb_logger is not None:
-            self._tb_logger.flush()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:  # noqa: BLE001 - interpreter shutdown
-            pass
 
     def should_eval(self, train_iter: int) -> bool:
         """True at iteration 0 and then every ``eval_freq`` iterations."""
