@@ -75,6 +75,7 @@ class Driver:
         self._eval_weights: WeightsRef | None = None
         self._last_eval_iter = 0
         self._eval_failures = 0
+        self._eval_restarting = False
         self._lags: list[int] = []
         eps = cfg.policy.other.get("eps")
         self._epsilon = get_epsilon_greedy_fn(eps.start, eps.end, eps.decay, eps.type) if eps else None
@@ -152,8 +153,16 @@ class Driver:
             self._eval_failures += 1
             if self._eval_failures >= MAX_EVAL_FAILURES:
                 raise ActorDiedError(f"The evaluator actor 'evaluator' keeps dying: {err}") from err
-            logger.warning("the evaluator died (%s); the next evaluation waits for its restart", err)
-            self._last_eval_iter = self.train_iter - self._eval_freq  # evaluate again as soon as it is back
+            logger.warning("the evaluator died (%s); evaluating again once Ray has restarted it", err)
+            # A call to a restarting actor fails at once; a ping that Ray retries returns once it
+            # is back (or fails if it never comes back). No evaluation is launched meanwhile.
+            self._eval_ref = self.actors.evaluator.ping.options(max_task_retries=-1).remote()
+            self._eval_restarting = True
+            self._last_eval_iter = self.train_iter - self._eval_freq  # the next one is due at once
+            return
+        if self._eval_restarting:  # the ping answered: the evaluator is back
+            self._eval_restarting = False
+            logger.warning("the evaluator is back")
             return
         self._eval_failures = 0
         self.last_eval = info[metrics.EVAL_RETURN_MEAN]

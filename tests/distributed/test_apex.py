@@ -153,6 +153,41 @@ def test_killed_collector_restarts_with_the_latest_weights(setup):
     assert len(other) > len(steps) // 2  # collector-1 kept going meanwhile
 
 
+class EvalRecordingDriver(RecordingDriver):
+    """Also records the weights version of every evaluation that came back."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.evaluated: list[int] = []
+
+    def on_evaluated(self) -> None:
+        version = self._eval_weights.version
+        super().on_evaluated()
+        if self._eval_failures == 0:  # it answered (a dead evaluator counts a failure instead)
+            self.evaluated.append(version)
+
+
+def test_killed_evaluator_restarts_and_evaluates_the_latest_weights(setup):
+    cfg, plan, actors = setup
+    start = ray.get(actors.learner.ping.remote())
+    driver = EvalRecordingDriver(cfg, actors, plan, max_train_iter=start + 20000)
+    killed, deadline = [], time.monotonic() + 120
+
+    def kill_mid_eval_then_finish(d):
+        assert time.monotonic() < deadline, "the evaluator did not come back"
+        if not killed and d.evaluated and d._eval_ref is not None:
+            ray.kill(actors.evaluator, no_restart=False)
+            killed.append((d.train_iter, len(d.evaluated)))
+        if killed and len(d.evaluated) >= killed[0][1] + 2:
+            d.stop = True  # two evaluations since the restart
+
+    run(driver, each=kill_mid_eval_then_finish)
+    assert killed and driver.train_iter > killed[0][0]  # training went on meanwhile
+    after = driver.evaluated[killed[0][1] :]
+    assert after == sorted(after) and after[0] > driver.evaluated[killed[0][1] - 1]
+    assert ray.get(actors.evaluator.ping.remote()) == after[-1]  # the new process holds those weights
+
+
 def test_metrics_reach_prometheus(setup, ray_session):
     wanted = {
         metric_name(metrics.COLLECTOR_ENV_STEPS): 'actor="collector-0"',
