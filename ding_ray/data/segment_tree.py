@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import numpy as np
 
-_PAIR = np.array([[0], [1]], dtype=np.int64)
-
 
 class SegmentTree:
     """A segment tree for an associative, commutative ``operation`` (a numpy ufunc)."""
@@ -33,6 +31,7 @@ class SegmentTree:
         self._op = operation
         self._neutral = float(neutral_element)
         self._tree = np.full(2 * self._p, self._neutral, dtype=np.float64)
+        self._children = self._tree.reshape(-1, 2)  # row k: the two children of node k
         self._shifts = np.arange(1, self._depth + 1, dtype=np.int64)[:, None]
         self._dirty = True  # frontier changed since the cached reduction was computed
 
@@ -46,25 +45,23 @@ class SegmentTree:
     def __getitem__(self, idx: np.ndarray | int) -> np.ndarray | float:
         return self._tree[np.asarray(idx) + self._p]
 
-    def path(self, idx: np.ndarray) -> tuple[np.ndarray, ...]:
-        """Leaf nodes of ``idx``, their ancestors per level up, and those ancestors' child pairs.
+    def path(self, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Leaf nodes of ``idx`` and their ancestors (row ``d``: ``d + 1`` levels up).
 
         Trees of the same capacity share leaf layout, so one path serves a sum and a min tree
         (a tree with fewer binary levels uses the first rows).
         """
         node = np.asarray(idx, dtype=np.int64) + self._p
-        parents = node >> self._shifts  # row d: the ancestors d + 1 levels up
-        children = (parents << 1)[:, None, :] + _PAIR  # [d, 0]: left children, [d, 1]: right
-        return node, parents, children
+        return node, node >> self._shifts
 
     def update(self, idx: np.ndarray, values: np.ndarray | float, path: tuple | None = None) -> None:
         """Set leaves ``idx`` to ``values``; with repeated indices the last value wins."""
-        node, parents, children = self.path(idx) if path is None else path
+        node, parents = self.path(idx) if path is None else path
         tree, op = self._tree, self._op
         tree[node] = values
         for d in range(self._depth):
-            pair = tree[children[d]]  # both children in one gather
-            tree[parents[d]] = op(pair[0], pair[1])
+            pair = self._children.take(parents[d], axis=0)  # both children in one gather
+            tree[parents[d]] = op(pair[:, 0], pair[:, 1])
         self._dirty = True
 
     def update_range(self, start: int, values: np.ndarray | float, count: int | None = None) -> None:
@@ -96,27 +93,27 @@ class SumSegmentTree(SegmentTree):
 
     def __init__(self, capacity: int, root_fanout: int = 4096) -> None:
         super().__init__(capacity, np.add, 0.0, root_fanout)
+        self._running = np.zeros(self._f + 1)
 
-    def _cumsum(self) -> tuple[np.ndarray, np.ndarray]:
-        """Inclusive and exclusive running sums over the frontier, cached until the next update."""
+    def _running_sums(self) -> np.ndarray:
+        """``[0, f_0, f_0 + f_1, ..., total]`` over the ``F`` frontier nodes ``f``, cached until
+        the next update: entry ``k`` is the sum of the leaves left of frontier node ``k``."""
         if self._dirty:
-            frontier = self._frontier()
-            self._incl = np.cumsum(frontier)
-            self._excl = self._incl - frontier
+            np.cumsum(self._frontier(), out=self._running[1:])
             self._dirty = False
-        return self._incl, self._excl
+        return self._running
 
     def reduce(self) -> float:
         """Sum of all leaves."""
-        return float(self._cumsum()[0][-1])
+        return float(self._running_sums()[-1])
 
     def prefix_sum(self, end: int) -> float:
         """Sum of leaves ``[0, end)``."""
-        incl, excl = self._cumsum()
+        running = self._running_sums()
         per_node = self._p // self._f
         block = min(end // per_node, self._f - 1)
         inside = self._tree[self._p + block * per_node : self._p + end].sum()
-        return float(excl[block] + inside)
+        return float(running[block] + inside)
 
     def find_prefixsum_idx(self, prefix_sums: np.ndarray, return_values: bool = False) -> np.ndarray | tuple:
         """For each ``s`` the first leaf ``i`` with ``sum(leaves[: i + 1]) > s``.
@@ -125,18 +122,18 @@ class SumSegmentTree(SegmentTree):
         rounding at a node boundary lands on an empty leaf, that query is redone exactly. With
         ``return_values`` the leaves' values come back too (they are read anyway).
         """
-        incl, excl = self._cumsum()
+        running = self._running_sums()
         prefix_sums = np.asarray(prefix_sums, dtype=np.float64)
-        node = incl.searchsorted(prefix_sums, side="right")
-        np.minimum(node, self._f - 1, out=node)
-        values = prefix_sums - excl[node]
+        # Only the F - 1 inner borders are searched, so a sum rounded up past the total still
+        # falls in the last frontier node.
+        node = running[1:-1].searchsorted(prefix_sums, side="right")
+        values = prefix_sums - running[node]
         node += self._f
         tree = self._tree
-        go_right = np.empty(len(node), dtype=np.int64)  # int, not bool: no casts in the loop below
         for level in range(self._depth):
             node += node
             left = tree[node]
-            np.greater_equal(values, left, out=go_right)
+            go_right = values >= left
             if level + 1 < self._depth:  # the residual is not needed below the last level
                 values -= left * go_right
             node += go_right
