@@ -5,10 +5,10 @@ Layout: a heap array of ``2 * P`` nodes (``P`` = capacity rounded up to a power 
 
 The root is wide. Below a *frontier* of ``F = min(P, root_fanout)`` nodes the tree is binary;
 the levels above the frontier are not stored, and the root's value (total, minimum) or the
-frontier node a prefix sum falls in is found by one vectorized scan of the ``F`` frontier
-nodes. Every binary level costs a batch update or search about six numpy calls, while scanning
-a couple of thousand frontier nodes costs as much as two or three levels, so a wide root
-removes about ten levels of Python-driven work for a 100k-item buffer.
+frontier node a prefix sum falls in is found by one vectorized scan of the frontier nodes
+(only those above real leaves). Every binary level costs a batch update or search about six
+numpy calls, while scanning a couple of thousand frontier nodes costs as much as two or three
+levels, so a wide root removes about ten levels of Python-driven work for a 100k-item buffer.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ class SegmentTree:
         self._p = 1 << (self.capacity - 1).bit_length()
         self._f = min(self._p, 1 << (max(1, int(root_fanout)) - 1).bit_length())
         self._depth = (self._p // self._f).bit_length() - 1  # binary levels between frontier and leaves
+        self._used = -(-self.capacity // (self._p // self._f))  # frontier nodes above real leaves
         self._op = operation
         self._neutral = float(neutral_element)
         self._tree = np.full(2 * self._p, self._neutral, dtype=np.float64)
@@ -85,7 +86,8 @@ class SegmentTree:
         self._dirty = True
 
     def _frontier(self) -> np.ndarray:
-        return self._tree[self._f : 2 * self._f]
+        """The frontier nodes that have leaves below them (those past the capacity stay neutral)."""
+        return self._tree[self._f : self._f + self._used]
 
 
 class SumSegmentTree(SegmentTree):
@@ -93,11 +95,11 @@ class SumSegmentTree(SegmentTree):
 
     def __init__(self, capacity: int, root_fanout: int = 4096) -> None:
         super().__init__(capacity, np.add, 0.0, root_fanout)
-        self._running = np.zeros(self._f + 1)
+        self._running = np.zeros(self._used + 1)
 
     def _running_sums(self) -> np.ndarray:
-        """``[0, f_0, f_0 + f_1, ..., total]`` over the ``F`` frontier nodes ``f``, cached until
-        the next update: entry ``k`` is the sum of the leaves left of frontier node ``k``."""
+        """``[0, f_0, f_0 + f_1, ..., total]`` over the frontier nodes ``f``, cached until the
+        next update: entry ``k`` is the sum of the leaves left of frontier node ``k``."""
         if self._dirty:
             np.cumsum(self._frontier(), out=self._running[1:])
             self._dirty = False
@@ -111,7 +113,7 @@ class SumSegmentTree(SegmentTree):
         """Sum of leaves ``[0, end)``."""
         running = self._running_sums()
         per_node = self._p // self._f
-        block = min(end // per_node, self._f - 1)
+        block = min(end // per_node, self._used - 1)
         inside = self._tree[self._p + block * per_node : self._p + end].sum()
         return float(running[block] + inside)
 
@@ -124,8 +126,8 @@ class SumSegmentTree(SegmentTree):
         """
         running = self._running_sums()
         prefix_sums = np.asarray(prefix_sums, dtype=np.float64)
-        # Only the F - 1 inner borders are searched, so a sum rounded up past the total still
-        # falls in the last frontier node.
+        # Only the inner borders are searched, so a sum rounded up past the total still falls in
+        # the last frontier node.
         node = running[1:-1].searchsorted(prefix_sums, side="right")
         values = prefix_sums - running[node]
         node += self._f
