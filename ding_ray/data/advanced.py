@@ -17,14 +17,15 @@ from ding_ray.data.monitors import (
     logger,
 )
 from ding_ray.data.priority import (
-    MIN_PRIORITY,
     RESERVED_KEYS,
-    PriorityError,
-    as_vector,
+    ROW_FIELDS,
+    build_trees,
     draw_in_range,
     initial_priority,
     make_trees,
+    parse_update,
     ring_segments,
+    row_records,
 )
 from ding_ray.data.ring_buffer import RingBuffer, state_int
 from ding_ray.errors import DataFormatError
@@ -90,10 +91,9 @@ class AdvancedReplayBuffer(RingBuffer):
         self._max_staleness = float(self._cfg.max_staleness)
         self._sum_tree, self._min_tree = make_trees(cap)
         self._strata: dict[int, np.ndarray] = {}  # size -> arange(size), the strata of a stratified draw
-        self._priority = np.zeros(cap, dtype=np.float64)
-        self._unique_id = np.full(cap, -1, dtype=np.int64)  # -1: empty or removed
-        self._use_count = np.zeros(cap, dtype=np.int64)
-        self._collect_iter = np.zeros(cap, dtype=np.int64)
+        rows = row_records(cap)  # views of one record array: _priority, _unique_id, ...
+        self._priority, self._unique_id = rows["priority"], rows["unique_id"]
+        self._use_count, self._collect_iter = rows["use_count"], rows["collect_iter"]
         self._reset_counters()
         self._controller = ThruputController(self._cfg.thruput_controller)
         attr = self._cfg.monitor.sampled_data_attr
@@ -244,7 +244,7 @@ class AdvancedReplayBuffer(RingBuffer):
         # (N P(i))^-beta / max_j (N P(j))^-beta simplifies to (leaf_i / min_j leaf_j)^-beta.
         beta = self.beta
         weights = np.power(leaf, -beta, dtype=np.float32)
-        weights *= np.float32(self._min_tree.reduce() ** beta)
+        weights *= self._min_tree.reduce() ** beta  # a Python float keeps the array float32
         batch = self._storage.gather(idx)
         priority = self._priority[idx]
         batch["IS"] = weights
@@ -285,24 +285,10 @@ class AdvancedReplayBuffer(RingBuffer):
         """Set new priorities. ``info`` has equal-length ``replay_unique_id``, ``replay_buffer_idx``
         and ``priority`` (lists or arrays); entries whose item has since been overwritten or
         removed (the id stored at that index differs) are ignored."""
-        try:
-            ids = as_vector(info["replay_unique_id"], np.int64)
-            idx = as_vector(info["replay_buffer_idx"], np.int64)
-            priority = as_vector(info["priority"], np.float64)
-        except KeyError as err:
-            raise PriorityError(f"update() needs the key {err} (from a sampled batch).") from err
-        if not len(ids) == len(idx) == len(priority):
-            raise PriorityError(
-                f"update() got {len(ids)} ids, {len(idx)} indices and {len(priority)} priorities; "
-                "they must have the same length."
-            )
-        if len(priority) == 0:
+        parsed = parse_update(info)
+        if parsed is None:
             return
-        low, top = float(priority.min()), float(priority.max())
-        if not (low >= 0 and top < float("inf")):  # also false for NaN
-            raise PriorityError(f"Priorities must be finite and non-negative, got values in [{low}, {top}].")
-        if low < MIN_PRIORITY:
-            priority = np.maximum(priority, MIN_PRIORITY)
+        ids, idx, priority, top = parsed
         with self._lock:
             cap = self._storage.capacity
             if idx.view(np.uint64).max() >= cap:  # negative indices look huge as unsigned
@@ -343,7 +329,6 @@ class AdvancedReplayBuffer(RingBuffer):
         return stats
 
     # ------------------------------------------------------------------ persistence
-    _ARRAYS = ("_priority", "_unique_id", "_use_count", "_collect_iter")
     _COUNTERS = (
         "_sample_calls",
         "_removed_total",
@@ -355,8 +340,8 @@ class AdvancedReplayBuffer(RingBuffer):
     def _state_dict(self) -> dict:
         state = super()._state_dict()
         filled = self._storage.filled
-        for name in self._ARRAYS:
-            state[name[1:]] = getattr(self, name)[:filled].copy()
+        for name in ROW_FIELDS:
+            state[name] = getattr(self, "_" + name)[:filled].copy()
         for name in self._COUNTERS:
             state[name[1:]] = getattr(self, name)
         state["max_priority"] = self._max_priority
@@ -369,20 +354,13 @@ class AdvancedReplayBuffer(RingBuffer):
 
     def _parse_state(self, state: Mapping) -> dict[str, Any]:
         new = super()._parse_state(state)
-        cap, filled = self._storage.capacity, new["_storage"].filled
-        dtypes = {
-            "_priority": np.float64,
-            "_unique_id": np.int64,
-            "_use_count": np.int64,
-            "_collect_iter": np.int64,
-        }
-        for name in self._ARRAYS:
-            rows = state.get(name[1:])
-            if not isinstance(rows, np.ndarray) or rows.shape != (filled,):
-                raise DataFormatError(f"Buffer state: '{name[1:]}' must be an array of {filled} entries.")
-            full = np.zeros(cap, dtype=dtypes[name]) if name != "_unique_id" else np.full(cap, -1, np.int64)
-            full[:filled] = rows
-            new[name] = full
+        rows, filled = row_records(self._storage.capacity), new["_storage"].filled
+        for name in ROW_FIELDS:
+            saved = state.get(name)
+            if not isinstance(saved, np.ndarray) or saved.shape != (filled,):
+                raise DataFormatError(f"Buffer state: '{name}' must be an array of {filled} entries.")
+            rows[name][:filled] = saved
+            new["_" + name] = rows[name]
         for name in self._COUNTERS:
             new[name] = state_int(state, name[1:])
         max_priority = state.get("max_priority")
@@ -395,9 +373,5 @@ class AdvancedReplayBuffer(RingBuffer):
         if not np.all(np.isfinite(new["_priority"][held])) or np.any(new["_priority"][held] <= 0):
             raise DataFormatError("Buffer state: held items must have positive, finite priorities.")
         new["_valid_count"] = int(np.count_nonzero(held))
-        leaf = np.where(held, new["_priority"], 0.0) ** self._alpha
-        sum_tree, min_tree = make_trees(cap)
-        sum_tree.fill(leaf)
-        min_tree.fill(np.where(held, leaf, np.inf))
-        new["_sum_tree"], new["_min_tree"] = sum_tree, min_tree
+        new["_sum_tree"], new["_min_tree"] = build_trees(new["_priority"], held, self._alpha)
         return new

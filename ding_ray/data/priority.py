@@ -12,6 +12,7 @@ from ding_ray.errors import DingRayError, ShapeError
 
 RESERVED_KEYS = ("priority", "IS", "replay_unique_id", "replay_buffer_idx")  # added to samples
 MIN_PRIORITY = 1e-6  # the PER paper's epsilon: a zero priority would make an item unsampleable
+ROW_FIELDS = {"priority": np.float64, "unique_id": np.int64, "use_count": np.int64, "collect_iter": np.int64}
 
 
 class PriorityError(DingRayError, ValueError):
@@ -22,6 +23,47 @@ def make_trees(capacity: int) -> tuple[SumSegmentTree, MinSegmentTree]:
     # The min tree is only reduced, never searched: a wider root (fewer levels) makes its
     # updates cheaper for the price of one vectorized min over the wider root.
     return SumSegmentTree(capacity, root_fanout=4096), MinSegmentTree(capacity, root_fanout=32768)
+
+
+def row_records(capacity: int) -> np.ndarray:
+    """Per-row bookkeeping (``ROW_FIELDS``; ``unique_id`` -1: empty or removed), one record per
+    row so that the fields of a sampled row share a cache line."""
+    rows = np.zeros(capacity, dtype=list(ROW_FIELDS.items()))
+    rows["unique_id"] = -1
+    return rows
+
+
+def build_trees(priority: np.ndarray, held: np.ndarray, alpha: float) -> tuple:
+    """Sum and min trees over ``priority ** alpha`` of the ``held`` rows (the others are empty)."""
+    leaf = np.where(held, priority, 0.0) ** alpha
+    sum_tree, min_tree = make_trees(len(priority))
+    sum_tree.fill(leaf)
+    min_tree.fill(np.where(held, leaf, np.inf))
+    return sum_tree, min_tree
+
+
+def parse_update(info: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, float] | None:
+    """``(ids, rows, priorities, largest priority)`` of an ``update(info)``, priorities floored at
+    ``MIN_PRIORITY``; None if there is nothing to update. Raises ``PriorityError``."""
+    try:
+        ids = as_vector(info["replay_unique_id"], np.int64)
+        idx = as_vector(info["replay_buffer_idx"], np.int64)
+        priority = as_vector(info["priority"], np.float64)
+    except KeyError as err:
+        raise PriorityError(f"update() needs the key {err} (from a sampled batch).") from err
+    if not len(ids) == len(idx) == len(priority):
+        raise PriorityError(
+            f"update() got {len(ids)} ids, {len(idx)} indices and {len(priority)} priorities; "
+            "they must have the same length."
+        )
+    if len(priority) == 0:
+        return None
+    low, top = float(priority.min()), float(priority.max())
+    if not (low >= 0 and top < float("inf")):  # also false for NaN
+        raise PriorityError(f"Priorities must be finite and non-negative, got values in [{low}, {top}].")
+    if low < MIN_PRIORITY:
+        priority = np.maximum(priority, MIN_PRIORITY)
+    return ids, idx, priority, top
 
 
 def as_vector(values: Any, dtype: type) -> np.ndarray:
