@@ -7,6 +7,7 @@ which would stop every Ray on the machine) and its own ``RAY_TMPDIR``.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -38,42 +39,73 @@ def wait_for_job_server(
     raise TimeoutError(f"the head's job server did not come up: {listed.stderr[-1500:]}")
 
 
-def test_ray_job_submit_runs_the_example_to_completion(tmp_path):
+@pytest.fixture(scope="module")
+def head():
+    """A ``ray start --head`` cluster: yields (ray binary, env, dashboard port, Ray Client port)."""
     ray_bin = os.path.join(os.path.dirname(sys.executable), "ray")
     env = {**os.environ, "RAY_TMPDIR": tempfile.mkdtemp(prefix="drjs", dir="/tmp"), "RAY_AUTH_MODE": "token"}
-    dashboard = free_port()
+    dashboard, client = free_port(), free_port()
     head = subprocess.Popen(
         [
             ray_bin, "start", "--head", "--block", f"--port={free_port()}", "--num-cpus=2",
             "--include-dashboard=true", "--dashboard-host=127.0.0.1", f"--dashboard-port={dashboard}",
-            f"--metrics-export-port={free_port()}",
+            f"--metrics-export-port={free_port()}", f"--ray-client-server-port={client}",
             # Other Rays on this machine (the session's, other sessions') hold the default ports.
-            f"--ray-client-server-port={free_port()}", f"--dashboard-agent-listen-port={free_port()}",
+            f"--dashboard-agent-listen-port={free_port()}",
             f"--dashboard-agent-grpc-port={free_port()}", f"--runtime-env-agent-port={free_port()}",
         ],
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
     )  # fmt: skip
     try:
         wait_for_job_server(ray_bin, dashboard, head, env)
-        # The dashboard answers before its job agent has registered; on a loaded machine the
-        # first submissions are refused with "No available agent", so retry for a while.
-        deadline = time.monotonic() + 90
-        while True:
-            submit = subprocess.run(
-                [
-                    ray_bin, "job", "submit", f"--address=http://127.0.0.1:{dashboard}", "--",
-                    sys.executable, os.path.join(REPO, "examples", "apex_dqn.py"), "--max-env-step", "6000",
-                ],
-                env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300,
-            )  # fmt: skip
-            if "No available agent" not in submit.stderr + submit.stdout or time.monotonic() > deadline:
-                break
-            time.sleep(3)
-        assert submit.returncode == 0, submit.stdout[-2000:] + submit.stderr[-2000:]
-        assert "succeeded" in submit.stdout.lower()
-        assert '"pipeline": "ray-async"' in submit.stdout and '"env_steps": ' in submit.stdout
+        yield ray_bin, env, dashboard, client
     finally:
         stop_group(head)
+
+
+def test_ray_job_submit_runs_the_example_to_completion(head, tmp_path):
+    ray_bin, env, dashboard, _ = head
+    # The dashboard answers before its job agent has registered; on a loaded machine the
+    # first submissions are refused with "No available agent", so retry for a while.
+    deadline = time.monotonic() + 90
+    while True:
+        submit = subprocess.run(
+            [
+                ray_bin, "job", "submit", f"--address=http://127.0.0.1:{dashboard}", "--",
+                sys.executable, os.path.join(REPO, "examples", "apex_dqn.py"), "--max-env-step", "6000",
+            ],
+            env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        if "No available agent" not in submit.stderr + submit.stdout or time.monotonic() > deadline:
+            break
+        time.sleep(3)
+    assert submit.returncode == 0, submit.stdout[-2000:] + submit.stderr[-2000:]
+    assert "succeeded" in submit.stdout.lower()
+    assert '"pipeline": "ray-async"' in submit.stdout and '"env_steps": ' in submit.stdout
+
+
+CLIENT_DRIVER = """
+import sys
+from ding_ray.entry import ray_pipeline
+from tests.distributed.configs import small_config
+
+main, create = small_config("client_run", address=sys.argv[1])
+ray_pipeline((main, create), seed=0, max_env_step=3000)
+"""
+
+
+def test_ray_client_address_joins_the_cluster_and_runs(head, tmp_path):
+    """``ray.address='ray://host:port'``: the driver runs here, its actors on the cluster."""
+    _, env, _, client = head
+    env = {**env, "PYTHONPATH": REPO}
+    run = subprocess.run(
+        [sys.executable, "-c", CLIENT_DRIVER, f"ray://127.0.0.1:{client}"],
+        env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-3000:]
+    assert "joining the Ray cluster at ray://" in run.stderr
+    result = json.loads((tmp_path / "client_run" / "result.json").read_text())
+    assert result["pipeline"] == "ray-async" and result["env_steps"] >= 3000 and result["train_iter"] > 0
 
 
 def stop_group(head: subprocess.Popen) -> None:
