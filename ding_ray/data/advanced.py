@@ -19,15 +19,15 @@ from ding_ray.data.monitors import (
 from ding_ray.data.priority import (
     RESERVED_KEYS,
     ROW_FIELDS,
-    build_trees,
+    build_tree,
     draw_in_range,
     initial_priority,
-    make_trees,
     parse_update,
     ring_segments,
     row_records,
 )
 from ding_ray.data.ring_buffer import RingBuffer, state_int
+from ding_ray.data.segment_tree import SumSegmentTree
 from ding_ray.errors import DataFormatError
 from ding_ray.utils.registry import BUFFER_REGISTRY
 
@@ -89,7 +89,7 @@ class AdvancedReplayBuffer(RingBuffer):
         self._beta0 = float(self._cfg.beta)
         self._max_use = float(self._cfg.max_use)
         self._max_staleness = float(self._cfg.max_staleness)
-        self._sum_tree, self._min_tree = make_trees(cap)
+        self._sum_tree = SumSegmentTree(cap)  # over priority ** alpha; 0: empty or removed
         self._strata: dict[int, np.ndarray] = {}  # size -> arange(size), the strata of a stratified draw
         rows = row_records(cap)  # views of one record array: _priority, _unique_id, ...
         self._priority, self._unique_id = rows["priority"], rows["unique_id"]
@@ -160,7 +160,6 @@ class AdvancedReplayBuffer(RingBuffer):
                 else:
                     self._collect_iter[lo:hi] = self._latest_learner_iter
                 self._sum_tree.update_range(lo, leaf if given is None else leaf[part], k)
-                self._min_tree.update_range(lo, leaf if given is None else leaf[part], k)
                 done += k
             self._controller.record_push(n)
             self._thruput.push_data_count += n
@@ -244,7 +243,7 @@ class AdvancedReplayBuffer(RingBuffer):
         # (N P(i))^-beta / max_j (N P(j))^-beta simplifies to (leaf_i / min_j leaf_j)^-beta.
         beta = self.beta
         weights = np.power(leaf, -beta, dtype=np.float32)
-        weights *= self._min_tree.reduce() ** beta  # a Python float keeps the array float32
+        weights *= self._sum_tree.min_positive() ** beta  # a Python float keeps the array float32
         batch = self._storage.gather(idx)
         priority = self._priority[idx]
         batch["IS"] = weights
@@ -273,9 +272,7 @@ class AdvancedReplayBuffer(RingBuffer):
         if len(idx) == 0:
             return
         self._unique_id[idx] = -1
-        path = self._sum_tree.path(idx)
-        self._sum_tree.update(idx, 0.0, path)
-        self._min_tree.update(idx, float("inf"), path)
+        self._sum_tree.update(idx, 0.0)
         self._valid_count -= len(idx)
         self._removed_total += len(idx)
         self._thruput.remove_data_count += len(idx)
@@ -301,10 +298,7 @@ class AdvancedReplayBuffer(RingBuffer):
                 if len(idx) == 0:
                     return
             self._priority[idx] = priority
-            leaf = np.power(priority, self._alpha)
-            path = self._sum_tree.path(idx)  # the min tree has fewer binary levels: same path, first rows
-            self._sum_tree.update(idx, leaf, path)
-            self._min_tree.update(idx, leaf, path)
+            self._sum_tree.update(idx, np.power(priority, self._alpha))
             if top > self._max_priority:
                 self._max_priority = top
 
@@ -315,7 +309,6 @@ class AdvancedReplayBuffer(RingBuffer):
     def _clear(self) -> None:
         super()._clear()
         self._sum_tree.clear()
-        self._min_tree.clear()
         self._unique_id[:] = -1
         self._priority[:] = 0
         self._use_count[:] = 0
@@ -373,5 +366,5 @@ class AdvancedReplayBuffer(RingBuffer):
         if not np.all(np.isfinite(new["_priority"][held])) or np.any(new["_priority"][held] <= 0):
             raise DataFormatError("Buffer state: held items must have positive, finite priorities.")
         new["_valid_count"] = int(np.count_nonzero(held))
-        new["_sum_tree"], new["_min_tree"] = build_trees(new["_priority"], held, self._alpha)
+        new["_sum_tree"] = build_tree(new["_priority"], held, self._alpha)
         return new

@@ -1,4 +1,4 @@
-"""Priority bookkeeping for prioritized replay: validation, the trees, draws within a range."""
+"""Priority bookkeeping for prioritized replay: per-row records, validation, the tree, draws in a range."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from ding_ray.data.columnar import to_numpy
-from ding_ray.data.segment_tree import MinSegmentTree, SumSegmentTree
+from ding_ray.data.segment_tree import SumSegmentTree
 from ding_ray.errors import DingRayError, ShapeError
 
 RESERVED_KEYS = ("priority", "IS", "replay_unique_id", "replay_buffer_idx")  # added to samples
@@ -19,12 +19,6 @@ class PriorityError(DingRayError, ValueError):
     """A priority update is malformed (lengths differ, negative or non-finite values)."""
 
 
-def make_trees(capacity: int) -> tuple[SumSegmentTree, MinSegmentTree]:
-    # The min tree is only reduced, never searched: a wider root (fewer levels) makes its
-    # updates cheaper for the price of one vectorized min over the wider root.
-    return SumSegmentTree(capacity, root_fanout=4096), MinSegmentTree(capacity, root_fanout=32768)
-
-
 def row_records(capacity: int) -> np.ndarray:
     """Per-row bookkeeping (``ROW_FIELDS``; ``unique_id`` -1: empty or removed), one record per
     row so that the fields of a sampled row share a cache line."""
@@ -33,13 +27,11 @@ def row_records(capacity: int) -> np.ndarray:
     return rows
 
 
-def build_trees(priority: np.ndarray, held: np.ndarray, alpha: float) -> tuple:
-    """Sum and min trees over ``priority ** alpha`` of the ``held`` rows (the others are empty)."""
-    leaf = np.where(held, priority, 0.0) ** alpha
-    sum_tree, min_tree = make_trees(len(priority))
-    sum_tree.fill(leaf)
-    min_tree.fill(np.where(held, leaf, np.inf))
-    return sum_tree, min_tree
+def build_tree(priority: np.ndarray, held: np.ndarray, alpha: float) -> SumSegmentTree:
+    """The sum tree over ``priority ** alpha`` of the ``held`` rows (the others weigh 0)."""
+    tree = SumSegmentTree(len(priority))
+    tree.fill(np.where(held, priority, 0.0) ** alpha)
+    return tree
 
 
 def parse_update(info: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, float] | None:

@@ -78,7 +78,7 @@ class SegmentTree:
 
     def fill(self, values: np.ndarray) -> None:
         """Replace all leaves (``values`` has ``capacity`` entries) and rebuild every node."""
-        self._tree[:] = self._neutral
+        self.clear()
         self.update_range(0, np.asarray(values, dtype=np.float64))
 
     def clear(self) -> None:
@@ -91,11 +91,61 @@ class SegmentTree:
 
 
 class SumSegmentTree(SegmentTree):
-    """Sums, with a batched prefix-sum search for proportional sampling."""
+    """Sums, with a batched prefix-sum search for proportional sampling, and the smallest
+    positive leaf (a prioritized buffer's lowest weight, which its importance weights need).
+
+    The smallest positive leaf is followed through the writes instead of kept in a min tree,
+    whose updates would touch as many cold nodes as the sums' do. ``_min_count`` is a lower
+    bound on how many leaves hold ``_min``; once a write may have replaced them all it is 0 and
+    the next query scans the leaves. A buffer seldom samples, hence seldom rewrites, its
+    lowest-priority item, so scans are rare.
+    """
 
     def __init__(self, capacity: int, root_fanout: int = 4096) -> None:
         super().__init__(capacity, np.add, 0.0, root_fanout)
         self._running = np.zeros(self._used + 1)
+        self._min, self._min_count = float("inf"), 0  # count 0: unknown until the next scan
+
+    def update(self, idx: np.ndarray, values: np.ndarray | float, path: tuple | None = None) -> None:
+        """Set leaves ``idx`` to ``values``; with repeated indices the last value wins."""
+        path = self.path(idx) if path is None else path
+        replaced = self._tree[path[0]]
+        super().update(idx, values, path)
+        self._follow_min(replaced, self._tree[path[0]])  # read back: only the last repeat counts
+
+    def update_range(self, start: int, values: np.ndarray | float, count: int | None = None) -> None:
+        """Set the contiguous leaves ``[start, start + count)``; cheaper than ``update`` (slices)."""
+        count = len(values) if count is None else count
+        leaves = slice(self._p + start, self._p + start + count)
+        replaced = self._tree[leaves].copy()
+        super().update_range(start, values, count)
+        self._follow_min(replaced, self._tree[leaves])
+
+    def clear(self) -> None:
+        super().clear()
+        self._min_count = 0
+
+    def min_positive(self) -> float:
+        """The smallest positive leaf (inf if there is none)."""
+        if self._min_count <= 0:
+            leaves = self._tree[self._p : self._p + self.capacity]
+            positive = leaves[leaves > 0]
+            self._min = float(positive.min()) if len(positive) else float("inf")
+            self._min_count = int(np.count_nonzero(positive == self._min))
+        return self._min
+
+    def _follow_min(self, replaced: np.ndarray, written: np.ndarray) -> None:
+        if self._min_count <= 0:
+            return
+        if replaced.min() <= self._min:  # some may have held the minimum (or were empty)
+            # A leaf repeated in ``idx`` is counted twice: the bound only gets lower, which is safe.
+            self._min_count -= int(np.count_nonzero(replaced == self._min))
+        lowest = float(written.min())
+        if lowest > 0:
+            if lowest < self._min:
+                self._min, self._min_count = lowest, 1
+        elif written.any():  # positive leaves written along with zeros: not followed, scan later
+            self._min_count = 0
 
     def _running_sums(self) -> np.ndarray:
         """``[0, f_0, f_0 + f_1, ..., total]`` over the frontier nodes ``f``, cached until the

@@ -57,3 +57,37 @@ def test_empty_leaves_are_never_found_at_the_edges():
     found = tree.find_prefixsum_idx(np.array([0.0, 0.999999, 1.0, 1.9999999, np.nextafter(2.0, 0)]))
     assert set(found.tolist()) <= {2, 5}
     assert found[0] == 2 and found[-1] == 5
+
+
+def test_min_positive_follows_writes_exactly():
+    """Random writes (repeated indices, removals to 0, ranges, ties) never leave a wrong minimum."""
+    rng = np.random.default_rng(7)
+    capacity = 500
+    tree = SumSegmentTree(capacity, 16)
+    leaves = np.zeros(capacity)
+    assert tree.min_positive() == np.inf
+    for step in range(400):
+        kind = step % 4
+        if kind == 0:  # a prioritized update, often hitting the current minimum, with repeats
+            idx = rng.integers(0, capacity, 64)
+            idx[:4] = np.argmin(np.where(leaves > 0, leaves, np.inf))
+            values = rng.choice([0.5, 1.0, 2.0], len(idx)) * rng.random(len(idx)) + 1e-3
+            tree.update(idx, values)
+            leaves[idx] = values  # numpy fancy assignment: the last repeat wins, as in the tree
+        elif kind == 1:  # removals, some along with new lowest weights
+            idx = rng.integers(0, capacity, 8)
+            values = 0.0 if step % 8 == 1 else np.where(rng.random(8) < 0.5, 0.0, rng.random(8) * 1e-4 + 1e-6)
+            tree.update(idx, values)
+            leaves[idx] = values
+        elif kind == 2:  # a ring write of equal weights (ties with the minimum are common)
+            start, count = int(rng.integers(0, capacity - 32)), 32
+            tree.update_range(start, 1.0, count)
+            leaves[start : start + count] = 1.0
+        else:
+            tree.min_positive()  # a query in between writes
+        positive = leaves[leaves > 0]
+        assert tree.min_positive() == (positive.min() if len(positive) else np.inf)
+    tree.fill(np.where(leaves > 0, leaves * 3, 0.0))
+    assert tree.min_positive() == 3 * leaves[leaves > 0].min()
+    tree.clear()
+    assert tree.min_positive() == np.inf
