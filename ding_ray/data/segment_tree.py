@@ -135,7 +135,7 @@ class SumSegmentTree(SegmentTree):
         return self._min
 
     def _follow_min(self, replaced: np.ndarray, written: np.ndarray) -> None:
-        if self._min_count <= 0:
+        if self._min_count <= 0 or len(written) == 0:
             return
         if replaced.min() <= self._min:  # some may have held the minimum (or were empty)
             # A leaf repeated in ``idx`` is counted twice: the bound only gets lower, which is safe.

@@ -87,6 +87,8 @@ def test_min_positive_follows_writes_exactly():
             tree.min_positive()  # a query in between writes
         positive = leaves[leaves > 0]
         assert tree.min_positive() == (positive.min() if len(positive) else np.inf)
+    tree.update(np.array([], dtype=np.int64), np.array([]))  # an empty write changes nothing
+    assert tree.min_positive() == leaves[leaves > 0].min()
     tree.fill(np.where(leaves > 0, leaves * 3, 0.0))
     assert tree.min_positive() == 3 * leaves[leaves > 0].min()
     tree.clear()
