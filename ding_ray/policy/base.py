@@ -95,7 +95,7 @@ class Policy:
                 f"enable_field {sorted(unknown)} unknown; choose from {sorted(self.total_field)}."
             )
         self._cuda = bool(cfg.cuda) and torch.cuda.is_available()
-        self._device = "cuda" if self._cuda else "cpu"
+        self._device = torch.device("cuda" if self._cuda else "cpu")
         self._rank = 0
         if self._enable_field & {"learn", "collect", "eval"}:
             self._model = self._create_model(cfg, model).to(self._device)

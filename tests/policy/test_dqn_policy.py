@@ -64,7 +64,7 @@ def test_default_config_merges_up_the_class_chain():
 
 def test_enable_field_limits_modes_and_cuda_falls_back():
     policy = create_policy(dict(type="dqn", model=MODEL, cuda=True), enable_field=["collect"])
-    assert policy._device == ("cuda" if torch.cuda.is_available() else "cpu")
+    assert policy._device.type == ("cuda" if torch.cuda.is_available() else "cpu")
     assert not hasattr(policy, "_optimizer")
     with pytest.raises(ConfigError):
         DQNPolicy(dict(model=MODEL), enable_field=["learn", "fly"])
