@@ -45,7 +45,9 @@ class RingBuffer(IBuffer):
         self._exp_name, self._instance_name = exp_name, instance_name
         self._tb_logger = tb_logger
         self._lock = threading.Lock()
-        self._rng = np.random.default_rng()
+        # Seeded from numpy's global generator, as DI-engine's buffers draw from it: a run seeded
+        # with set_pkg_seed samples the same batches every time. ``seed`` overrides it.
+        self._rng = np.random.default_rng(np.random.randint(2**31))
         self._storage = self._make_storage()
         self._push_count = 0
         self._sampled_total = 0
