@@ -183,9 +183,11 @@ class Actors:
 def create_actors(cfg: EasyDict, namespace: str, publish_freq: int | None = None) -> Actors:
     """Create the named actors of ``cfg`` (resources and restarts from ``cfg.ray``).
 
-    Returns once the buffer and the collectors answer, so the first batch is not held up by
-    the learner: it is created next and starts while the first batches are collected (a driver
-    waits for its first weights, then calls ``actors.start_evaluator()``). Fails after
+    Returns once the buffer and ``collector-0`` answer, so that the first batch waits for no
+    one else: on a small machine processes that import torch side by side slow each other down.
+    The other collectors and the learner are created then and start while the first batches
+    are collected (a driver waits for the learner's first weights, then calls
+    ``actors.start_evaluator()``; ``wait_ready`` waits for everyone). Fails after
     ``ray.actor_start_timeout_s`` with the actors' names and the free resources.
     ``cfg.exp_name`` is made absolute for the actors, whose working directory may differ.
     """
@@ -194,25 +196,26 @@ def create_actors(cfg: EasyDict, namespace: str, publish_freq: int | None = None
     cfg.exp_name = os.path.abspath(cfg.exp_name)
     core = dict(namespace=namespace, max_restarts=0)
     restartable = dict(namespace=namespace, max_restarts=rc.max_restarts, max_task_retries=0)
-    buffer = ReplayBufferActor.options(name="buffer", num_cpus=rc.buffer_num_cpus, **core).remote(
-        cfg.policy.other.replay_buffer, cfg.exp_name, int(cfg.seed)
-    )
-    collectors = [
-        CollectorActor.options(
+
+    def collector(i: int) -> Any:
+        return CollectorActor.options(
             name=f"collector-{i}",
             num_cpus=rc.collector_num_cpus,
             resources=dict(rc.collector_resources),
             scheduling_strategy=rc.collector_scheduling,
             **restartable,
         ).remote(cfg, i, namespace, rc.torch_threads)
-        for i in range(rc.num_collectors)
-    ]
-    first = [("buffer", buffer)] + [(f"collector-{i}", c) for i, c in enumerate(collectors)]
+
+    buffer = ReplayBufferActor.options(name="buffer", num_cpus=rc.buffer_num_cpus, **core).remote(
+        cfg.policy.other.replay_buffer, cfg.exp_name, int(cfg.seed)
+    )
+    collectors = [collector(0)]
     try:
-        _wait(first, rc.actor_start_timeout_s)
+        _wait([("buffer", buffer), ("collector-0", collectors[0])], rc.actor_start_timeout_s)
     except Exception:
         Actors(namespace, None, buffer, None, collectors).kill()
         raise
+    collectors += [collector(i) for i in range(1, rc.num_collectors)]
     learner = LearnerActor.options(
         name="learner", num_cpus=rc.learner_num_cpus, num_gpus=rc.learner_num_gpus, **core
     ).remote(cfg, rc.publish_freq if publish_freq is None else publish_freq)
