@@ -139,6 +139,12 @@ class ApexDriver(Driver):
         self.monitor.scalars[metrics.BUFFER_SAMPLES_PER_INSERT] = self.limiter.samples_per_insert_now()
         super().report(force)
 
+    def _learner_busy(self) -> float | None:
+        """Share of the time since its first train call that the learner spent training."""
+        if self._first_train is None:
+            return None
+        return round(self._train_s / max(time.monotonic() - self._first_train, 1e-9), 3)
+
     def summary(self) -> dict[str, Any]:
         out = super().summary()
         out.update(
@@ -148,9 +154,7 @@ class ApexDriver(Driver):
             samples_per_insert_tolerance=self.limiter.tolerance,
             inserted=self.limiter.inserted,
             sampled=self.limiter.sampled,
-            learner_busy=round(self._train_s / max(time.monotonic() - (self._first_train or 0.0), 1e-9), 3)
-            if self._first_train
-            else None,
+            learner_busy=self._learner_busy(),
             learner_waits=self.learner_waits,
         )
         return out

@@ -61,10 +61,8 @@ class VectorCollector(EnvRunner, ISerialCollector):
                 self._lookahead = 0
 
     def reset(self, _policy: Any = None, _env: Any = None) -> None:
-        self.reset_env(_env)
+        self.reset_env(_env)  # also starts empty trajectories
         self.reset_policy(_policy)
-        if self._env is not None:
-            self._traj = {i: [] for i in range(self._env_num)}
 
     # ----- stepping ----------------------------------------------------------------------------
     def _step(self, policy_kwargs: dict, random_collect: bool) -> list[tuple[int, dict, bool]]:
