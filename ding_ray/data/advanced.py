@@ -250,7 +250,10 @@ class AdvancedReplayBuffer(RingBuffer):
         batch["priority"] = priority
         batch["replay_unique_id"] = self._unique_id[idx]
         batch["replay_buffer_idx"] = idx
-        np.add.at(self._use_count, idx, 1)
+        if np.all(idx[1:] > idx[:-1]):  # stratified draws come sorted; distinct rows: one scatter
+            self._use_count[idx] += 1
+        else:  # repeated rows must count every draw
+            np.add.at(self._use_count, idx, 1)
         if self._attr_monitor.wants_record():
             used = self._use_count[idx]
             staleness = cur_learner_iter - self._collect_iter[idx]

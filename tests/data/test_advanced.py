@@ -147,6 +147,16 @@ def test_max_use_removes_items():
     assert buf.stats()["buffer/removed"] == int((uses == 2).sum())
 
 
+def test_use_counts_count_every_draw_of_a_repeated_row():
+    buf = make(replay_buffer_size=8)
+    buf.push(batch(0, 8))
+    set_priorities(buf, [1000.0] + [1e-3] * 7)  # row 0 takes nearly every stratum
+    draws = np.zeros(8, int)
+    for _ in range(5):
+        np.add.at(draws, buf.sample(8, 0, columnar=True)["replay_buffer_idx"], 1)
+    assert draws[0] > 5 and (buf.state_dict()["use_count"] == draws).all()
+
+
 def test_max_staleness_is_honoured():
     buf = make(replay_buffer_size=16, max_staleness=3)
     buf.push(batch(0, 4))  # collected at learner iteration 0
