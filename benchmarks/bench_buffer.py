@@ -234,7 +234,6 @@ def main() -> None:
 
     # The reference is built only now: its 100k dicts would otherwise sit in the garbage
     # collector's heap (and the caches) while ding_ray's buffer is timed.
-    del buf
     ref = ReferencePER(cap)
     ref_push = rate(lambda: ref.push(item_chunks[next(it) % 16]), PUSH_CHUNK, window, 1)
     while ref.pushed < cap:
