@@ -24,8 +24,8 @@ import time
 
 import ray
 
-from ding_ray.distributed import ApexDriver, create_actors, init_ray, make_plan
-from ding_ray.entry import compile_ray_config, write_result
+from ding_ray import distributed  # its names load on first use: torch loads while Ray starts
+from ding_ray.entry import write_result
 from ding_ray.utils.runtime import setup_logging
 
 main_config = dict(
@@ -75,12 +75,12 @@ def main(seed: int, max_env_step: int | None, dashboard: bool = False) -> dict:
     setup_logging()  # ding_ray's INFO lines: first batch, learner ready, evaluations
     main_config["exp_name"] = f"apex_dqn_seed{seed}"
     main_config["ray"]["include_dashboard"] = dashboard  # only used when Ray starts in this process
-    cfg = compile_ray_config((main_config, create_config), seed)
-    plan = make_plan(cfg)  # namespace, calls' sizes, samples per insert
-    init_ray(cfg.ray, plan.namespace)
-    actors = create_actors(cfg, plan.namespace)  # learner, buffer, evaluator, collector-0..n-1
+    # Ray starts while a thread compiles the config (loading torch); the plan holds the
+    # namespace, the calls' sizes and the samples per insert.
+    cfg, plan, _ = distributed.start_run((main_config, create_config), seed)
+    actors = distributed.create_actors(cfg, plan.namespace)  # learner, buffer, collector-0..n-1
 
-    driver = ApexDriver(cfg, actors, plan, max_env_step=max_env_step)
+    driver = distributed.ApexDriver(cfg, actors, plan, max_env_step=max_env_step)
     while not driver.done:
         driver.launch_collects()  # idle collectors: roll out with the latest weights, push to the buffer
         driver.launch_training()  # keep sample -> train (-> priority update, publish) calls queued

@@ -2,9 +2,7 @@
 
 Building blocks for a driver of your own (``examples/apex_dqn.py`` is one)::
 
-    cfg = compile_ray_config((main_config, create_config), seed)   # ding_ray.entry
-    plan = make_plan(cfg)
-    init_ray(cfg.ray, plan.namespace)
+    cfg, plan, started_ray = start_run((main_config, create_config), seed)  # config, Ray up
     actors = create_actors(cfg, plan.namespace)    # buffer, collector-0..n-1, learner, evaluator
     ApexDriver(cfg, actors, plan, max_env_step=...).run()
 
@@ -34,6 +32,7 @@ _EXPORTS = {
     "check_cluster": "cluster",
     "check_resources": "cluster",
     "init_ray": "cluster",
+    "start_run": "cluster",
     "CollectorPool": "collector_pool",
     "Plan": "config",
     "RayConfig": "config",

@@ -94,7 +94,7 @@ def make_plan(cfg: EasyDict) -> Plan:
     tolerance = 2 * largest if tolerance is None else tolerance
     random_collect = int(policy.get("random_collect_size", 0) or 0)
     min_size = ray_cfg.min_replay_size or max(2 * sample_size, random_collect)
-    namespace = ray_cfg.namespace or os.path.basename(os.path.normpath(cfg.exp_name)) or "ding_ray"
+    namespace = namespace_of(ray_cfg, cfg.exp_name)
     return Plan(
         namespace=namespace,
         n_sample=int(n_sample),
@@ -105,3 +105,8 @@ def make_plan(cfg: EasyDict) -> Plan:
         min_replay_size=int(math.ceil(min_size)),
         random_collect_size=random_collect,
     )
+
+
+def namespace_of(ray_cfg: EasyDict, exp_name: str) -> str:
+    """``ray.namespace``, or else the base name of ``exp_name``."""
+    return ray_cfg.get("namespace") or os.path.basename(os.path.normpath(exp_name)) or "ding_ray"

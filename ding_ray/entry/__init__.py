@@ -1,16 +1,27 @@
-"""Entry points: pipelines that wire the components together."""
+"""Entry points: pipelines that wire the components together.
 
-from ding_ray.entry.eval_entry import eval
-from ding_ray.entry.result import write_result
-from ding_ray.entry.serial_entry import serial_pipeline
+Names are imported on first use: ``ray_pipeline`` pulls in Ray and the others torch, and a
+driver that starts Ray first (``ding_ray.distributed.start_run``) loads torch meanwhile.
+"""
 
-__all__ = ["compile_ray_config", "eval", "ray_pipeline", "serial_pipeline", "write_result"]
+import importlib
+
+_EXPORTS = {
+    "compile_ray_config": "ray_entry",
+    "eval": "eval_entry",
+    "ray_pipeline": "ray_entry",
+    "serial_pipeline": "serial_entry",
+    "write_result": "result",
+}
+
+__all__ = sorted(_EXPORTS)
 
 
 def __getattr__(name: str):
-    # The Ray entry imports ray (~1 s); serial users should not pay for it.
-    if name in ("ray_pipeline", "compile_ray_config"):
-        from ding_ray.entry import ray_entry
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'ding_ray.entry' has no attribute '{name}'")
+    return getattr(importlib.import_module(f"ding_ray.entry.{_EXPORTS[name]}"), name)
 
-        return getattr(ray_entry, name)
-    raise AttributeError(f"module 'ding_ray.entry' has no attribute '{name}'")
+
+def __dir__() -> list[str]:
+    return __all__

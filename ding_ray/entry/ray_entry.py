@@ -17,8 +17,7 @@ from ding_ray.distributed import (
     SyncDriver,
     check_cluster,
     create_actors,
-    init_ray,
-    make_plan,
+    start_run,
 )
 from ding_ray.entry.result import write_result
 from ding_ray.entry.serial_entry import fill_model_shapes
@@ -71,12 +70,10 @@ def ray_pipeline(
     """
     start = time.perf_counter()
     setup_logging()
-    cfg = compile_ray_config(input_cfg, seed)
-    set_torch_threads(cfg.ray.torch_threads)
-    plan = make_plan(cfg)
-    pipeline = pipeline_of(cfg)
-    started_ray = init_ray(cfg.ray, plan.namespace)
+    cfg, plan, started_ray = start_run(input_cfg, seed)  # compiles the config while Ray starts
     try:
+        set_torch_threads(cfg.ray.torch_threads)
+        pipeline = pipeline_of(cfg)
         if cfg.ray.check_resources:
             check_cluster(cfg.ray)
         actors = create_actors(cfg, plan.namespace)

@@ -73,16 +73,3 @@ def check_finite_loss(loss: torch.Tensor, batch: Mapping[str, Any], where: str) 
         else "inputs are finite, so the model diverged: lower the learning rate or clip gradients (grad_clip)"
     )
     raise NonFiniteError(f"{where}: loss is {loss.item()} — {cause}.")
-
-
-def make_adam(params: Any, lr: float, weight_decay: float = 0.0) -> torch.optim.Optimizer:
-    """Adam with the fused kernel where this torch build has one for the device (CPU since torch 2.4).
-
-    For the small networks of classic-control tasks the optimizer step is a large share of a
-    training iteration; the fused kernel does it in one pass instead of a dozen tensor ops.
-    """
-    params = list(params)
-    try:
-        return torch.optim.Adam(params, lr=lr, weight_decay=weight_decay, fused=True)
-    except (RuntimeError, TypeError):
-        return torch.optim.Adam(params, lr=lr, weight_decay=weight_decay, foreach=True)

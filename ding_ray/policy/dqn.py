@@ -10,7 +10,8 @@ import numpy as np
 import torch
 
 from ding_ray.policy.base import Policy
-from ding_ray.policy.common import check_finite_loss, make_adam, obs_batch, to_tensor_batch
+from ding_ray.policy.common import check_finite_loss, obs_batch, to_tensor_batch
+from ding_ray.policy.optim import make_adam
 from ding_ray.rl_utils import q_nstep_td_error
 from ding_ray.utils.registry import POLICY_REGISTRY
 
