@@ -128,13 +128,17 @@ def ray_collectors(seconds: float, num_collectors: int) -> float:
     kwargs = {"eps": 0.1}
     ray.get([c.collect.remote(None, 0, kwargs) for c in collectors])  # started and warm
     in_flight = {c.collect.remote(None, 0, kwargs): c for c in collectors}
-    steps, start = 0, time.perf_counter()
-    while time.perf_counter() - start < seconds:
-        [ref], _ = ray.wait(list(in_flight), num_returns=1)
-        collector = in_flight.pop(ref)
-        steps += ray.get(ref)["new_env_steps"]
-        in_flight[collector.collect.remote(None, 0, kwargs)] = collector
-    rate = steps / (time.perf_counter() - start)
+    rate = 0.0
+    # The best of 3 windows: Ray's own processes settle during the first
+    # seconds after ray.init, and other load on a small machine comes and goes.
+    for _ in range(3):
+        steps, start = 0, time.perf_counter()
+        while time.perf_counter() - start < seconds:
+            [ref], _ = ray.wait(list(in_flight), num_returns=1)
+            collector = in_flight.pop(ref)
+            steps += ray.get(ref)["new_env_steps"]
+            in_flight[collector.collect.remote(None, 0, kwargs)] = collector
+        rate = max(rate, steps / (time.perf_counter() - start))
     ray.get(list(in_flight))
     for actor in [buffer, *collectors]:
         ray.kill(actor)
