@@ -7,6 +7,7 @@ Rows:
   ray_collectors_1 / ray_collectors_2
                    1 and 2 collector actors (the same collector inside), each call pushing its
                    batch to a replay-buffer actor, one call in flight per collector
+Every collect call gathers N_SAMPLE (512) transitions.
 
 Run:  python benchmarks/bench_collect.py [--seconds 3]
 Prints one ``bench_collect name=value ...`` line per figure.
@@ -29,6 +30,8 @@ from ding_ray.utils.runtime import set_torch_threads
 from ding_ray.worker import SampleSerialCollector
 
 ENV_NUM = 8
+N_SAMPLE = 512  # transitions per collect call (64 steps of the 8 envs): each Ray call costs the
+# driver and the buffer a fixed overhead, which on 2 busy cores comes out of the collectors' share
 MODEL = dict(obs_shape=4, action_shape=2, encoder_hidden_size_list=[128, 128, 64], dueling=True)
 
 
@@ -69,7 +72,7 @@ def serial_collector(seconds: float) -> float:
     env = create_env_manager(dict(type="base"), [partial(env_fn, cfg=c) for c in cfgs])
     env.seed(0)
     policy = DQNPolicy(dict(model=MODEL), enable_field=["collect"])
-    collector = SampleSerialCollector(dict(n_sample=256), env, policy.collect_mode)
+    collector = SampleSerialCollector(dict(n_sample=N_SAMPLE), env, policy.collect_mode)
     collector.collect(policy_kwargs={"eps": 0.1})  # warm-up
     start_steps, start = collector.envstep, time.perf_counter()
     while time.perf_counter() - start < seconds:
@@ -111,7 +114,7 @@ def ray_collectors(seconds: float, num_collectors: int) -> float:
         env=dict(env_id="CartPole-v1", collector_env_num=ENV_NUM, evaluator_env_num=1),
         policy=dict(
             model=MODEL,
-            collect=dict(n_sample=256),
+            collect=dict(n_sample=N_SAMPLE),
             other=dict(replay_buffer=dict(replay_buffer_size=100_000)),
         ),
     )
