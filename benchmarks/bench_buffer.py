@@ -1,6 +1,6 @@
 """Prioritized replay throughput: ding_ray's AdvancedReplayBuffer against a textbook reference.
 
-Run:  python benchmarks/bench_buffer.py  [--capacity 100000] [--window 0.5] [--repeats 3] [--clock wall|cpu]
+Run:  python benchmarks/bench_buffer.py  [--capacity 100000] [--window 0.5] [--repeats 5] [--clock wall|cpu]
 
 Every figure is a rate measured over ``repeats`` windows of at least ``window`` seconds; the best
 window is reported (as timeit does: it is the one least disturbed by other processes). On a
@@ -173,7 +173,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--capacity", type=int, default=100_000)
     parser.add_argument("--window", type=float, default=0.5, help="seconds per timing window")
-    parser.add_argument("--repeats", type=int, default=3, help="windows per figure; the best is reported")
+    parser.add_argument("--repeats", type=int, default=5, help="windows per figure; the best is reported")
     parser.add_argument(
         "--clock",
         choices=sorted(CLOCK),
