@@ -6,7 +6,7 @@ collector does at a rollout boundary. Reference, measured in the same run: one `
 ``ray.get`` of the same dict in one process. For contrast, ``by_value`` passes the dict inside
 each call, so it is serialised once per receiver.
 
-Run:  python benchmarks/bench_broadcast.py [--repeat 5]
+Run:  python benchmarks/bench_broadcast.py [--repeat 9]
 Prints one ``bench_broadcast name=value ...`` line per figure; the target is
 ``deliver_4 / deliver_1 <= 2`` (one object-store copy, not N pickles).
 """
@@ -87,7 +87,7 @@ def put_get(weights: Weights) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--repeat", type=int, default=9)
     args = parser.parse_args()
     set_torch_threads(1)
     ray.init(num_cpus=4, include_dashboard=False)
@@ -99,13 +99,12 @@ def main() -> None:
         receivers = [remote_receiver.remote(params) for _ in range(4)]
         ray.get([r.pull.remote(None) for r in receivers])  # started
         reference = statistics.median(put_get(weights) for _ in range(args.repeat))
-        times = {}
-        for k in (1, 2, 4):
-            samples = []
-            for _ in range(args.repeat):
+        samples: dict[int, list[float]] = {1: [], 2: [], 4: []}
+        for _ in range(args.repeat):  # 1, 2, 4 in turn, so drifting machine speed hits all alike
+            for k, runs in samples.items():
                 version += 1
-                samples.append(deliver(receivers[:k], weights, version))
-            times[k] = statistics.median(samples)
+                runs.append(deliver(receivers[:k], weights, version))
+        times = {k: statistics.median(runs) for k, runs in samples.items()}
         by_value = []
         for _ in range(args.repeat):
             version += 1
