@@ -9,7 +9,7 @@ import time
 import pytest
 import ray
 
-from ding_ray.distributed import ClusterError, check_resources
+from ding_ray.distributed import ClusterError, check_resources, start_run
 from ding_ray.distributed.cluster import check_reachable
 from ding_ray.entry import compile_ray_config, ray_pipeline
 from ding_ray.errors import ConfigError
@@ -70,6 +70,15 @@ def test_sync_pipeline_trains_on_fresh_data_each_round(ray_session, tmp_path):
 def test_unknown_ray_key_names_the_nearest(tmp_path):
     with pytest.raises(ConfigError, match="ray.num_colectors.*ray.num_collectors"):
         compile_ray_config(small_config(str(tmp_path / "x"), num_colectors=3), save_cfg=False)
+
+
+def test_start_run_compiles_while_joining_and_keeps_a_running_ray(ray_session, tmp_path):
+    cfg, plan, started = start_run(small_config(str(tmp_path / "run_a")), seed=3, save_cfg=False)
+    assert not started  # the session's Ray was used as it is
+    assert plan.namespace == "run_a" and cfg.seed == 3 and cfg.ray.num_collectors == 2
+    with pytest.raises(ConfigError, match="ray.num_colectors"):
+        start_run(small_config(str(tmp_path / "run_b"), num_colectors=3), save_cfg=False)
+    assert ray.is_initialized()  # a config error does not shut down a Ray this call did not start
 
 
 def test_too_many_cpus_or_gpus_fail_with_the_numbers(ray_session, tmp_path):
