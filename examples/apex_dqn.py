@@ -37,6 +37,7 @@ main_config = dict(
         model=dict(obs_shape=4, action_shape=2, encoder_hidden_size_list=[128, 128, 64], dueling=True),
         nstep=3,
         discount_factor=0.99,
+        random_collect_size=4096,  # uniform random actions first (the driver collects them, see below)
         priority=True,  # the learner returns |TD error| as new priorities
         priority_IS_weight=True,  # and weights its loss by the buffer's importance-sampling weights
         # A batch of 128 costs the learner no more time than one of 64 on a small MLP.
@@ -78,9 +79,10 @@ def main(seed: int, max_env_step: int | None, dashboard: bool = False) -> dict:
     # Ray starts while a thread compiles the config (loading torch); the plan holds the
     # namespace, the calls' sizes and the samples per insert.
     cfg, plan, _ = distributed.start_run((main_config, create_config), seed)
-    actors = distributed.create_actors(cfg, plan.namespace)  # learner, buffer, collector-0..n-1
+    actors = distributed.create_actors(cfg, plan.namespace)  # returns once the buffer is up
 
     driver = distributed.ApexDriver(cfg, actors, plan, max_env_step=max_env_step)
+    driver.warm_up()  # while the actors start: random transitions collected here fill the buffer
     while not driver.done:
         driver.launch_collects()  # idle collectors: roll out with the latest weights, push to the buffer
         driver.launch_training()  # keep sample -> train (-> priority update, publish) calls queued

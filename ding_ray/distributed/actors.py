@@ -183,12 +183,13 @@ class Actors:
 def create_actors(cfg: EasyDict, namespace: str, publish_freq: int | None = None) -> Actors:
     """Create the named actors of ``cfg`` (resources and restarts from ``cfg.ray``).
 
-    Returns once the buffer and ``collector-0`` answer, so that the first batch waits for few
-    others: on a small machine processes that import torch side by side slow each other down.
-    The learner starts with them, the other collectors once collector-0 answers (a driver waits
-    for the learner's first weights, then calls ``actors.start_evaluator()``; ``wait_ready``
-    waits for everyone). Fails after ``ray.actor_start_timeout_s`` with the actors' names and
-    the free resources.
+    Returns once the buffer answers; the collectors and the learner are still starting then
+    (their calls queue until they are up, and a driver fails after ``ray.actor_start_timeout_s``
+    if none of them comes up). Meanwhile a driver can fill the buffer itself
+    (``ApexDriver.warm_up``). The evaluator is created later, by ``actors.start_evaluator()``
+    once the learner has published, so that it does not compete for the CPU at start-up
+    (``wait_ready`` waits for everyone). Fails after ``ray.actor_start_timeout_s`` if the buffer
+    does not start, with the free resources.
     ``cfg.exp_name`` is made absolute for the actors, whose working directory may differ.
     """
     rc = cfg.ray
@@ -209,18 +210,15 @@ def create_actors(cfg: EasyDict, namespace: str, publish_freq: int | None = None
     buffer = ReplayBufferActor.options(name="buffer", num_cpus=rc.buffer_num_cpus, **core).remote(
         cfg.policy.other.replay_buffer, cfg.exp_name, int(cfg.seed)
     )
-    collectors = [collector(0)]
-    # The learner starts beside collector-0 (its first call waits for a full buffer anyway); the
-    # other collectors would only fill the buffer faster, so they wait for collector-0's answer.
+    collectors = [collector(i) for i in range(rc.num_collectors)]
     learner = LearnerActor.options(
         name="learner", num_cpus=rc.learner_num_cpus, num_gpus=rc.learner_num_gpus, **core
     ).remote(cfg, rc.publish_freq if publish_freq is None else publish_freq)
     try:
-        _wait([("buffer", buffer), ("collector-0", collectors[0])], rc.actor_start_timeout_s)
+        _wait([("buffer", buffer)], rc.actor_start_timeout_s)
     except Exception:
         Actors(namespace, learner, buffer, None, collectors).kill()
         raise
-    collectors += [collector(i) for i in range(1, rc.num_collectors)]
     evaluator = EvaluatorActor.options(name="evaluator", num_cpus=rc.evaluator_num_cpus, **restartable)
     return Actors(
         namespace, learner, buffer, None, collectors, lambda: evaluator.remote(cfg, rc.torch_threads)

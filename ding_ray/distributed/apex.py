@@ -30,6 +30,7 @@ from ding_ray.distributed.actors import Actors
 from ding_ray.distributed.config import Plan
 from ding_ray.distributed.driver import Driver
 from ding_ray.worker import metrics
+from ding_ray.worker.rollout_worker import RolloutWorker
 
 
 @dataclass
@@ -59,11 +60,38 @@ class ApexDriver(Driver):
         self._priority = bool(cfg.policy.get("priority", False))
 
     def run(self) -> None:
+        self.warm_up()
         while not self.done:
             self.launch_collects()
             self.launch_training()
             self.launch_eval()
             self.process(self.wait())
+
+    def warm_up(self) -> None:
+        """Collect random transitions here and push them to the buffer while the actors start.
+
+        Collector actors take seconds to start (each imports torch) while this process already
+        has the envs' code loaded: it collects the policy's ``random_collect_size`` transitions
+        itself, one ``n_sample`` batch at a time, until they are all in or a collector actor's
+        first batch arrives (the actors then collect the rest). No-op when the size is 0.
+        """
+        self.launch_collects()  # queued on the collectors: they start on them once up
+        if self._random_left <= 0:
+            return
+        worker = RolloutWorker(self.cfg, index=len(self.pool.slots))  # env seeds no collector uses
+        try:
+            n = self.plan.n_sample
+            while self._random_left > 0 and self.limiter.can_insert(n):
+                if ray.wait(self.pool.refs(), timeout=0)[0]:
+                    break  # a collector actor is up
+                batch, info = worker.rollout(n, self.train_iter, None, random_collect=True)
+                self.limiter.reserve_insert(info["n"])
+                self.get(self.actors.buffer.push.remote(batch, self.env_steps + info["new_env_steps"]))
+                self.limiter.commit_insert(info["n"])
+                self._random_left -= info["n"]
+                self.count_batch(info)
+        finally:
+            worker.close()
 
     # ----- launching -----------------------------------------------------------------------------
     def launch_collects(self) -> None:

@@ -74,6 +74,7 @@ class Driver:
         self.last_eval: float | None = None
         self.stop_weights: WeightsRef | None = None  # the version that reached the stop value
         self.first_batch_s: float | None = None
+        self._actor_batches = 0  # collect calls of collector actors finished so far
         self._eval_freq = int(cfg.policy.eval.evaluator.eval_freq)
         self._eval_ref: Any = None
         self._eval_weights: WeightsRef | None = None
@@ -117,6 +118,12 @@ class Driver:
     def check_startup(self, expired: bool | None = None) -> None:
         if expired is None:
             expired = time.monotonic() - self._created > self.cfg.ray.actor_start_timeout_s
+        if not self._actor_batches and expired:
+            raise ClusterError(
+                f"No collector actor started within {self.cfg.ray.actor_start_timeout_s:g} s "
+                f"(ray.collector_num_cpus={self.cfg.ray.collector_num_cpus:g}, collector_resources="
+                f"{dict(self.cfg.ray.collector_resources)}). Resources free now: {ray.available_resources()}."
+            )
         if self.weights is None and expired:
             raise ClusterError(
                 f"The learner actor did not start within {self.cfg.ray.actor_start_timeout_s:g} s "
@@ -179,12 +186,17 @@ class Driver:
     def on_collected(self, outcome: Outcome) -> None:
         """Count a finished collect call's env steps and staleness."""
         info = outcome.info
+        self._actor_batches += 1
+        self.count_batch(info)
+        self._lags.append(self.train_iter - max(info["policy_version"], 0))
+        self.monitor.update(info)
+
+    def count_batch(self, info: dict) -> None:
+        """Env steps of a batch now in the buffer (from a collector actor or the driver's warm-up)."""
         if self.first_batch_s is None:
             self.first_batch_s = process_age_s()
             logger.info("first batch collected %.1f s after launch", self.first_batch_s)
         self.env_steps += info["new_env_steps"]
-        self._lags.append(self.train_iter - max(info["policy_version"], 0))
-        self.monitor.update(info)
 
     def report(self, force: bool = False) -> None:
         if self._lags:

@@ -9,7 +9,14 @@ import time
 import pytest
 import ray
 
-from ding_ray.distributed import ClusterError, check_resources, start_run
+from ding_ray.distributed import (
+    ApexDriver,
+    ClusterError,
+    check_resources,
+    create_actors,
+    make_plan,
+    start_run,
+)
 from ding_ray.distributed.cluster import check_reachable
 from ding_ray.entry import compile_ray_config, ray_pipeline
 from ding_ray.errors import ConfigError
@@ -117,3 +124,22 @@ def test_unreachable_address_in_a_fresh_process(tmp_path):
     proc = run_python(code, timeout=120)
     assert proc.returncode != 0 and time.monotonic() - start < 60
     assert "ClusterError: Cannot reach the Ray cluster at '127.0.0.1:1'" in proc.stderr
+
+
+def test_warm_up_fills_the_buffer_before_the_collectors_are_up(ray_session, tmp_path):
+    main, create = small_config(str(tmp_path / "warm"))
+    main["policy"]["random_collect_size"] = 256
+    cfg = compile_ray_config((main, create), save_cfg=False)
+    plan = make_plan(cfg)
+    actors = create_actors(cfg, plan.namespace)  # returns once the buffer answers
+    try:
+        driver = ApexDriver(cfg, actors, plan, max_env_step=10_000)
+        driver.warm_up()  # the collectors import torch for seconds; 256 random steps take milliseconds
+        # The collectors' first calls (queued while they start) are random too and take their share.
+        mine = 256 - cfg.ray.num_collectors * plan.n_sample
+        pushed = ray.get(actors.buffer.stats.remote())["buffer/pushed"]
+        assert pushed == mine and driver.env_steps >= mine  # (n-step targets hold a few steps back)
+        assert driver.first_batch_s is not None and driver._random_left == 0
+        driver.close()
+    finally:
+        actors.kill()
