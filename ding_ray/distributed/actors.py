@@ -150,8 +150,9 @@ LearnerActor = ray.remote(LearnerWorker)
 
 @dataclass
 class Actors:
-    """Handles of one run's actors. The evaluator is created by ``start_evaluator`` (a driver
-    calls it once the learner is up, so that the two do not compete for the CPU at start-up)."""
+    """Handles of one run's actors. The evaluator and the collectors after ``collector-0`` are
+    created by ``start_evaluator`` and ``start_collectors`` (a driver calls them once the learner
+    is up, so that they do not compete with it for the CPU while it starts)."""
 
     namespace: str
     learner: Any
@@ -159,11 +160,21 @@ class Actors:
     evaluator: Any
     collectors: list
     make_evaluator: Callable[[], Any] | None = field(default=None, repr=False)
+    make_collector: Callable[[int], Any] | None = field(default=None, repr=False)
+    num_collectors: int = 0  # collectors the run has once all are started
 
     def start_evaluator(self) -> Any:
         if self.evaluator is None and self.make_evaluator is not None:
             self.evaluator = self.make_evaluator()
         return self.evaluator
+
+    def start_collectors(self) -> list:
+        """Create the collectors not created yet; returns their handles."""
+        new = []
+        if self.make_collector is not None:
+            new = [self.make_collector(i) for i in range(len(self.collectors), self.num_collectors)]
+            self.collectors += new
+        return new
 
     def named(self) -> list[tuple[str, Any]]:
         """``(name, handle)`` of every actor created so far."""
@@ -183,13 +194,13 @@ class Actors:
 def create_actors(cfg: EasyDict, namespace: str, publish_freq: int | None = None) -> Actors:
     """Create the named actors of ``cfg`` (resources and restarts from ``cfg.ray``).
 
-    Returns once the buffer answers; the collectors and the learner are still starting then
-    (their calls queue until they are up, and a driver fails after ``ray.actor_start_timeout_s``
-    if none of them comes up). Meanwhile a driver can fill the buffer itself
-    (``ApexDriver.warm_up``). The evaluator is created later, by ``actors.start_evaluator()``
-    once the learner has published, so that it does not compete for the CPU at start-up
-    (``wait_ready`` waits for everyone). Fails after ``ray.actor_start_timeout_s`` if the buffer
-    does not start, with the free resources.
+    Returns once the buffer answers: ``collector-0`` and the learner are still starting then
+    (calls queue until they are up; a driver fails after ``ray.actor_start_timeout_s`` if they
+    never come up), and a driver can fill the buffer meanwhile (``ApexDriver.warm_up``). The
+    evaluator and the other collectors are created once the learner is up
+    (``actors.start_evaluator()``, ``actors.start_collectors()``; ``wait_ready`` starts and
+    waits for everyone): on a small machine processes that import torch side by side slow each
+    other down. Fails after ``ray.actor_start_timeout_s`` if the buffer does not start.
     ``cfg.exp_name`` is made absolute for the actors, whose working directory may differ.
     """
     rc = cfg.ray
@@ -210,7 +221,7 @@ def create_actors(cfg: EasyDict, namespace: str, publish_freq: int | None = None
     buffer = ReplayBufferActor.options(name="buffer", num_cpus=rc.buffer_num_cpus, **core).remote(
         cfg.policy.other.replay_buffer, cfg.exp_name, int(cfg.seed)
     )
-    collectors = [collector(i) for i in range(rc.num_collectors)]
+    collectors = [collector(0)]
     learner = LearnerActor.options(
         name="learner", num_cpus=rc.learner_num_cpus, num_gpus=rc.learner_num_gpus, **core
     ).remote(cfg, rc.publish_freq if publish_freq is None else publish_freq)
@@ -221,14 +232,22 @@ def create_actors(cfg: EasyDict, namespace: str, publish_freq: int | None = None
         raise
     evaluator = EvaluatorActor.options(name="evaluator", num_cpus=rc.evaluator_num_cpus, **restartable)
     return Actors(
-        namespace, learner, buffer, None, collectors, lambda: evaluator.remote(cfg, rc.torch_threads)
+        namespace,
+        learner,
+        buffer,
+        None,
+        collectors,
+        make_evaluator=lambda: evaluator.remote(cfg, rc.torch_threads),
+        make_collector=collector,
+        num_collectors=rc.num_collectors,
     )
 
 
 def wait_ready(actors: Actors, timeout_s: float) -> None:
-    """Start the evaluator and block until every actor answers a ping; fail with names and
-    numbers instead of hanging."""
+    """Start the evaluator and the other collectors and block until every actor answers a
+    ping; fail with names and numbers instead of hanging."""
     actors.start_evaluator()
+    actors.start_collectors()
     _wait(actors.named(), timeout_s)
 
 

@@ -78,7 +78,7 @@ class ApexDriver(Driver):
         self.launch_collects()  # queued on the collectors: they start on them once up
         if self._random_left <= 0:
             return
-        worker = RolloutWorker(self.cfg, index=len(self.pool.slots))  # env seeds no collector uses
+        worker = RolloutWorker(self.cfg, index=self.cfg.ray.num_collectors)  # seeds no collector uses
         try:
             n = self.plan.n_sample
             while self._random_left > 0 and self.limiter.can_insert(n):

@@ -55,6 +55,10 @@ class CollectorPool:
         self._by_ref: dict[Any, Slot] = {}
         self._max_failures = max_failures
 
+    def add(self, handle: Any) -> None:
+        """Take a collector created after the pool (it is named by its position)."""
+        self.slots.append(Slot(f"collector-{len(self.slots)}", handle))
+
     @property
     def lost_batches(self) -> int:
         return sum(s.lost for s in self.slots)

@@ -105,6 +105,7 @@ class Driver:
         if self.weights is None:
             logger.info("learner ready %.1f s after launch", process_age_s())
             self.actors.start_evaluator()
+            self.start_collectors()
         if self.weights is None or weights.version > self.weights.version:
             self.weights = weights
 
@@ -131,6 +132,11 @@ class Driver:
                 f"ray.learner_num_gpus={self.cfg.ray.learner_num_gpus:g}). Resources free now: "
                 f"{ray.available_resources()}."
             )
+
+    def start_collectors(self) -> None:
+        """Create the collectors ``create_actors`` left for later and take them into the pool."""
+        for handle in self.actors.start_collectors():
+            self.pool.add(handle)
 
     # ----- budget --------------------------------------------------------------------------------
     @property

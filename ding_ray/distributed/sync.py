@@ -20,6 +20,7 @@ from ding_ray.worker import metrics
 
 class SyncDriver(Driver):
     def run(self) -> None:
+        self.start_collectors()  # every round waits for all of them anyway
         self.await_learner()  # on-policy: even the first round uses the learner's weights
         while not self.done:
             batches = self.collect_round()

@@ -25,6 +25,7 @@ def main(exp_name: str) -> None:
         plan = make_plan(cfg)
         check_cluster(cfg.ray)
         actors = create_actors(cfg, plan.namespace)
+        actors.start_collectors()  # a driver would after the learner's first weights
         nodes = ray.get([c.node_id.remote() for c in actors.collectors])
         driver = ApexDriver(cfg, actors, plan, max_env_step=2000)
         driver.run()
