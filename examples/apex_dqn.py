@@ -46,7 +46,10 @@ main_config = dict(
         collect=dict(n_sample=128),  # transitions per collect call
         eval=dict(evaluator=dict(eval_freq=200)),  # learner iterations between evaluations
         other=dict(
-            eps=dict(type="linear", start=1.0, end=0.05, decay=8000),  # over the total env steps
+            # Epsilon over the total env steps. The collectors gather 16 env steps per gradient
+            # step, so 30k is ~2k gradient steps; 8k ran out after 500 (seeds 0-2, twice each:
+            # 29-41 s to 475 from launch with 30k, 29-46 s with 8k).
+            eps=dict(type="linear", start=1.0, end=0.05, decay=30000),
             replay_buffer=dict(replay_buffer_size=50000),
         ),
     ),
