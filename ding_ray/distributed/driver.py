@@ -119,18 +119,18 @@ class Driver:
     def check_startup(self, expired: bool | None = None) -> None:
         if expired is None:
             expired = time.monotonic() - self._created > self.cfg.ray.actor_start_timeout_s
-        if not self._actor_batches and expired:
-            raise ClusterError(
-                f"No collector actor started within {self.cfg.ray.actor_start_timeout_s:g} s "
-                f"(ray.collector_num_cpus={self.cfg.ray.collector_num_cpus:g}, collector_resources="
-                f"{dict(self.cfg.ray.collector_resources)}). Resources free now: {ray.available_resources()}."
-            )
         if self.weights is None and expired:
             raise ClusterError(
                 f"The learner actor did not start within {self.cfg.ray.actor_start_timeout_s:g} s "
                 f"(ray.learner_num_cpus={self.cfg.ray.learner_num_cpus:g}, "
                 f"ray.learner_num_gpus={self.cfg.ray.learner_num_gpus:g}). Resources free now: "
                 f"{ray.available_resources()}."
+            )
+        if not self._actor_batches and expired:
+            raise ClusterError(
+                f"No collector actor started within {self.cfg.ray.actor_start_timeout_s:g} s "
+                f"(ray.collector_num_cpus={self.cfg.ray.collector_num_cpus:g}, collector_resources="
+                f"{dict(self.cfg.ray.collector_resources)}). Resources free now: {ray.available_resources()}."
             )
 
     def start_collectors(self) -> None:

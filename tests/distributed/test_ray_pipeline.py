@@ -143,3 +143,19 @@ def test_warm_up_fills_the_buffer_before_the_collectors_are_up(ray_session, tmp_
         driver.close()
     finally:
         actors.kill()
+
+
+def test_collectors_that_never_start_fail_the_run_with_a_clear_error(ray_session, tmp_path):
+    main, create = small_config(
+        str(tmp_path / "stuck"), collector_resources={"no_such_node": 1}, actor_start_timeout_s=5.0
+    )
+    cfg = compile_ray_config((main, create), save_cfg=False)
+    plan = make_plan(cfg)
+    actors = create_actors(cfg, plan.namespace)  # the buffer starts; collector-0 cannot be placed
+    try:
+        driver = ApexDriver(cfg, actors, plan, max_env_step=1000)
+        with pytest.raises(ClusterError, match="No collector actor started within 5 s"):
+            driver.run()
+        driver.close()
+    finally:
+        actors.kill()
