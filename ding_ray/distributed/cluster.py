@@ -107,6 +107,11 @@ def start_run(input_cfg: Any, seed: int = 0, save_cfg: bool = True) -> tuple[Eas
     ray_cfg = RayConfig.default_config()
     ray_cfg.update(main_cfg.get("ray") or {})
     namespace = namespace_of(ray_cfg, main_cfg.get("exp_name") or "default_experiment")
+    if str(ray_cfg.address or "").startswith("ray://"):
+        # Ray Client swaps ray's API while it connects; the actor classes (made remote when
+        # their module is imported) are then defined before, not during, that switch.
+        cfg = _compile(input_cfg, seed, save_cfg)
+        return cfg, make_plan(cfg), init_ray(ray_cfg, namespace)
     with ThreadPoolExecutor(1, thread_name_prefix="compile-config") as pool:
         compiled = pool.submit(_compile, input_cfg, seed, save_cfg)
         started = init_ray(ray_cfg, namespace)
