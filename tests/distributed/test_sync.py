@@ -42,7 +42,10 @@ class KillingDriver(SyncDriver):
         assert time.monotonic() < self._deadline, "collector-0 did not rejoin"
         if self.rounds == 2:
             ray.kill(self.pool.slots[0].handle, no_restart=False)
-        if self.rejoined_at is None and self.rounds > 2 and "collector-0" in self.per_round[-1]:
+        # ray.kill is asynchronous: a round may still reach the old process, so rejoining means
+        # a batch from collector-0 after the pool has seen it restart.
+        restarted = self.pool.slots[0].restarts > 0
+        if self.rejoined_at is None and restarted and "collector-0" in self.per_round[-1]:
             self.rejoined_at = self.rounds
         if self.rejoined_at is not None and self.rounds >= self.rejoined_at + 2:
             self.stop = True
