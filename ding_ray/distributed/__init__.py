@@ -3,7 +3,7 @@
 Building blocks for a driver of your own (``examples/apex_dqn.py`` is one)::
 
     cfg, plan, started_ray = start_run((main_config, create_config), seed)  # config, Ray up
-    actors = create_actors(cfg, plan.namespace)    # buffer, collector-0..n-1, learner, evaluator
+    actors = create_actors(cfg, plan.namespace)    # buffer, learner, collector-0; the rest later
     ApexDriver(cfg, actors, plan, max_env_step=...).run()
 
 Nothing below this package imports ray. Names are imported on first use, so that an actor

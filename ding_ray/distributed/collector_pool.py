@@ -9,7 +9,7 @@ has restarted it, and the next call hands it the latest weights.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import ray
@@ -33,7 +33,6 @@ class Slot:
     failures: int = 0  # consecutive failed pings
     restarts: int = 0
     lost: int = 0
-    versions: list = field(default_factory=list)  # policy versions of the last few batches
 
 
 @dataclass
