@@ -213,7 +213,8 @@ class AdvancedReplayBuffer(RingBuffer):
             total = self._sum_tree.reduce()
             if total <= 0:
                 return None, None
-            return self._sum_tree.find_prefixsum_idx(u * (total / size), return_values=True)
+            u *= total / size
+            return self._sum_tree.find_prefixsum_idx(u, return_values=True)
         positions = np.arange(self._storage.filled)[sample_range]
         if len(positions) == 0:
             return None, None
@@ -250,10 +251,7 @@ class AdvancedReplayBuffer(RingBuffer):
         batch["priority"] = priority
         batch["replay_unique_id"] = self._unique_id[idx]
         batch["replay_buffer_idx"] = idx
-        if np.all(idx[1:] > idx[:-1]):  # stratified draws come sorted; distinct rows: one scatter
-            self._use_count[idx] += 1
-        else:  # repeated rows must count every draw
-            np.add.at(self._use_count, idx, 1)
+        np.add.at(self._use_count, idx, 1)  # a row drawn twice counts twice
         if self._attr_monitor.wants_record():
             used = self._use_count[idx]
             staleness = cur_learner_iter - self._collect_iter[idx]

@@ -32,48 +32,52 @@ class SegmentTree:
         self._op = operation
         self._neutral = float(neutral_element)
         self._tree = np.full(2 * self._p, self._neutral, dtype=np.float64)
-        self._children = self._tree.reshape(-1, 2)  # row k: the two children of node k
+        # Level d (0 = frontier, depth = leaves) as a view, indexed by position within the level:
+        # the children of position k are positions 2k and 2k + 1 of level d + 1, and a leaf's
+        # position is its index. ``_pairs[d]`` views level d as rows of sibling pairs.
+        self._levels = [self._tree[self._f << d : self._f << (d + 1)] for d in range(self._depth + 1)]
+        self._pairs = [None] + [level.reshape(-1, 2) for level in self._levels[1:]]
+        self._leaves = self._levels[-1]
         self._shifts = np.arange(1, self._depth + 1, dtype=np.int64)[:, None]
         self._dirty = True  # frontier changed since the cached reduction was computed
 
     @property
     def leaves(self) -> np.ndarray:
         """Read-only view of the ``capacity`` leaf values."""
-        view = self._tree[self._p : self._p + self.capacity]
+        view = self._leaves[: self.capacity]
         view.flags.writeable = False
         return view
 
     def __getitem__(self, idx: np.ndarray | int) -> np.ndarray | float:
-        return self._tree[np.asarray(idx) + self._p]
+        return self._leaves[idx]
 
-    def path(self, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Leaf nodes of ``idx`` and their ancestors (row ``d``: ``d + 1`` levels up).
+    def update(self, idx: np.ndarray, values: np.ndarray | float) -> None:
+        """Set leaves ``idx`` (in ``[0, capacity)``) to ``values``; with repeated indices the last
+        value wins."""
+        idx = np.asarray(idx, dtype=np.int64)
+        self._leaves[idx] = values
+        self._update_parents(idx)
 
-        Trees of the same capacity share leaf layout, so one path serves a sum and a min tree
-        (a tree with fewer binary levels uses the first rows).
-        """
-        node = np.asarray(idx, dtype=np.int64) + self._p
-        return node, node >> self._shifts
-
-    def update(self, idx: np.ndarray, values: np.ndarray | float, path: tuple | None = None) -> None:
-        """Set leaves ``idx`` to ``values``; with repeated indices the last value wins."""
-        node, parents = self.path(idx) if path is None else path
-        tree, op = self._tree, self._op
-        tree[node] = values
-        for d in range(self._depth):
-            pair = self._children.take(parents[d], axis=0)  # both children in one gather
-            tree[parents[d]] = op(pair[:, 0], pair[:, 1])
+    def _update_parents(self, idx: np.ndarray) -> None:
+        """Recompute the ancestors of leaves ``idx``, one level per step up to the frontier."""
+        op, levels, pairs = self._op, self._levels, self._pairs
+        parents = idx >> self._shifts  # row r: positions r + 1 levels above the leaves
+        for d in range(self._depth - 1, -1, -1):
+            at = parents[self._depth - 1 - d]
+            pair = pairs[d + 1].take(at, axis=0)  # both children in one gather
+            levels[d][at] = op(pair[:, 0], pair[:, 1])
         self._dirty = True
 
     def update_range(self, start: int, values: np.ndarray | float, count: int | None = None) -> None:
         """Set the contiguous leaves ``[start, start + count)``; cheaper than ``update`` (slices)."""
         count = len(values) if count is None else count
-        lo, hi = start + self._p, start + count + self._p
-        tree, op = self._tree, self._op
-        tree[lo:hi] = values
-        for _ in range(self._depth):
+        lo, hi = start, start + count
+        op, levels = self._op, self._levels
+        levels[-1][lo:hi] = values
+        for d in range(self._depth - 1, -1, -1):
             lo, hi = lo >> 1, ((hi - 1) >> 1) + 1
-            op(tree[2 * lo : 2 * hi : 2], tree[2 * lo + 1 : 2 * hi : 2], out=tree[lo:hi])
+            below = levels[d + 1]
+            op(below[2 * lo : 2 * hi : 2], below[2 * lo + 1 : 2 * hi : 2], out=levels[d][lo:hi])
         self._dirty = True
 
     def fill(self, values: np.ndarray) -> None:
@@ -87,7 +91,7 @@ class SegmentTree:
 
     def _frontier(self) -> np.ndarray:
         """The frontier nodes that have leaves below them (those past the capacity stay neutral)."""
-        return self._tree[self._f : self._f + self._used]
+        return self._levels[0][: self._used]
 
 
 class SumSegmentTree(SegmentTree):
@@ -106,20 +110,23 @@ class SumSegmentTree(SegmentTree):
         self._running = np.zeros(self._used + 1)
         self._min, self._min_count = float("inf"), 0  # count 0: unknown until the next scan
 
-    def update(self, idx: np.ndarray, values: np.ndarray | float, path: tuple | None = None) -> None:
-        """Set leaves ``idx`` to ``values``; with repeated indices the last value wins."""
-        path = self.path(idx) if path is None else path
-        replaced = self._tree[path[0]]
-        super().update(idx, values, path)
-        self._follow_min(replaced, self._tree[path[0]])  # read back: only the last repeat counts
+    def update(self, idx: np.ndarray, values: np.ndarray | float) -> None:
+        """Set leaves ``idx`` (in ``[0, capacity)``) to ``values``; with repeated indices the last
+        value wins."""
+        idx = np.asarray(idx, dtype=np.int64)
+        leaves = self._leaves
+        replaced = leaves[idx]
+        leaves[idx] = values
+        self._update_parents(idx)
+        self._follow_min(replaced, leaves[idx])  # read back: only the last repeat counts
 
     def update_range(self, start: int, values: np.ndarray | float, count: int | None = None) -> None:
         """Set the contiguous leaves ``[start, start + count)``; cheaper than ``update`` (slices)."""
         count = len(values) if count is None else count
-        leaves = slice(self._p + start, self._p + start + count)
-        replaced = self._tree[leaves].copy()
+        leaves = self._leaves[start : start + count]
+        replaced = leaves.copy()
         super().update_range(start, values, count)
-        self._follow_min(replaced, self._tree[leaves])
+        self._follow_min(replaced, leaves)
 
     def clear(self) -> None:
         super().clear()
@@ -128,7 +135,7 @@ class SumSegmentTree(SegmentTree):
     def min_positive(self) -> float:
         """The smallest positive leaf (inf if there is none)."""
         if self._min_count <= 0:
-            leaves = self._tree[self._p : self._p + self.capacity]
+            leaves = self._leaves[: self.capacity]
             positive = leaves[leaves > 0]
             self._min = float(positive.min()) if len(positive) else float("inf")
             self._min_count = int(np.count_nonzero(positive == self._min))
@@ -164,7 +171,7 @@ class SumSegmentTree(SegmentTree):
         running = self._running_sums()
         per_node = self._p // self._f
         block = min(end // per_node, self._used - 1)
-        inside = self._tree[self._p + block * per_node : self._p + end].sum()
+        inside = self._leaves[block * per_node : end].sum()
         return float(running[block] + inside)
 
     def find_prefixsum_idx(self, prefix_sums: np.ndarray, return_values: bool = False) -> np.ndarray | tuple:
@@ -178,28 +185,26 @@ class SumSegmentTree(SegmentTree):
         prefix_sums = np.asarray(prefix_sums, dtype=np.float64)
         # Only the inner borders are searched, so a sum rounded up past the total still falls in
         # the last frontier node.
-        node = running[1:-1].searchsorted(prefix_sums, side="right")
+        node = running[1:-1].searchsorted(prefix_sums, side="right")  # position in the frontier
         values = prefix_sums - running[node]
-        node += self._f
-        tree = self._tree
-        for level in range(self._depth):
-            node += node
-            left = tree[node]
+        levels, depth = self._levels, self._depth
+        for d in range(1, depth + 1):
+            node += node  # the left child's position in level d
+            left = levels[d][node]
             go_right = values >= left
-            if level + 1 < self._depth:  # the residual is not needed below the last level
+            if d < depth:  # the residual is not needed below the last level
                 values -= left * go_right
             node += go_right
-        found = tree[node]
-        node -= self._p
+        found = levels[depth][node]  # the position in the last level is the leaf index
         if np.count_nonzero(found) < len(found):  # leaves are >= 0: a zero means an empty leaf
             empty = found <= 0
             node[empty] = self._exact_search(prefix_sums[empty])
-            found = tree[node + self._p]
+            found = levels[depth][node]
         return (node, found) if return_values else node
 
     def _exact_search(self, prefix_sums: np.ndarray) -> np.ndarray:
         """Slow path (a full running sum) for the rare query hit by rounding."""
-        leaves = self._tree[self._p : self._p + self.capacity]
+        leaves = self._leaves[: self.capacity]
         positive = np.flatnonzero(leaves > 0)
         if len(positive) == 0:
             raise ValueError("Cannot search a segment tree whose leaves are all zero.")

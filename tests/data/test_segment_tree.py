@@ -13,9 +13,8 @@ def test_batched_updates_match_brute_force(capacity, fanout):
     for _ in range(50):
         idx = rng.integers(0, capacity, rng.integers(1, 300))  # with repeats: the last value wins
         values = rng.random(len(idx)) + 0.01
-        path = sum_tree.path(idx)
-        sum_tree.update(idx, values, path)
-        min_tree.update(idx, values, path)
+        sum_tree.update(idx, values)
+        min_tree.update(idx, values)
         leaves[idx] = values
         mins[idx] = values
         assert sum_tree.reduce() == pytest.approx(leaves.sum(), rel=1e-12)
