@@ -1,20 +1,22 @@
 """Prioritized replay throughput: ding_ray's AdvancedReplayBuffer against a textbook reference.
 
-Run:  python benchmarks/bench_buffer.py  [--capacity 100000] [--window 0.5] [--repeats 5] [--clock wall|cpu]
+Run:  python benchmarks/bench_buffer.py  [--capacity 100000] [--window 0.4] [--repeats 7] [--clock wall|cpu]
 
-Every figure is a rate measured over ``repeats`` windows of at least ``window`` seconds; the best
-window is reported (as timeit does: it is the one least disturbed by other processes). On a
-shared machine ``--clock cpu`` times by this process's CPU time instead of the wall clock. The
-reference is written below: a per-item Python sum/min segment tree and a list of transition
+The reference is written below: a per-item Python sum/min segment tree and a list of transition
 dicts, the way a typical PER implementation (DI-engine's, OpenAI baselines') is built. Both run
-in the same process on the same data, so the ratios hold on any machine.
+in the same process on the same data, in alternate timing windows of at least ``window``
+seconds: a rate is the best of its ``repeats`` windows (as timeit reports the run least
+disturbed by other processes), and a ratio is the median over the pairs of windows of ours
+divided by the reference's window right after it, so it holds on any machine and while the
+machine's speed drifts. On a shared machine ``--clock cpu`` times by this process's CPU time.
 
-Output: one line per figure, ``bench_buffer <figure>=<value> [reference=<value> ratio_vs_reference=<r>]``.
+Output: one line per figure, ``bench_buffer <figure>=<value> reference=<value> ratio_vs_reference=<r> ...``.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import platform
 import random
@@ -146,25 +148,39 @@ CLOCK = {"wall": time.perf_counter, "cpu": time.process_time}
 clock = CLOCK["wall"]
 
 
-def rate(fn, units: float, window: float, repeats: int) -> float:
-    """Best units/s over ``repeats`` windows of at least ``window`` seconds each."""
-    best = 0.0
+def rate(fn, units: float, window: float) -> float:
+    """Units/s over one window of at least ``window`` seconds."""
+    calls, start = 0, clock()
+    while True:
+        fn()
+        calls += 1
+        elapsed = clock() - start
+        if elapsed >= window:
+            return calls * units / elapsed
+
+
+def paired(ours, ref, units: float, window: float, repeats: int) -> tuple[float, float, float]:
+    """``(best ours, best reference, median ratio)`` over ``repeats`` pairs of windows.
+
+    The two run in alternate windows and each ratio compares a window of ours with the reference
+    window right after it, so the ratio holds even while the machine's speed drifts (on a shared
+    2-core VM it moves by tens of percent within seconds). The rates are the best window of each,
+    as timeit reports the run least disturbed by other processes.
+    """
+    mine, theirs = [], []
     for _ in range(repeats):
-        calls, start = 0, clock()
-        while True:
-            fn()
-            calls += 1
-            elapsed = clock() - start
-            if elapsed >= window:
-                break
-        best = max(best, calls * units / elapsed)
-    return best
+        mine.append(rate(ours, units, window))
+        theirs.append(rate(ref, units, window))
+    ratios = sorted(a / b for a, b in zip(mine, theirs, strict=True))
+    return max(mine), max(theirs), ratios[len(ratios) // 2]
 
 
-def report(figure: str, value: float, reference: float | None = None, **extra: float) -> None:
-    parts = [f"bench_buffer {figure}={value:.0f}"]
-    if reference is not None:
-        parts += [f"reference={reference:.1f}", f"ratio_vs_reference={value / reference:.1f}"]
+def report(figure: str, value: float, reference: float, ratio: float, **extra: float) -> None:
+    parts = [
+        f"bench_buffer {figure}={value:.0f}",
+        f"reference={reference:.1f}",
+        f"ratio_vs_reference={ratio:.1f}",
+    ]
     parts += [f"{k}={v:.1f}" for k, v in extra.items()]
     print(" ".join(parts), flush=True)
 
@@ -172,8 +188,10 @@ def report(figure: str, value: float, reference: float | None = None, **extra: f
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--capacity", type=int, default=100_000)
-    parser.add_argument("--window", type=float, default=0.5, help="seconds per timing window")
-    parser.add_argument("--repeats", type=int, default=5, help="windows per figure; the best is reported")
+    parser.add_argument("--window", type=float, default=0.4, help="seconds per timing window")
+    parser.add_argument(
+        "--repeats", type=int, default=7, help="window pairs per figure (odd: the median ratio is one pair's)"
+    )
     parser.add_argument(
         "--clock",
         choices=sorted(CLOCK),
@@ -188,22 +206,34 @@ def main() -> None:
     random.seed(0)
     print(f"# {platform.processor() or platform.machine()}, {os.cpu_count()} cpus, numpy {np.__version__}")
     print(
-        f"# prioritized buffer of {cap} CartPole transitions, batch {BATCH}, "
-        f"best of {repeats} x {window}s of {args.clock} time"
+        f"# prioritized buffer of {cap} CartPole transitions, batch {BATCH}; ding_ray and the reference "
+        f"alternate over {repeats} pairs of {window}s windows of {args.clock} time: "
+        "rate = best window, ratio = median of the pairs' ratios"
     )
     if hasattr(os, "getloadavg"):  # other processes on a small machine move every figure
         print("# load average at start: " + " ".join(f"{x:.2f}" for x in os.getloadavg()))
 
-    # Push: columnar batches of 64 into a fresh buffer, ring wrapping after the first pass.
+    # Push: columnar batches of 64 (or lists of 64 dicts), the rings wrapping after the first pass.
     chunks = [cartpole_batch(rng, PUSH_CHUNK) for _ in range(64)]
+    item_chunks = [cartpole_items(rng, PUSH_CHUNK) for _ in range(16)]
     buf = AdvancedReplayBuffer({"replay_buffer_size": cap})
     buf.seed(0)
+    ref = ReferencePER(cap)
     it = iter(range(1 << 62))
-    push_columnar = rate(lambda: buf.push(chunks[next(it) % 64]), PUSH_CHUNK, window, repeats)
-    item_chunks = [cartpole_items(rng, PUSH_CHUNK) for _ in range(16)]
-    push_list = rate(lambda: buf.push(item_chunks[next(it) % 16]), PUSH_CHUNK, window, repeats)
+
+    def push_ref() -> None:
+        ref.push(item_chunks[next(it) % 16])
+
+    push_col = paired(lambda: buf.push(chunks[next(it) % 64]), push_ref, PUSH_CHUNK, window, repeats)
+    push_lst = paired(lambda: buf.push(item_chunks[next(it) % 16]), push_ref, PUSH_CHUNK, window, repeats)
     while buf.push_count < cap:
         buf.push(chunks[next(it) % 64])
+    while ref.pushed < cap:
+        push_ref()
+    # The reference's 100k dicts are long-lived: keep the garbage collector from rescanning them
+    # (and every other setup object) while either side is timed.
+    gc.collect()
+    gc.freeze()
 
     new_priority = [rng.random(BATCH) + 0.1 for _ in range(32)]
     state = {"k": 0}
@@ -213,6 +243,7 @@ def main() -> None:
         return new_priority[state["k"] % 32]
 
     info = ids_of_batch(buf.sample(BATCH, 0, columnar=True))
+    ref_info = ids_of_items(ref.sample(BATCH))
 
     def step_columnar() -> None:
         out = buf.sample(BATCH, 1, columnar=True)
@@ -226,45 +257,32 @@ def main() -> None:
         out = ref.sample(BATCH)
         ref.update(dict(ids_of_items(out), priority=next_priority()))
 
-    sample_columnar = rate(lambda: buf.sample(BATCH, 1, columnar=True), 1, window, repeats)
-    sample_list = rate(lambda: buf.sample(BATCH, 1), 1, window, repeats)
-    update = rate(lambda: buf.update(dict(info, priority=next_priority())), 1, window, repeats)
-    step_col = rate(step_columnar, 1, window, repeats)
-    step_lst = rate(step_list, 1, window, repeats)
+    def ref_sample() -> None:
+        ref.sample(BATCH)
 
-    # The reference is built only now: its 100k dicts would otherwise sit in the garbage
-    # collector's heap (and the caches) while ding_ray's buffer is timed.
-    ref = ReferencePER(cap)
-    ref_push = rate(lambda: ref.push(item_chunks[next(it) % 16]), PUSH_CHUNK, window, 1)
-    while ref.pushed < cap:
-        ref.push(item_chunks[next(it) % 16])
-    ref_info = ids_of_items(ref.sample(BATCH))
-    ref_sample = rate(lambda: ref.sample(BATCH), 1, window, repeats)
-    ref_update = rate(lambda: ref.update(dict(ref_info, priority=next_priority())), 1, window, repeats)
-    ref_step = rate(step_reference, 1, window, repeats)
+    def ref_update() -> None:
+        ref.update(dict(ref_info, priority=next_priority()))
 
-    report("push_columnar_items_per_s", push_columnar, ref_push, batch=PUSH_CHUNK)
-    report("push_list_items_per_s", push_list, ref_push, batch=PUSH_CHUNK)
+    sample_col = paired(lambda: buf.sample(BATCH, 1, columnar=True), ref_sample, 1, window, repeats)
+    sample_lst = paired(lambda: buf.sample(BATCH, 1), ref_sample, 1, window, repeats)
+    update = paired(lambda: buf.update(dict(info, priority=next_priority())), ref_update, 1, window, repeats)
+    step_col = paired(step_columnar, step_reference, 1, window, repeats)
+    step_lst = paired(step_list, step_reference, 1, window, repeats)
 
+    report("push_columnar_items_per_s", *push_col, batch=PUSH_CHUNK)
+    report("push_list_items_per_s", *push_lst, batch=PUSH_CHUNK)
     die = DI_ENGINE_053
-    sample_ratio = {"ratio_vs_dingine_053": sample_columnar / die["sample256_per_s"]}
-    report("sample256_columnar_per_s", sample_columnar, ref_sample, **sample_ratio)
     report(
-        "sample256_list_per_s",
-        sample_list,
-        ref_sample,
-        ratio_vs_dingine_053=sample_list / die["sample256_per_s"],
+        "sample256_columnar_per_s", *sample_col, ratio_vs_dingine_053=sample_col[0] / die["sample256_per_s"]
     )
-    report("update256_per_s", update, ref_update, ratio_vs_dingine_053=update / die["update256_per_s"])
+    report("sample256_list_per_s", *sample_lst, ratio_vs_dingine_053=sample_lst[0] / die["sample256_per_s"])
+    report("update256_per_s", *update, ratio_vs_dingine_053=update[0] / die["update256_per_s"])
     for name, steps in (("columnar", step_col), ("list", step_lst)):
-        vs_die = steps / die["learner_steps_per_s"]
-        vs_rllib = steps / RLLIB_260_LEARNER_STEPS_PER_S
         report(
             f"{name}_learner_steps_per_s",
-            steps,
-            ref_step,
-            ratio_vs_dingine_053=vs_die,
-            ratio_vs_rllib_260=vs_rllib,
+            *steps,
+            ratio_vs_dingine_053=steps[0] / die["learner_steps_per_s"],
+            ratio_vs_rllib_260=steps[0] / RLLIB_260_LEARNER_STEPS_PER_S,
         )
 
 

@@ -289,7 +289,7 @@ class AdvancedReplayBuffer(RingBuffer):
         ids, idx, priority, top = parsed
         with self._lock:
             cap = self._storage.capacity
-            if idx.view(np.uint64).max() >= cap:  # negative indices look huge as unsigned
+            if np.maximum.reduce(idx.view(np.uint64)) >= cap:  # negative indices look huge as unsigned
                 keep = (idx >= 0) & (idx < cap)
                 ids, idx, priority = ids[keep], idx[keep], priority[keep]
             current = self._unique_id[idx] == ids

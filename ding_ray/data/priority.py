@@ -50,7 +50,7 @@ def parse_update(info: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, float] 
         )
     if len(priority) == 0:
         return None
-    low, top = float(priority.min()), float(priority.max())
+    low, top = float(np.minimum.reduce(priority)), float(np.maximum.reduce(priority))
     if not (low >= 0 and top < float("inf")):  # also false for NaN
         raise PriorityError(f"Priorities must be finite and non-negative, got values in [{low}, {top}].")
     if low < MIN_PRIORITY:

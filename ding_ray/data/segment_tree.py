@@ -144,10 +144,11 @@ class SumSegmentTree(SegmentTree):
     def _follow_min(self, replaced: np.ndarray, written: np.ndarray) -> None:
         if self._min_count <= 0 or len(written) == 0:
             return
-        if replaced.min() <= self._min:  # some may have held the minimum (or were empty)
+        # ufunc reductions, not the array methods: the hot path skips numpy's Python wrappers.
+        if np.minimum.reduce(replaced) <= self._min:  # some may have held the minimum (or were empty)
             # A leaf repeated in ``idx`` is counted twice: the bound only gets lower, which is safe.
             self._min_count -= int(np.count_nonzero(replaced == self._min))
-        lowest = float(written.min())
+        lowest = float(np.minimum.reduce(written))
         if lowest > 0:
             if lowest < self._min:
                 self._min, self._min_count = lowest, 1
@@ -158,7 +159,7 @@ class SumSegmentTree(SegmentTree):
         """``[0, f_0, f_0 + f_1, ..., total]`` over the frontier nodes ``f``, cached until the
         next update: entry ``k`` is the sum of the leaves left of frontier node ``k``."""
         if self._dirty:
-            np.cumsum(self._frontier(), out=self._running[1:])
+            np.add.accumulate(self._frontier(), out=self._running[1:])
             self._dirty = False
         return self._running
 
