@@ -3,12 +3,13 @@
 Run:  python benchmarks/bench_buffer.py  [--capacity 100000] [--window 0.4] [--repeats 7] [--clock wall|cpu]
 
 The reference is written below: a per-item Python sum/min segment tree and a list of transition
-dicts, the way a typical PER implementation (DI-engine's, OpenAI baselines') is built. Both run
-in the same process on the same data, in alternate timing windows of at least ``window``
-seconds: a rate is the best of its ``repeats`` windows (as timeit reports the run least
-disturbed by other processes), and a ratio is the median over the pairs of windows of ours
-divided by the reference's window right after it, so it holds on any machine and while the
-machine's speed drifts. On a shared machine ``--clock cpu`` times by this process's CPU time.
+dicts, the way a typical PER implementation (DI-engine's, OpenAI baselines') is built. It runs
+in a process of its own (its 100k dicts stay out of ding_ray's heap, as in a real program), on
+the same kind of data. The two take turns in timing windows of at least ``window`` seconds. A
+rate is the best of its ``repeats`` windows (as timeit reports the run least disturbed by other
+processes); a ratio is the median over the pairs of windows of ours divided by the reference's
+window right after it, so it holds on any machine and while the machine's speed drifts. On a
+shared machine ``--clock cpu`` times each process by its own CPU time.
 
 Output: one line per figure, ``bench_buffer <figure>=<value> reference=<value> ratio_vs_reference=<r> ...``.
 """
@@ -16,7 +17,7 @@ Output: one line per figure, ``bench_buffer <figure>=<value> reference=<value> r
 from __future__ import annotations
 
 import argparse
-import gc
+import multiprocessing
 import os
 import platform
 import random
@@ -162,6 +163,7 @@ def rate(fn, units: float, window: float) -> float:
 def paired(ours, ref, units: float, window: float, repeats: int) -> tuple[float, float, float]:
     """``(best ours, best reference, median ratio)`` over ``repeats`` pairs of windows.
 
+    ``ref(units)`` times one reference window (in the reference's process) and returns its rate.
     The two run in alternate windows and each ratio compares a window of ours with the reference
     window right after it, so the ratio holds even while the machine's speed drifts (on a shared
     2-core VM it moves by tens of percent within seconds). The rates are the best window of each,
@@ -170,9 +172,48 @@ def paired(ours, ref, units: float, window: float, repeats: int) -> tuple[float,
     mine, theirs = [], []
     for _ in range(repeats):
         mine.append(rate(ours, units, window))
-        theirs.append(rate(ref, units, window))
+        theirs.append(ref(units))
     ratios = sorted(a / b for a, b in zip(mine, theirs, strict=True))
     return max(mine), max(theirs), ratios[len(ratios) // 2]
+
+
+def reference_process(conn, cap: int, window: float, clock_name: str) -> None:
+    """Time the reference on request: each command names what to run for one window.
+
+    The reference lives in a process of its own, as a list-of-dicts buffer would in a real
+    program: its 100k dicts sit in its own garbage collector's heap and caches, not in ding_ray's.
+    """
+    global clock
+    clock = CLOCK[clock_name]
+    rng = np.random.default_rng(1)
+    random.seed(0)
+    ref = ReferencePER(cap)
+    items = [cartpole_items(rng, PUSH_CHUNK) for _ in range(16)]
+    priorities = [rng.random(BATCH) + 0.1 for _ in range(32)]
+    count = iter(range(1 << 62))
+
+    def push() -> None:
+        ref.push(items[next(count) % 16])
+
+    def update(info: dict) -> None:
+        ref.update(dict(info, priority=priorities[next(count) % 32]))
+
+    fixed: dict = {}
+    commands = {
+        "push": push,
+        "sample": lambda: ref.sample(BATCH),
+        "update": lambda: update(fixed["info"]),
+        "step": lambda: update(ids_of_items(ref.sample(BATCH))),
+    }
+    while (command := conn.recv()) is not None:
+        if command == "fill":
+            while ref.pushed < cap:
+                push()
+            fixed["info"] = ids_of_items(ref.sample(BATCH))
+            conn.send(None)
+        else:
+            name, units = command
+            conn.send(rate(commands[name], units, window))
 
 
 def report(figure: str, value: float, reference: float, ratio: float, **extra: float) -> None:
@@ -213,27 +254,31 @@ def main() -> None:
     if hasattr(os, "getloadavg"):  # other processes on a small machine move every figure
         print("# load average at start: " + " ".join(f"{x:.2f}" for x in os.getloadavg()))
 
+    context = multiprocessing.get_context("spawn")
+    conn, child_conn = context.Pipe()
+    child = context.Process(target=reference_process, args=(child_conn, cap, window, args.clock), daemon=True)
+    child.start()
+
+    def reference(name: str):
+        def timed(units: float) -> float:
+            conn.send((name, units))
+            return conn.recv()
+
+        return timed
+
     # Push: columnar batches of 64 (or lists of 64 dicts), the rings wrapping after the first pass.
     chunks = [cartpole_batch(rng, PUSH_CHUNK) for _ in range(64)]
     item_chunks = [cartpole_items(rng, PUSH_CHUNK) for _ in range(16)]
     buf = AdvancedReplayBuffer({"replay_buffer_size": cap})
     buf.seed(0)
-    ref = ReferencePER(cap)
     it = iter(range(1 << 62))
-
-    def push_ref() -> None:
-        ref.push(item_chunks[next(it) % 16])
-
+    push_ref = reference("push")
     push_col = paired(lambda: buf.push(chunks[next(it) % 64]), push_ref, PUSH_CHUNK, window, repeats)
     push_lst = paired(lambda: buf.push(item_chunks[next(it) % 16]), push_ref, PUSH_CHUNK, window, repeats)
     while buf.push_count < cap:
         buf.push(chunks[next(it) % 64])
-    while ref.pushed < cap:
-        push_ref()
-    # The reference's 100k dicts are long-lived: keep the garbage collector from rescanning them
-    # (and every other setup object) while either side is timed.
-    gc.collect()
-    gc.freeze()
+    conn.send("fill")
+    conn.recv()
 
     new_priority = [rng.random(BATCH) + 0.1 for _ in range(32)]
     state = {"k": 0}
@@ -243,7 +288,6 @@ def main() -> None:
         return new_priority[state["k"] % 32]
 
     info = ids_of_batch(buf.sample(BATCH, 0, columnar=True))
-    ref_info = ids_of_items(ref.sample(BATCH))
 
     def step_columnar() -> None:
         out = buf.sample(BATCH, 1, columnar=True)
@@ -253,21 +297,17 @@ def main() -> None:
         out = buf.sample(BATCH, 1)
         buf.update(dict(ids_of_items(out), priority=next_priority()))
 
-    def step_reference() -> None:
-        out = ref.sample(BATCH)
-        ref.update(dict(ids_of_items(out), priority=next_priority()))
+    def update_fixed() -> None:
+        buf.update(dict(info, priority=next_priority()))
 
-    def ref_sample() -> None:
-        ref.sample(BATCH)
-
-    def ref_update() -> None:
-        ref.update(dict(ref_info, priority=next_priority()))
-
+    ref_sample, ref_step = reference("sample"), reference("step")
     sample_col = paired(lambda: buf.sample(BATCH, 1, columnar=True), ref_sample, 1, window, repeats)
     sample_lst = paired(lambda: buf.sample(BATCH, 1), ref_sample, 1, window, repeats)
-    update = paired(lambda: buf.update(dict(info, priority=next_priority())), ref_update, 1, window, repeats)
-    step_col = paired(step_columnar, step_reference, 1, window, repeats)
-    step_lst = paired(step_list, step_reference, 1, window, repeats)
+    update = paired(update_fixed, reference("update"), 1, window, repeats)
+    step_col = paired(step_columnar, ref_step, 1, window, repeats)
+    step_lst = paired(step_list, ref_step, 1, window, repeats)
+    conn.send(None)
+    child.join()
 
     report("push_columnar_items_per_s", *push_col, batch=PUSH_CHUNK)
     report("push_list_items_per_s", *push_lst, batch=PUSH_CHUNK)
