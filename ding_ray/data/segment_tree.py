@@ -55,12 +55,8 @@ class SegmentTree:
         """Set leaves ``idx`` (in ``[0, capacity)``) to ``values``; with repeated indices the last
         value wins."""
         idx = np.asarray(idx, dtype=np.int64)
-        self._leaves[idx] = values
-        self._update_parents(idx)
-
-    def _update_parents(self, idx: np.ndarray) -> None:
-        """Recompute the ancestors of leaves ``idx``, one level per step up to the frontier."""
         op, levels, pairs = self._op, self._levels, self._pairs
+        self._leaves[idx] = values
         parents = idx >> self._shifts  # row r: positions r + 1 levels above the leaves
         for d in range(self._depth - 1, -1, -1):
             at = parents[self._depth - 1 - d]
@@ -114,11 +110,9 @@ class SumSegmentTree(SegmentTree):
         """Set leaves ``idx`` (in ``[0, capacity)``) to ``values``; with repeated indices the last
         value wins."""
         idx = np.asarray(idx, dtype=np.int64)
-        leaves = self._leaves
-        replaced = leaves[idx]
-        leaves[idx] = values
-        self._update_parents(idx)
-        self._follow_min(replaced, leaves[idx])  # read back: only the last repeat counts
+        replaced = self._leaves[idx]
+        super().update(idx, values)
+        self._follow_min(replaced, self._leaves[idx])  # read back: only the last repeat counts
 
     def update_range(self, start: int, values: np.ndarray | float, count: int | None = None) -> None:
         """Set the contiguous leaves ``[start, start + count)``; cheaper than ``update`` (slices)."""
