@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import os
 import socket
+import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -85,13 +86,30 @@ def init_ray(ray_cfg: EasyDict, namespace: str) -> bool:
         else:
             check_reachable(address)
             logger.info("joining the Ray cluster at %s", address)
-            ray.init(address=address, namespace=namespace)
+            join_cluster(address, namespace)
     except ConnectionError as err:
         raise ClusterError(
             f"Could not connect to Ray at '{address}': {err}. Start a cluster first (`ray start --head`) "
             "or use address=None to start Ray on this machine."
         ) from err
     return True
+
+
+def join_cluster(address: str, namespace: str, attempts: int = 3) -> None:
+    """``ray.init(address)``, asking a Ray Client server (``ray://``) again if it fails to start
+    the session process it runs per client: it forks that process while its own gRPC threads
+    run, and on a loaded head the child can die at once ("Starting Ray client server failed")."""
+    for attempt in range(1, attempts + 1):
+        try:
+            ray.init(address=address, namespace=namespace)
+            return
+        except ConnectionAbortedError as err:
+            if not str(address).startswith("ray://") or attempt == attempts:
+                raise
+            logger.warning(
+                "the Ray Client server at %s could not start a session (%s); asking again", address, err
+            )
+            time.sleep(2.0)
 
 
 def start_run(input_cfg: Any, seed: int = 0, save_cfg: bool = True) -> tuple[EasyDict, Plan, bool]:
