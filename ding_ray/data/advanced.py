@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -89,6 +90,7 @@ class AdvancedReplayBuffer(RingBuffer):
         self._beta0 = float(self._cfg.beta)
         self._max_use = float(self._cfg.max_use)
         self._max_staleness = float(self._cfg.max_staleness)
+        self._anneal_step = float(self._cfg.anneal_step)
         self._sum_tree = SumSegmentTree(cap)  # over priority ** alpha; 0: empty or removed
         self._strata: dict[int, np.ndarray] = {}  # size -> arange(size), the strata of a stratified draw
         rows = row_records(cap)  # views of one record array: _priority, _unique_id, ...
@@ -114,9 +116,9 @@ class AdvancedReplayBuffer(RingBuffer):
     @property
     def beta(self) -> float:
         """The importance-sampling exponent the next sample will use."""
-        if self._cfg.anneal_step <= 0:
+        if self._anneal_step <= 0:
             return self._beta0
-        return min(1.0, self._beta0 + (1.0 - self._beta0) * self._sample_calls / self._cfg.anneal_step)
+        return min(1.0, self._beta0 + (1.0 - self._beta0) * self._sample_calls / self._anneal_step)
 
     # ------------------------------------------------------------------ push
     def push(self, data: Any, cur_collector_envstep: int = -1) -> None:
@@ -241,10 +243,12 @@ class AdvancedReplayBuffer(RingBuffer):
         return idx, leaf
 
     def _gather(self, idx: np.ndarray, leaf: np.ndarray, cur_learner_iter: int) -> Batch:
-        # (N P(i))^-beta / max_j (N P(j))^-beta simplifies to (leaf_i / min_j leaf_j)^-beta.
-        beta = self.beta
-        weights = np.power(leaf, -beta, dtype=np.float32)
-        weights *= self._sum_tree.min_positive() ** beta  # a Python float keeps the array float32
+        # (N P(i))^-beta / max_j (N P(j))^-beta simplifies to (leaf_i / min_j leaf_j)^-beta, here
+        # exp(-beta (log leaf_i - log min)): float32 log and exp are vectorized, float32 pow is not.
+        weights = np.log(leaf, dtype=np.float32)
+        weights -= math.log(self._sum_tree.min_positive())  # a Python float keeps the array float32
+        weights *= -self.beta
+        np.exp(weights, out=weights)
         batch = self._storage.gather(idx)
         priority = self._priority[idx]
         batch["IS"] = weights
@@ -289,7 +293,8 @@ class AdvancedReplayBuffer(RingBuffer):
         ids, idx, priority, top = parsed
         with self._lock:
             cap = self._storage.capacity
-            if np.maximum.reduce(idx.view(np.uint64)) >= cap:  # negative indices look huge as unsigned
+            unsigned = idx.view(np.uint64)  # negative indices look huge as unsigned
+            if unsigned.item(unsigned.argmax()) >= cap:
                 keep = (idx >= 0) & (idx < cap)
                 ids, idx, priority = ids[keep], idx[keep], priority[keep]
             current = self._unique_id[idx] == ids

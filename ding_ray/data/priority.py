@@ -50,7 +50,8 @@ def parse_update(info: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, float] 
         )
     if len(priority) == 0:
         return None
-    low, top = float(np.minimum.reduce(priority)), float(np.maximum.reduce(priority))
+    # argmin/argmax are far cheaper than ufunc reductions on short arrays; a NaN wins both.
+    low, top = priority.item(priority.argmin()), priority.item(priority.argmax())
     if not (low >= 0 and top < float("inf")):  # also false for NaN
         raise PriorityError(f"Priorities must be finite and non-negative, got values in [{low}, {top}].")
     if low < MIN_PRIORITY:

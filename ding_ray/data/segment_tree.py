@@ -138,11 +138,11 @@ class SumSegmentTree(SegmentTree):
     def _follow_min(self, replaced: np.ndarray, written: np.ndarray) -> None:
         if self._min_count <= 0 or len(written) == 0:
             return
-        # ufunc reductions, not the array methods: the hot path skips numpy's Python wrappers.
-        if np.minimum.reduce(replaced) <= self._min:  # some may have held the minimum (or were empty)
+        # argmin, not a ufunc reduction: far cheaper on a few hundred values.
+        if replaced.item(replaced.argmin()) <= self._min:  # some may have held the minimum (or were empty)
             # A leaf repeated in ``idx`` is counted twice: the bound only gets lower, which is safe.
             self._min_count -= int(np.count_nonzero(replaced == self._min))
-        lowest = float(np.minimum.reduce(written))
+        lowest = written.item(written.argmin())
         if lowest > 0:
             if lowest < self._min:
                 self._min, self._min_count = lowest, 1
