@@ -28,9 +28,12 @@ def row_records(capacity: int) -> np.ndarray:
 
 
 def build_tree(priority: np.ndarray, held: np.ndarray, alpha: float) -> SumSegmentTree:
-    """The sum tree over ``priority ** alpha`` of the ``held`` rows (the others weigh 0)."""
+    """The sum tree over ``priority ** alpha`` of the ``held`` rows (the others weigh 0, also
+    when ``alpha`` is 0)."""
     tree = SumSegmentTree(len(priority))
-    tree.fill(np.where(held, priority, 0.0) ** alpha)
+    weights = np.zeros(len(priority))
+    weights[held] = priority[held] ** alpha
+    tree.fill(weights)
     return tree
 
 

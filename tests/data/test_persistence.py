@@ -108,6 +108,19 @@ def test_reloaded_buffer_keeps_priorities_ids_and_counters():
     assert state["priority"].dtype == np.float64 and state["use_count"][held].max() < 5  # max_use=5
 
 
+def test_reloaded_uniform_buffer_never_samples_empty_or_removed_rows():
+    # alpha = 0 weighs every held row 1; the empty and removed rows must still weigh 0 (0 ** 0 is 1).
+    buf = AdvancedReplayBuffer(EasyDict(replay_buffer_size=10, alpha=0.0, max_use=1))
+    buf.seed(0)
+    buf.push(batch(0, 6))
+    removed = set(buf.sample(2, 0, columnar=True)["replay_buffer_idx"].tolist())  # used up
+    other = AdvancedReplayBuffer(buf.cfg)
+    other.load_state_dict(buf.state_dict())
+    assert other.count() == buf.count() == 6 - len(removed)
+    drawn = other.sample(other.count(), 1, columnar=True)["replay_buffer_idx"]
+    assert set(drawn.tolist()) <= set(range(6)) - removed
+
+
 def test_state_dict_holds_only_plain_values():
     def check(node):
         if isinstance(node, dict):
