@@ -36,9 +36,8 @@ class SegmentTree:
         # the children of position k are positions 2k and 2k + 1 of level d + 1, and a leaf's
         # position is its index. ``_pairs[d]`` views level d as rows of sibling pairs.
         self._levels = [self._tree[self._f << d : self._f << (d + 1)] for d in range(self._depth + 1)]
-        self._pairs = [None] + [level.reshape(-1, 2) for level in self._levels[1:]]
         self._leaves = self._levels[-1]
-        self._shifts = np.arange(1, self._depth + 1, dtype=np.int64)[:, None]
+        self._shifts = np.arange(0, self._depth + 1, dtype=np.int64)[:, None]
         self._dirty = True  # frontier changed since the cached reduction was computed
 
     @property
@@ -55,13 +54,19 @@ class SegmentTree:
         """Set leaves ``idx`` (in ``[0, capacity)``) to ``values``; with repeated indices the last
         value wins."""
         idx = np.asarray(idx, dtype=np.int64)
-        op, levels, pairs = self._op, self._levels, self._pairs
+        op, levels, depth = self._op, self._levels, self._depth
         self._leaves[idx] = values
-        parents = idx >> self._shifts  # row r: positions r + 1 levels above the leaves
-        for d in range(self._depth - 1, -1, -1):
-            at = parents[self._depth - 1 - d]
-            pair = pairs[d + 1].take(at, axis=0)  # both children in one gather
-            levels[d][at] = op(pair[:, 0], pair[:, 1])
+        # Row r: the positions r levels above the leaves on each leaf's path.
+        path = idx >> self._shifts
+        siblings = path[:-1] ^ 1
+        node = values
+        for r in range(depth):
+            # A parent is its child on the path (just computed) combined with that child's
+            # sibling, read after the child's level was written: if both children were written,
+            # the sibling holds its new value. With repeated nodes the last write wins, and the
+            # last occurrence of a node is also the last of its child on the path, so it is right.
+            node = op(node, levels[depth - r][siblings[r]])
+            levels[depth - r - 1][path[r + 1]] = node
         self._dirty = True
 
     def update_range(self, start: int, values: np.ndarray | float, count: int | None = None) -> None:

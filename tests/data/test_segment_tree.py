@@ -20,6 +20,11 @@ def test_batched_updates_match_brute_force(capacity, fanout):
         assert sum_tree.reduce() == pytest.approx(leaves.sum(), rel=1e-12)
         assert min_tree.reduce() == mins.min()
     np.testing.assert_array_equal(sum_tree.leaves, leaves)
+    # Every inner node is right too: the updated tree searches exactly like one built afresh.
+    rebuilt = SumSegmentTree(capacity, fanout)
+    rebuilt.fill(leaves)
+    queries = rng.random(2000) * rebuilt.reduce()
+    np.testing.assert_array_equal(sum_tree.find_prefixsum_idx(queries), rebuilt.find_prefixsum_idx(queries))
 
 
 @pytest.mark.parametrize("fanout", [1, 16, 2048])
