@@ -34,7 +34,7 @@ class SegmentTree:
         self._tree = np.full(2 * self._p, self._neutral, dtype=np.float64)
         # Level d (0 = frontier, depth = leaves) as a view, indexed by position within the level:
         # the children of position k are positions 2k and 2k + 1 of level d + 1, and a leaf's
-        # position is its index. ``_pairs[d]`` views level d as rows of sibling pairs.
+        # position is its index (so the sibling of position k is k ^ 1).
         self._levels = [self._tree[self._f << d : self._f << (d + 1)] for d in range(self._depth + 1)]
         self._leaves = self._levels[-1]
         self._shifts = np.arange(0, self._depth + 1, dtype=np.int64)[:, None]
