@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import copy
+import datetime
 import importlib
+import importlib.util
 import json
+import logging
 import os
 from collections.abc import Mapping
 from typing import Any
 
 from easydict import EasyDict
 
-from ding_ray.config.merge import merge_config
+from ding_ray.config.merge import deep_merge_dicts, merge_config
 from ding_ray.errors import ConfigError
 from ding_ray.utils.registry import (
     BUFFER_REGISTRY,
@@ -20,11 +24,17 @@ from ding_ray.utils.registry import (
     POLICY_REGISTRY,
     SERIAL_COLLECTOR_REGISTRY,
     SERIAL_EVALUATOR_REGISTRY,
+    Registry,
 )
+
+logger = logging.getLogger(__name__)
 
 # Components register themselves when their package is imported. The registries sit at the
 # bottom of the package, so compile_config imports the packages by name instead of by layer.
 _COMPONENT_PACKAGES = ("ding_ray.envs", "ding_ray.policy", "ding_ray.data", "ding_ray.worker")
+# Modules of DI-engine itself that its configs name in ``import_names``: ding_ray registers its own
+# counterparts of their components, so a DI-engine config runs without DI-engine installed.
+_DI_ENGINE_PACKAGES = ("ding", "dizoo")
 
 TOP_LEVEL = dict(
     exp_name="default_experiment",  # output folder: config, checkpoints, TensorBoard logs, result.json
@@ -34,111 +44,259 @@ TOP_LEVEL = dict(
     ray=dict(),  # read by ding_ray.distributed; ignored by serial pipelines
 )
 
+# Each component: (registry, where its section sits in the config, its type when nothing names one).
+# The collector's default depends on the policy (``Policy.default_collector_type``).
+_COMPONENTS: dict[str, tuple[Registry, tuple[str, ...], str | None]] = {
+    "env": (ENV_REGISTRY, ("env",), "gymnasium"),
+    "env_manager": (ENV_MANAGER_REGISTRY, ("env", "manager"), "base"),
+    "policy": (POLICY_REGISTRY, ("policy",), "dqn"),
+    "learner": (LEARNER_REGISTRY, ("policy", "learn", "learner"), "base"),
+    "collector": (SERIAL_COLLECTOR_REGISTRY, ("policy", "collect", "collector"), None),
+    "evaluator": (SERIAL_EVALUATOR_REGISTRY, ("policy", "eval", "evaluator"), "interaction"),
+    "buffer": (BUFFER_REGISTRY, ("policy", "other", "replay_buffer"), "advanced"),  # DI-engine's default
+}
+# create_config section -> component; DI-engine calls the buffer's section 'replay_buffer'.
+_CREATE_SECTIONS = {
+    "env": "env",
+    "env_manager": "env_manager",
+    "policy": "policy",
+    "collector": "collector",
+    "evaluator": "evaluator",
+    "replay_buffer": "buffer",
+    "learner": "learner",
+}
+_UNSUPPORTED = ("reward_model", "world_model")
+
 
 def _ensure_registered(import_names: list[str] | None = None) -> None:
-    for name in (*_COMPONENT_PACKAGES, *(import_names or [])):
+    for name in _COMPONENT_PACKAGES:
+        importlib.import_module(name)
+    for name in import_names or []:
+        if name.split(".")[0] in _DI_ENGINE_PACKAGES:
+            logger.debug("skipping import_names entry %s: a DI-engine module", name)
+            continue
         importlib.import_module(name)
 
 
-def _type_of(section: Mapping | None, default: str) -> str:
-    return (section or {}).get("type", default) or default
-
-
-def _get(cfg: Mapping, *keys: str) -> Any:
-    for key in keys:
+def _get(cfg: Mapping, path: tuple[str, ...]) -> Any:
+    for key in path:
         if not isinstance(cfg, Mapping) or key not in cfg:
             return None
         cfg = cfg[key]
     return cfg
 
 
-def _apply_create_cfg(main: dict, create: Mapping) -> dict:
-    """Move the ``type`` fields of DI-engine's create_config into the main config."""
-    main = EasyDict(main)
-    unknown = set(create) - {"env", "env_manager", "policy", "replay_buffer"}
+def _section(cfg: EasyDict, path: tuple[str, ...]) -> EasyDict:
+    """The dict at ``path`` in ``cfg``, created empty where missing."""
+    for key in path:
+        if cfg.get(key) is None:
+            cfg[key] = EasyDict()
+        cfg = cfg[key]
+    return cfg
+
+
+def _apply_create_cfg(main: EasyDict, create: Mapping) -> None:
+    """Move DI-engine's create_config sections (component types) into the main config."""
+    unknown = set(create) - set(_CREATE_SECTIONS) - set(_UNSUPPORTED)
     if unknown:
         raise ConfigError(
-            f"Unknown create_config section(s) {sorted(unknown)}; expected env, env_manager, policy."
+            f"Unknown create_config section(s) {sorted(unknown)}; expected {sorted(_CREATE_SECTIONS)}."
         )
-    for section, target in (("env", ("env",)), ("policy", ("policy",)), ("env_manager", ("env", "manager"))):
-        if section in create and create[section]:
-            node = main
-            for key in target:
-                node = node.setdefault(key, EasyDict())
+    for section, component in _CREATE_SECTIONS.items():
+        if create.get(section):
+            node = _section(main, _COMPONENTS[component][1])
             for key, value in create[section].items():
-                node.setdefault(key, value)
-    if create.get("replay_buffer"):
-        rb = main.setdefault("policy", EasyDict()).setdefault("other", EasyDict())
-        rb.setdefault("replay_buffer", EasyDict()).update(create["replay_buffer"])
-    return main
+                if key != "import_names":
+                    node.setdefault(key, copy.deepcopy(value))
 
 
-def build_default_tree(main: Mapping, extra_defaults: Mapping | None = None) -> EasyDict:
-    """Defaults of every component named by ``main`` (types resolved), arranged as DI-engine does."""
-    env_cls = ENV_REGISTRY.get(_type_of(_get(main, "env"), "gymnasium"))
-    manager_cls = ENV_MANAGER_REGISTRY.get(_type_of(_get(main, "env", "manager"), "base"))
-    policy_cls = POLICY_REGISTRY.get(_type_of(_get(main, "policy"), "dqn"))
-    learner_cls = LEARNER_REGISTRY.get(_type_of(_get(main, "policy", "learn", "learner"), "base"))
-    collector_cls = SERIAL_COLLECTOR_REGISTRY.get(
-        _type_of(_get(main, "policy", "collect", "collector"), policy_cls.default_collector_type)
+def _check_unsupported(create: Mapping, main: Mapping, classes: Mapping[str, Any]) -> None:
+    for name in _UNSUPPORTED:
+        if create.get(name) or main.get(name) or classes.get(name) is not None:
+            raise ConfigError(
+                f"'{name}' is not supported by ding_ray yet; remove it from the config (and from "
+                "create_config) to train without it."
+            )
+
+
+def _resolve(component: str, explicit: Any, main: EasyDict, default: str | None) -> type:
+    """The class of ``component``: the argument given to compile_config (a class or a registered
+    name) first, then the config's ``type``, then the default. Writes the chosen type into ``main``."""
+    registry, path, _ = _COMPONENTS[component]
+    if explicit is not None and not isinstance(explicit, str):
+        name = registry.name_of(explicit)
+        if name is not None:
+            _section(main, path)["type"] = name
+        return explicit  # a user's own class need not be registered
+    section = _get(main, path) or {}
+    name = explicit or section.get("type") or default
+    if component == "policy" and name not in registry and str(name).endswith("_command"):
+        name = name[: -len("_command")]  # DI-engine's serial pipeline asks for '<type>_command'
+    cls = registry.get(name)
+    _section(main, path)["type"] = name
+    return cls
+
+
+def build_default_tree(
+    main: EasyDict, classes: Mapping[str, Any] | None = None, extra_defaults: Mapping | None = None
+) -> EasyDict:
+    """Defaults of every component ``main`` names (types resolved, written into ``main``), arranged
+    as DI-engine arranges them. ``classes`` are compile_config's class (or name) arguments."""
+    classes = classes or {}
+    resolved = {}
+    for component in ("env", "env_manager", "policy", "learner", "evaluator", "buffer"):
+        default = _COMPONENTS[component][2]
+        resolved[component] = _resolve(component, classes.get(component), main, default)
+    resolved["collector"] = _resolve(
+        "collector", classes.get("collector"), main, resolved["policy"].default_collector_type
     )
-    evaluator_cls = SERIAL_EVALUATOR_REGISTRY.get(
-        _type_of(_get(main, "policy", "eval", "evaluator"), "interaction")
-    )
-    buffer_cls = BUFFER_REGISTRY.get(_type_of(_get(main, "policy", "other", "replay_buffer"), "naive"))
 
-    tree = EasyDict(TOP_LEVEL)
-    tree.env = env_cls.default_config()
-    tree.env.manager = manager_cls.default_config()
-    tree.policy = policy_cls.default_config()
-    tree.policy.learn.learner = learner_cls.default_config()
-    tree.policy.collect.collector = collector_cls.default_config()
-    tree.policy.eval.evaluator = evaluator_cls.default_config()
-    tree.policy.other.replay_buffer = buffer_cls.default_config()
+    tree = EasyDict(copy.deepcopy(TOP_LEVEL))
+    env_cls = resolved["env"]
+    # An env class of the user's own without default_config() takes any keys, as in DI-engine.
+    tree.env = env_cls.default_config() if hasattr(env_cls, "default_config") else EasyDict()
+    tree.env.manager = resolved["env_manager"].default_config()
+    tree.policy = resolved["policy"].default_config()
+    tree.policy.learn.learner = resolved["learner"].default_config()
+    tree.policy.collect.collector = resolved["collector"].default_config()
+    tree.policy.eval.evaluator = resolved["evaluator"].default_config()
+    tree.policy.other.replay_buffer = resolved["buffer"].default_config()
+    from ding_ray.worker.commander import BaseSerialCommander
+
+    tree.policy.other.commander = BaseSerialCommander.default_config()
     for key, value in (extra_defaults or {}).items():
         tree[key] = value
     return tree
 
 
+def _merge_env(tree: EasyDict, main: EasyDict) -> EasyDict:
+    """The env section: checked against the env's defaults, or taken as given when the env class
+    declares none (a user's own env); the manager section is always checked."""
+    user_env = EasyDict(main.get("env") or {})
+    if len(tree.env) > 1:  # more than the manager: the env declares its keys
+        return merge_config(tree.env, user_env, "env")
+    env = deep_merge_dicts({k: v for k, v in user_env.items() if k != "manager"}, {})
+    env.manager = merge_config(tree.env.manager, user_env.get("manager"), "env.manager")
+    env.setdefault("collector_env_num", 8)
+    env.setdefault("evaluator_env_num", 5)
+    env.setdefault("n_evaluator_episode", 4)  # DI-engine's env template
+    env.setdefault("stop_value", None)
+    return env
+
+
 def compile_config(
     cfg: Mapping,
+    env_manager: Any = None,
+    policy: Any = None,
+    learner: Any = None,
+    collector: Any = None,
+    evaluator: Any = None,
+    buffer: Any = None,
+    env: Any = None,
+    reward_model: Any = None,
+    world_model: Any = None,
     seed: int = 0,
-    auto: bool = True,
+    auto: bool = False,
     create_cfg: Mapping | None = None,
     save_cfg: bool = True,
     save_path: str = "total_config.json",
+    renew_dir: bool = True,
     extra_defaults: Mapping | None = None,
 ) -> EasyDict:
-    """Resolve a DI-engine style ``(main_config, create_config)`` pair into one checked config.
+    """Resolve a DI-engine style config into one checked config, in either of DI-engine's forms.
 
-    Every component's ``default_config()`` is merged under the user's keys; an unknown key or a
-    value of the wrong type raises ``ConfigError`` with the key's full path. With ``save_cfg``
-    the ``exp_name`` folder is created and the resolved config written there as JSON.
-    ``extra_defaults`` adds top-level sections (``ray_pipeline`` passes its ``ray`` defaults).
+    ``compile_config(main_config, seed=0, auto=True, create_cfg=create_config)`` takes the component
+    types from ``create_config``; ``compile_config(cfg, BaseEnvManager, DQNPolicy, BaseLearner,
+    SampleSerialCollector, InteractionSerialEvaluator, AdvancedReplayBuffer)`` (dizoo's ``*_main.py``
+    form) takes them from the arguments, classes or registered names. A component named nowhere
+    gets DI-engine's default (buffer: ``advanced``). Every component's ``default_config()`` is
+    merged under the user's keys; an unknown key or a value of the wrong type raises
+    ``ConfigError`` with the key's full path.
+
+    With ``save_cfg`` the ``exp_name`` folder is created and the resolved config written there as
+    JSON; with ``renew_dir`` (DI-engine's default) an ``exp_name`` folder that already exists is
+    left alone and the run gets ``<exp_name>_<yymmdd_HHMMSS>`` instead. ``extra_defaults`` adds
+    top-level sections (``ray_pipeline`` passes its ``ray`` defaults). ``auto`` is accepted for
+    DI-engine's signature: create_config is read whenever it is given.
     """
-    if not auto and create_cfg is None:
-        raise ConfigError("compile_config(auto=False) needs the component types in the config itself.")
-    main = _apply_create_cfg(dict(cfg), create_cfg or {})
+    create_cfg = create_cfg or {}
+    classes = dict(
+        env=env,
+        env_manager=env_manager,
+        policy=policy,
+        learner=learner,
+        collector=collector,
+        evaluator=evaluator,
+        buffer=buffer,
+        reward_model=reward_model,
+        world_model=world_model,
+    )
+    main = EasyDict(copy.deepcopy(dict(cfg)))
+    _check_unsupported(create_cfg, main, classes)
+    _apply_create_cfg(main, create_cfg)
     # DI-engine's create_config may name modules that register custom envs, policies or models.
     _ensure_registered(
-        [m for section in (create_cfg or {}).values() for m in (section or {}).get("import_names", [])]
+        [m for section in create_cfg.values() for m in (section or {}).get("import_names", [])]
     )
-    tree = build_default_tree(main, extra_defaults)
-    merged = merge_config(tree, main)
+    tree = build_default_tree(main, classes, extra_defaults)
+    env_section = _merge_env(tree, main)
+    merged = merge_config(
+        {k: v for k, v in tree.items() if k != "env"}, {k: v for k, v in main.items() if k != "env"}
+    )
+    merged.env = env_section
     merged.seed = int(seed)
+    _copy_shared_values(merged)
+    _check_consistency(merged)
+    if save_cfg:
+        if renew_dir and os.path.exists(merged.exp_name):
+            merged.exp_name = _fresh_dir_name(merged.exp_name)
+            logger.info(
+                "%s exists; this run writes to %s",
+                cfg.get("exp_name", TOP_LEVEL["exp_name"]),
+                merged.exp_name,
+            )
+        save_config(merged, os.path.join(merged.exp_name, save_path))
+    return merged
 
-    # Values DI-engine copies from the env section into the evaluator and collector sections.
+
+def _copy_shared_values(merged: EasyDict) -> None:
+    """Values DI-engine copies from one section into another."""
     evaluator = merged.policy.eval.evaluator
     evaluator.stop_value = merged.env.get("stop_value", evaluator.get("stop_value"))
     evaluator.n_episode = merged.env.get("n_evaluator_episode", evaluator.get("n_episode"))
-    if "n_sample" in merged.policy.collect and merged.policy.collect.n_sample is not None:
-        merged.policy.collect.collector.n_sample = merged.policy.collect.n_sample
-    if "n_episode" in merged.policy.collect and merged.policy.collect.n_episode is not None:
-        merged.policy.collect.collector.n_episode = merged.policy.collect.n_episode
+    collect = merged.policy.collect
+    for key in ("n_sample", "n_episode"):
+        if collect.get(key) is not None and key in collect.collector:
+            collect.collector[key] = collect[key]
+    if merged.policy.get("unroll_len") is not None and "unroll_len" in collect:
+        collect.unroll_len = merged.policy.unroll_len
 
-    if save_cfg:
-        save_config(merged, os.path.join(merged.exp_name, save_path))
-    return merged
+
+def _check_consistency(merged: EasyDict) -> None:
+    """Settings that each pass the key check but cannot work together."""
+    policy, buffer = merged.policy, merged.policy.other.replay_buffer
+    if policy.get("priority") and not _buffer_prioritizes(buffer):
+        raise ConfigError(
+            f"policy.priority=True needs a prioritized replay buffer, but policy.other.replay_buffer is "
+            f"'{buffer.type}'{' with priority=False' if buffer.type == 'deque' else ''}: priorities would "
+            "be computed and then ignored. Use replay_buffer type 'advanced' (create_config "
+            "replay_buffer=dict(type='advanced')), or 'deque' with priority=True, or set "
+            "policy.priority=False."
+        )
+
+
+def _buffer_prioritizes(buffer_cfg: Mapping) -> bool:
+    if buffer_cfg.get("type") == "deque":
+        return bool(buffer_cfg.get("priority"))
+    return "alpha" in buffer_cfg  # the prioritized family carries the priority exponent
+
+
+def _fresh_dir_name(exp_name: str) -> str:
+    base = exp_name.rstrip("/") + datetime.datetime.now().strftime("_%y%m%d_%H%M%S")
+    name, n = base, 1
+    while os.path.exists(name):  # two runs started within the same second
+        name, n = f"{base}_{n}", n + 1
+    return name
 
 
 def save_config(cfg: Mapping, path: str) -> None:
@@ -148,7 +306,53 @@ def save_config(cfg: Mapping, path: str) -> None:
         json.dump(cfg, f, indent=2, sort_keys=True, default=repr)
 
 
-def read_config(path: str) -> EasyDict:
-    """Load a config saved by ``save_config``."""
+def read_config(path: str) -> Any:
+    """A config from a file: a Python config file (``*.py``, DI-engine's form) gives its
+    ``(main_config, create_config)``; a JSON file written by ``save_config`` gives the config."""
+    if not os.path.isfile(path):
+        raise ConfigError(f"Config file '{path}' does not exist.")
+    if path.endswith(".py"):
+        return read_python_config(path)
     with open(path) as f:
-        return EasyDict(json.load(f))
+        try:
+            return EasyDict(json.load(f))
+        except json.JSONDecodeError as e:
+            raise ConfigError(
+                f"Config file '{path}' is not valid JSON ({e}); pass a .py or .json file."
+            ) from e
+
+
+def read_python_config(path: str) -> tuple[EasyDict, EasyDict]:
+    """``(main_config, create_config)`` of a DI-engine style Python config file (its code runs: the
+    file is the user's own config, like any script they run)."""
+    spec = importlib.util.spec_from_file_location("_ding_ray_user_config", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    if not hasattr(module, "main_config"):
+        raise ConfigError(
+            f"Config file '{path}' defines no 'main_config'; a DI-engine config file sets main_config "
+            "(and create_config) at the top level."
+        )
+    return EasyDict(module.main_config), EasyDict(getattr(module, "create_config", {}) or {})
+
+
+def split_input_cfg(input_cfg: Any) -> tuple[EasyDict, EasyDict]:
+    """DI-engine's ``input_cfg`` of the entry functions: a config file path, a
+    ``(main_config, create_config)`` pair, or a main config alone."""
+    if isinstance(input_cfg, (str, os.PathLike)):
+        return (
+            read_config(os.fspath(input_cfg))
+            if str(input_cfg).endswith(".py")
+            else (read_config(os.fspath(input_cfg)), EasyDict())
+        )
+    if isinstance(input_cfg, (tuple, list)):
+        if len(input_cfg) != 2:
+            raise ConfigError(f"input_cfg must be (main_config, create_config), got {len(input_cfg)} items.")
+        main, create = input_cfg
+        return EasyDict(copy.deepcopy(dict(main))), EasyDict(copy.deepcopy(dict(create or {})))
+    if isinstance(input_cfg, Mapping):
+        return EasyDict(copy.deepcopy(dict(input_cfg))), EasyDict()
+    raise ConfigError(
+        "input_cfg must be a config file path or (main_config, create_config), "
+        f"got {type(input_cfg).__name__}."
+    )

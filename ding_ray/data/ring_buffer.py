@@ -13,7 +13,7 @@ from easydict import EasyDict
 from ding_ray.config.merge import merge_config
 from ding_ray.data.base import IBuffer
 from ding_ray.data.columnar import Batch, as_batch_sized, stack_items, unstack_batch
-from ding_ray.data.monitors import PUSHED, SAMPLED, SIZE, PeriodicThruputMonitor
+from ding_ray.data.monitors import PUSHED, SAMPLED, SIZE, PeriodicThruputMonitor, logger
 from ding_ray.data.storage import ColumnarRing
 from ding_ray.errors import ConfigError, DataFormatError, ShapeError
 
@@ -32,7 +32,7 @@ class RingBuffer(IBuffer):
         exp_name: str = "default_experiment",
         instance_name: str = "buffer",
     ) -> None:
-        self._cfg = merge_config(self.default_config(), cfg)
+        self._cfg = merge_config(self.default_config(), family_config(type(self), cfg))
         if self._cfg.enable_track_used_data:
             raise ConfigError(
                 "Config key 'enable_track_used_data' must be False: ding_ray buffers hold data in memory, "
@@ -197,6 +197,37 @@ class RingBuffer(IBuffer):
             "_sampled_total": state_int(state, "sampled_total"),
             "_rng": rng_from_str(state.get("rng")),
         }
+
+
+def family_config(cls: type, cfg: Mapping | None) -> Mapping | None:
+    """``cfg`` as ``cls`` can take it when ``compile_config`` resolved it for another buffer class.
+
+    DI-engine's classic loop builds whichever buffer class it likes from
+    ``cfg.policy.other.replay_buffer``; that section was compiled for the configured type, so keys of
+    that type's own (``alpha`` of the prioritized buffer, say) are dropped here, and the keys the
+    two classes share (``replay_buffer_size``, ...) are kept. A config the user wrote by hand has no
+    ``cfg_type`` and is checked key by key as usual.
+    """
+    cfg_type = (cfg or {}).get("cfg_type")
+    own = cls.default_config()
+    if not cfg_type or cfg_type == own.cfg_type or not _is_buffer_cfg_type(cfg_type):
+        return cfg
+    kept = {k: v for k, v in cfg.items() if k in own and k not in ("type", "cfg_type")}
+    dropped = sorted(k for k in cfg if k not in own)
+    if dropped:
+        logger.info(
+            "%s built from a config compiled for %s: not used here: %s",
+            cls.__name__,
+            cfg_type[: -len("Dict")],
+            dropped,
+        )
+    return kept
+
+
+def _is_buffer_cfg_type(cfg_type: str) -> bool:
+    from ding_ray.utils.registry import BUFFER_REGISTRY
+
+    return any(BUFFER_REGISTRY.get(name).__name__ + "Dict" == cfg_type for name in BUFFER_REGISTRY.names())
 
 
 def state_int(state: Mapping, key: str) -> int:

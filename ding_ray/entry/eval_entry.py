@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import copy
+import logging
 import os
 from functools import partial
 from typing import Any
@@ -11,7 +11,8 @@ import torch
 from tensorboardX import SummaryWriter
 
 from ding_ray.config import compile_config
-from ding_ray.entry.serial_entry import fill_model_shapes
+from ding_ray.config.compile import split_input_cfg
+from ding_ray.entry.serial_entry import check_env_setting, fill_model_shapes
 from ding_ray.envs import create_env_manager, get_vec_env_setting, space_info
 from ding_ray.errors import ConfigError
 from ding_ray.policy import create_policy
@@ -19,29 +20,49 @@ from ding_ray.utils.runtime import set_pkg_seed, set_torch_threads, setup_loggin
 from ding_ray.worker import InteractionSerialEvaluator
 from ding_ray.worker.learner import load_checkpoint
 
+logger = logging.getLogger(__name__)
+
 
 def eval(  # noqa: A001 - DI-engine's name for this entry
-    input_cfg: tuple[dict, dict],
+    input_cfg: str | tuple[dict, dict],
     seed: int = 0,
+    env_setting: Any = None,
     model: torch.nn.Module | None = None,
     state_dict: dict | None = None,
     load_path: str | None = None,
-) -> dict[str, Any]:
-    """Evaluate the weights in ``state_dict``, ``load_path`` or ``policy.load_path``.
+    replay_path: str | None = None,
+) -> float:
+    """Evaluate the weights in ``state_dict``, ``load_path`` or ``policy.load_path``; return the
+    mean evaluation return (DI-engine's signature and result).
 
-    Returns the evaluator's episode info (``eval_episode_return_mean`` and friends). With
-    ``env.replay_path`` set, every evaluation episode is saved as a video there.
+    ``input_cfg`` is ``(main_config, create_config)`` or a config file path; ``env_setting`` as in
+    ``serial_pipeline``. With ``replay_path`` (or ``env.replay_path``) every evaluation episode is
+    saved as a video there (``pip install "ding_ray[video]"``). The episode info is logged and
+    written to TensorBoard under ``<exp_name>/log/eval``.
     """
     setup_logging()
-    main_cfg, create_cfg = input_cfg if isinstance(input_cfg, (tuple, list)) else (input_cfg, {})
-    cfg = compile_config(copy.deepcopy(main_cfg), seed=seed, auto=True, create_cfg=create_cfg, save_cfg=True)
+    main_cfg, create_cfg = split_input_cfg(input_cfg)
+    env_cls = None if env_setting is None else check_env_setting(env_setting)[0]
+    cfg = compile_config(
+        main_cfg,
+        seed=seed,
+        env=env_cls,
+        auto=True,
+        create_cfg=create_cfg,
+        save_cfg=True,
+        save_path="eval_config.json",
+    )
     set_torch_threads(cfg.policy.learn.get("num_threads", 1))
     set_pkg_seed(cfg.seed, use_cuda=cfg.policy.cuda)
-    env_fn, _, evaluator_env_cfg = get_vec_env_setting(cfg.env)
+    if env_setting is None:
+        env_fn, _, evaluator_env_cfg = get_vec_env_setting(cfg.env)
+    else:
+        env_fn, _, evaluator_env_cfg = check_env_setting(env_setting)
     evaluator_env = create_env_manager(cfg.env.manager, [partial(env_fn, cfg=c) for c in evaluator_env_cfg])
     evaluator_env.seed(cfg.seed, dynamic_seed=False)
-    if cfg.env.get("replay_path"):
-        evaluator_env.enable_save_replay(cfg.env.replay_path)
+    replay_path = replay_path or cfg.env.get("replay_path")
+    if replay_path:
+        evaluator_env.enable_save_replay(replay_path)
     fill_model_shapes(cfg, evaluator_env.observation_space, evaluator_env.action_space)
     policy = create_policy(cfg.policy, model=model, enable_field=["eval"])
     policy.check_spaces(evaluator_env.observation_space.shape, *space_info(evaluator_env.action_space))
@@ -50,6 +71,7 @@ def eval(  # noqa: A001 - DI-engine's name for this entry
         if not path:
             raise ConfigError("eval needs weights: pass state_dict or load_path, or set policy.load_path.")
         state_dict = load_checkpoint(path)
+        logger.info("evaluating the weights of %s", path)
     policy.eval_mode.load_state_dict(state_dict)
     tb_logger = SummaryWriter(os.path.join(cfg.exp_name, "log", "eval"))
     evaluator = InteractionSerialEvaluator(
@@ -58,4 +80,8 @@ def eval(  # noqa: A001 - DI-engine's name for this entry
     _, episode_info = evaluator.eval()
     evaluator.close()
     tb_logger.close()
-    return episode_info
+    episode_return = float(episode_info["eval_episode_return_mean"])
+    logger.info(
+        "evaluation over %d episodes: mean return %.3f", cfg.policy.eval.evaluator.n_episode, episode_return
+    )
+    return episode_return

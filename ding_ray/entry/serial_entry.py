@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import os
 import time
 from functools import partial
@@ -13,8 +12,10 @@ from easydict import EasyDict
 from tensorboardX import SummaryWriter
 
 from ding_ray.config import compile_config
+from ding_ray.config.compile import split_input_cfg
 from ding_ray.entry.result import write_result
 from ding_ray.envs import create_env_manager, get_vec_env_setting, space_info
+from ding_ray.errors import ConfigError
 from ding_ray.policy import create_policy
 from ding_ray.rl_utils import get_epsilon_greedy_fn
 from ding_ray.utils.runtime import set_pkg_seed, set_torch_threads, setup_logging
@@ -24,7 +25,6 @@ from ding_ray.worker import (
     create_buffer,
     create_serial_collector,
 )
-from ding_ray.worker.learner import load_checkpoint
 
 
 def fill_model_shapes(cfg: EasyDict, observation_space: Any, action_space: Any) -> None:
@@ -37,20 +37,34 @@ def fill_model_shapes(cfg: EasyDict, observation_space: Any, action_space: Any) 
         model.action_shape = space_info(action_space)[1]
 
 
-def build_envs(cfg: EasyDict, dynamic_seed: bool = True):
-    """The collector and evaluator env managers of ``cfg.env``, seeded as DI-engine seeds them."""
-    env_fn, collector_env_cfg, evaluator_env_cfg = get_vec_env_setting(cfg.env)
+def build_envs(cfg: EasyDict, dynamic_seed: bool = True, env_setting: Any = None):
+    """The collector and evaluator env managers of ``cfg.env`` (or of DI-engine's ``env_setting``,
+    ``[env class, collector env configs, evaluator env configs]``), seeded as DI-engine seeds them.
+
+    ``env.replay_path`` is not used here: as in DI-engine, only the ``eval`` entry records videos.
+    """
+    if env_setting is None:
+        env_fn, collector_env_cfg, evaluator_env_cfg = get_vec_env_setting(cfg.env)
+    else:
+        env_fn, collector_env_cfg, evaluator_env_cfg = check_env_setting(env_setting)
     collector_env = create_env_manager(cfg.env.manager, [partial(env_fn, cfg=c) for c in collector_env_cfg])
     evaluator_env = create_env_manager(cfg.env.manager, [partial(env_fn, cfg=c) for c in evaluator_env_cfg])
     collector_env.seed(cfg.seed, dynamic_seed=dynamic_seed)
     evaluator_env.seed(cfg.seed, dynamic_seed=False)
-    if cfg.env.get("replay_path"):
-        evaluator_env.enable_save_replay(cfg.env.replay_path)
     return collector_env, evaluator_env
 
 
+def check_env_setting(env_setting: Any) -> tuple[Any, list, list]:
+    if not (isinstance(env_setting, (list, tuple)) and len(env_setting) == 3 and callable(env_setting[0])):
+        raise ConfigError(
+            "env_setting must be [env class, collector env configs, evaluator env configs], as "
+            "get_vec_env_setting returns it."
+        )
+    return env_setting[0], list(env_setting[1]), list(env_setting[2])
+
+
 def serial_pipeline(
-    input_cfg: tuple[dict, dict],
+    input_cfg: str | tuple[dict, dict],
     seed: int = 0,
     env_setting: Any = None,
     model: torch.nn.Module | None = None,
@@ -60,22 +74,37 @@ def serial_pipeline(
 ) -> Any:
     """Train until the evaluator reaches ``env.stop_value`` or a budget runs out; return the policy.
 
+    ``input_cfg`` is ``(main_config, create_config)`` or the path of a DI-engine style config file.
+    ``env_setting`` (``[env class, collector env configs, evaluator env configs]``) replaces the
+    envs the config names. As in DI-engine, ``policy.load_path`` and ``env.replay_path`` belong to
+    the ``eval`` entry and are not used here: a run starts from fresh weights unless the learner's
+    ``load_ckpt_before_run`` hook names a checkpoint (``policy.learn.resume_training=True`` also
+    continues its counters in the same folder). With an ``exp_name`` folder already there, the run
+    writes to ``<exp_name>_<timestamp>`` (DI-engine's ``renew_dir``), so no run overwrites another.
+
     Writes ``<exp_name>/total_config.json``, TensorBoard logs under ``<exp_name>/log/serial``,
     checkpoints under ``<exp_name>/ckpt`` and ``<exp_name>/result.json`` at the end.
     """
     start = time.perf_counter()
     setup_logging()
-    main_cfg, create_cfg = input_cfg if isinstance(input_cfg, (tuple, list)) else (input_cfg, {})
-    cfg = compile_config(copy.deepcopy(main_cfg), seed=seed, auto=True, create_cfg=create_cfg, save_cfg=True)
+    main_cfg, create_cfg = split_input_cfg(input_cfg)
+    resume = bool(main_cfg.get("policy", {}).get("learn", {}).get("resume_training", False))
+    cfg = compile_config(
+        main_cfg,
+        seed=seed,
+        env=None if env_setting is None else check_env_setting(env_setting)[0],
+        auto=True,
+        create_cfg=create_cfg,
+        save_cfg=True,
+        renew_dir=not resume,
+    )
     set_torch_threads(cfg.policy.learn.get("num_threads", 1))
     set_pkg_seed(cfg.seed, use_cuda=cfg.policy.cuda)
-    collector_env, evaluator_env = build_envs(cfg, dynamic_seed)
+    collector_env, evaluator_env = build_envs(cfg, dynamic_seed, env_setting)
     fill_model_shapes(cfg, collector_env.observation_space, collector_env.action_space)
 
     policy = create_policy(cfg.policy, model=model, enable_field=["learn", "collect", "eval"])
     policy.check_spaces(collector_env.observation_space.shape, *space_info(collector_env.action_space))
-    if cfg.policy.get("load_path"):
-        policy.learn_mode.load_state_dict(load_checkpoint(cfg.policy.load_path))
 
     tb_logger = SummaryWriter(os.path.join(cfg.exp_name, "log", "serial"))
     learner = BaseLearner(cfg.policy.learn.learner, policy.learn_mode, tb_logger, exp_name=cfg.exp_name)
@@ -96,6 +125,8 @@ def serial_pipeline(
     priority = learner.policy.get_attribute("priority")
 
     learner.call_hook("before_run")
+    if resume:
+        collector.envstep = learner.collector_envstep
     if cfg.policy.get("random_collect_size", 0) > 0:
         data = collector.collect(n_sample=cfg.policy.random_collect_size, random_collect=True)
         replay_buffer.push(data, cur_collector_envstep=collector.envstep)

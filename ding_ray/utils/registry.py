@@ -46,6 +46,10 @@ class Registry:
     def build(self, name: str, *args: Any, **kwargs: Any) -> Any:
         return self.get(name)(*args, **kwargs)
 
+    def name_of(self, obj: Any) -> str | None:
+        """The name ``obj`` is registered under, or None."""
+        return next((name for name, item in self._items.items() if item is obj), None)
+
     def __contains__(self, name: str) -> bool:
         return name in self._items
 

@@ -2,6 +2,7 @@
 
 from ding_ray.data import (
     AdvancedReplayBuffer,
+    DequeBufferWrapper,
     EpisodeReplayBuffer,
     IBuffer,
     NaiveReplayBuffer,
@@ -35,6 +36,7 @@ from ding_ray.worker.learner import (
 
 __all__ = [
     "AdvancedReplayBuffer",
+    "DequeBufferWrapper",
     "EpisodeReplayBuffer",
     "SequenceReplayBuffer",
     "BaseLearner",

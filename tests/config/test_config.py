@@ -54,7 +54,7 @@ def test_compile_config_merges_all_component_defaults(tmp_path):
     assert cfg.policy.learn.learner.hook.save_ckpt_after_run is True
     assert cfg.policy.collect.collector.n_sample == 16
     assert cfg.policy.eval.evaluator.stop_value == 195 and cfg.policy.eval.evaluator.n_episode == 2
-    assert cfg.policy.other.replay_buffer.type == "naive"
+    assert cfg.policy.other.replay_buffer.type == "advanced"  # DI-engine's default
     assert cfg.policy.other.eps.decay == 1000 and cfg.policy.other.eps.start == 0.95
     saved = json.load(open(tmp_path / "cfgtest" / "total_config.json"))
     assert saved["policy"]["learn"]["batch_size"] == 32

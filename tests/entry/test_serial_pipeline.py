@@ -54,16 +54,34 @@ def test_pipeline_writes_result_checkpoints_and_tensorboard(tmp_path):
     assert events.Scalars("evaluator/episode_return_mean")[0].value == 5.0
 
 
-def test_stop_value_ends_the_run_and_load_path_resumes(tmp_path):
+def test_stop_value_ends_the_run_and_the_load_hook_warm_starts(tmp_path, caplog):
     os.chdir(tmp_path)
     cfg = config(stop_value=5)
     serial_pipeline((cfg, CREATE), seed=1, max_train_iter=200)
     result = json.load(open("serial_test/result.json"))
     assert result["stop"] is True and result["train_iter"] < 200
-    resumed = config()
-    resumed["exp_name"] = "resumed"
-    resumed["policy"]["load_path"] = "serial_test/ckpt/ckpt_final.pth.tar"
-    serial_pipeline((resumed, CREATE), seed=1, max_train_iter=2)
+    warm = config()
+    warm["exp_name"] = "warm"
+    warm["policy"]["learn"]["learner"]["hook"]["load_ckpt_before_run"] = "serial_test/ckpt/ckpt_final.pth.tar"
+    with caplog.at_level("INFO"):
+        serial_pipeline((warm, CREATE), seed=1, max_train_iter=result["train_iter"] + 2)
+    assert "serial_test/ckpt/ckpt_final.pth.tar" in caplog.text  # a load is never silent
+    assert json.load(open("warm/result.json"))["train_iter"] >= result["train_iter"]
+
+
+def test_training_ignores_load_path_and_replay_path_and_never_clobbers_a_run(tmp_path):
+    """DI-engine's entries: only ``eval`` reads policy.load_path and env.replay_path; a second run
+    into an existing exp_name folder gets a fresh, timestamped one."""
+    os.chdir(tmp_path)
+    cfg = config(replay_path="serial_test/video")  # would need moviepy if it were used
+    cfg["policy"]["load_path"] = "serial_test/ckpt/ckpt_best.pth.tar"  # absent at the first run
+    serial_pipeline((cfg, CREATE), seed=0, max_train_iter=4)
+    first = json.load(open("serial_test/result.json"))
+    serial_pipeline((cfg, CREATE), seed=0, max_train_iter=4)  # now load_path exists: still ignored
+    renewed = [d for d in os.listdir(".") if d.startswith("serial_test_")]
+    assert len(renewed) == 1 and json.load(open("serial_test/result.json")) == first
+    second = json.load(open(os.path.join(renewed[0], "result.json")))
+    assert second["train_iter"] == first["train_iter"] and not os.path.exists("serial_test/video")
 
 
 def test_max_env_step_budget(tmp_path):
@@ -102,7 +120,7 @@ def test_corrupt_checkpoint_is_refused(tmp_path):
     bad = tmp_path / "bad.pth.tar"
     bad.write_bytes(b"not a checkpoint")
     cfg = config()
-    cfg["policy"]["load_path"] = str(bad)
+    cfg["policy"]["learn"]["learner"]["hook"]["load_ckpt_before_run"] = str(bad)
     from ding_ray.errors import DataFormatError
 
     with pytest.raises(DataFormatError, match="cannot be loaded"):
@@ -130,7 +148,6 @@ def test_eval_entry_loads_the_best_checkpoint(tmp_path):
     serial_pipeline((config(), CREATE), seed=0, max_train_iter=4)
     cfg = config()
     cfg["policy"]["load_path"] = "serial_test/ckpt/ckpt_best.pth.tar"
-    info = eval_entry((cfg, CREATE), seed=0)
-    assert info["eval_episode_return_mean"] == 5.0 and info["episode_count"] == 2
+    assert eval_entry((cfg, CREATE), seed=0) == 5.0
     with pytest.raises(ConfigError, match="needs weights"):
         eval_entry((config(), CREATE), seed=0)
