@@ -18,6 +18,7 @@ from urllib.parse import urlparse
 import ray
 from easydict import EasyDict
 
+from ding_ray.config.compile import split_input_cfg
 from ding_ray.distributed.config import Plan, RayConfig, make_plan, namespace_of
 from ding_ray.errors import DingRayError
 
@@ -121,7 +122,8 @@ def start_run(input_cfg: Any, seed: int = 0, save_cfg: bool = True) -> tuple[Eas
     batch that much sooner. The Ray settings are read from the uncompiled ``ray`` section; the
     compiled config then checks every key. ``started_ray``: this call started Ray (shut it down).
     """
-    main_cfg = input_cfg[0] if isinstance(input_cfg, (tuple, list)) else input_cfg
+    input_cfg = split_input_cfg(input_cfg)  # a config file is read once, here
+    main_cfg = input_cfg[0]
     ray_cfg = RayConfig.default_config()
     ray_cfg.update(main_cfg.get("ray") or {})
     namespace = namespace_of(ray_cfg, main_cfg.get("exp_name") or "default_experiment")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import logging
 import time
 from typing import Any
@@ -11,6 +10,7 @@ import ray
 from easydict import EasyDict
 
 from ding_ray.config import compile_config
+from ding_ray.config.compile import split_input_cfg
 from ding_ray.distributed import (
     ApexDriver,
     RayConfig,
@@ -31,12 +31,14 @@ logger = logging.getLogger(__name__)
 
 def compile_ray_config(input_cfg: Any, seed: int = 0, save_cfg: bool = True) -> EasyDict:
     """``compile_config`` with the ``ray`` section's defaults, and model shapes read from the env."""
-    main_cfg, create_cfg = input_cfg if isinstance(input_cfg, (tuple, list)) else (input_cfg, {})
+    main_cfg, create_cfg = split_input_cfg(input_cfg)
     cfg = compile_config(
-        copy.deepcopy(main_cfg),
+        main_cfg,
         seed=seed,
         create_cfg=create_cfg,
         save_cfg=save_cfg,
+        # The Ray namespace and the actors' paths are fixed from exp_name before this runs.
+        renew_dir=False,
         extra_defaults={"ray": RayConfig.default_config()},
     )
     model = cfg.policy.model

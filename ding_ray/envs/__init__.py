@@ -3,6 +3,7 @@
 from ding_ray.envs.env_manager import BaseEnvManager, create_env_manager, get_env_manager_cls
 from ding_ray.envs.gymnasium_env import (
     BaseEnvTimestep,
+    DingEnvWrapper,
     GymnasiumEnv,
     get_vec_env_setting,
     make_gymnasium,
@@ -12,6 +13,7 @@ from ding_ray.envs.gymnasium_env import (
 __all__ = [
     "BaseEnvManager",
     "BaseEnvTimestep",
+    "DingEnvWrapper",
     "GymnasiumEnv",
     "create_env_manager",
     "get_env_manager_cls",

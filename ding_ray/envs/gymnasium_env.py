@@ -45,9 +45,26 @@ def space_info(space: gym.Space) -> tuple[str, int]:
     raise EnvError(f"Action space {space} is not supported; use Discrete or Box.")
 
 
+def one_hot_space(space: gym.Space) -> gym.Space:
+    """The observation space a policy sees: a ``Discrete(n)`` space becomes a one-hot ``Box(n)``
+    (as dizoo encodes FrozenLake or Taxi), so no network is ever fed a raw state index."""
+    if isinstance(space, gym.spaces.Discrete):
+        return gym.spaces.Box(0.0, 1.0, shape=(int(space.n),), dtype=np.float32)
+    if isinstance(space, gym.spaces.Box):
+        return space
+    raise EnvError(
+        f"Observation space {space} is not supported: ding_ray's models take Box (vector or image) or "
+        "Discrete observations. Wrap the env with a gymnasium.ObservationWrapper that returns an array "
+        "(e.g. gymnasium.wrappers.FlattenObservation for Dict or Tuple spaces)."
+    )
+
+
 @ENV_REGISTRY.register("gymnasium")
 class GymnasiumEnv:
-    """A gymnasium env with DI-engine's ``reset / step -> BaseEnvTimestep / seed / close``."""
+    """A gymnasium env with DI-engine's ``reset / step -> BaseEnvTimestep / seed / close``.
+
+    Discrete observations come out one-hot encoded (float32), Box observations as they are.
+    """
 
     config = dict(
         type="gymnasium",
@@ -65,18 +82,29 @@ class GymnasiumEnv:
     def default_config(cls) -> EasyDict:
         return default_config_of(cls)
 
-    def __init__(self, cfg: dict | None = None) -> None:
+    def __init__(self, cfg: dict | None = None, env: gym.Env | None = None) -> None:
+        """``env``: an env instance to wrap instead of making one from ``cfg.env_id``."""
         cfg = checked_config(type(self), {k: v for k, v in (cfg or {}).items() if k != "manager"}, "env")
         self._cfg = cfg
         self._seed: int | None = None
         self._dynamic_seed = True
         self._seeded_once = False
         self._replay_path = None
-        self._env = self._make()
-        self.observation_space = self._env.observation_space
+        self._given_env = env is not None
+        self._env = env if env is not None else self._make()
+        raw_space = self._env.observation_space
+        self._obs_n = int(raw_space.n) if isinstance(raw_space, gym.spaces.Discrete) else None
+        self.observation_space = one_hot_space(raw_space)
         self.action_space = self._env.action_space
         self._discrete = isinstance(self.action_space, gym.spaces.Discrete)
         self._episode_return = 0.0
+
+    def _observe(self, obs: Any) -> np.ndarray:
+        if self._obs_n is None:
+            return obs
+        one_hot = np.zeros(self._obs_n, dtype=np.float32)
+        one_hot[int(obs)] = 1.0
+        return one_hot
 
     def _make(self, render_mode: str | None = None) -> gym.Env:
         kwargs = copy.deepcopy(dict(self._cfg.kwargs))
@@ -97,7 +125,7 @@ class GymnasiumEnv:
             seed, self._seeded_once = self._seed, True
         obs, _ = self._env.reset(seed=seed)
         self._episode_return = 0.0
-        return obs
+        return self._observe(obs)
 
     def step(self, action: Any) -> BaseEnvTimestep:
         if self._discrete:
@@ -108,7 +136,7 @@ class GymnasiumEnv:
         info["truncated"] = bool(truncated and not terminated)
         if done:
             info["eval_episode_return"] = self._episode_return
-        return BaseEnvTimestep(obs, float(reward), bool(done), info)
+        return BaseEnvTimestep(self._observe(obs), float(reward), bool(done), info)
 
     def random_action(self) -> Any:
         return self.action_space.sample()
@@ -117,18 +145,69 @@ class GymnasiumEnv:
         """Record every episode of this env as a video under ``replay_path``."""
         from gymnasium.wrappers import RecordVideo
 
-        self._env.close()
+        if self._given_env:
+            if self._env.render_mode != "rgb_array":
+                raise EnvError(
+                    "Recording videos of a wrapped env needs it made with render_mode='rgb_array' "
+                    f"(gymnasium.make(..., render_mode='rgb_array')); it has {self._env.render_mode!r}."
+                )
+            env = self._env
+        else:
+            self._env.close()
+            env = self._make("rgb_array")
         try:
-            self._env = RecordVideo(self._make("rgb_array"), replay_path, episode_trigger=lambda _: True)
+            self._env = RecordVideo(env, replay_path, episode_trigger=lambda _: True)
         except gym.error.DependencyNotInstalled as e:
-            raise EnvError(f"env.replay_path needs video support: {e} (pip install moviepy)") from e
+            raise EnvError(f'env.replay_path needs video support: {e} (pip install "ding_ray[video]")') from e
         self._replay_path = replay_path
 
     def close(self) -> None:
         self._env.close()
 
     def __repr__(self) -> str:
-        return f"GymnasiumEnv({self._cfg.env_id})"
+        return f"{type(self).__name__}({self._cfg.env_id or self._env})"
+
+
+class DingEnvWrapper(GymnasiumEnv):
+    """DI-engine's wrapper of a gym(nasium) env, as dizoo's ``*_main.py`` scripts build it::
+
+        DingEnvWrapper(gymnasium.make("CartPole-v1"), EasyDict(env_wrapper="default"))
+        DingEnvWrapper(cfg=EasyDict(env_id="CartPole-v1"))
+
+    ``env_wrapper='default'`` adds nothing (DI-engine's default only adds what ``GymnasiumEnv``
+    already does: the episode return in the final ``info``); DI-engine's named Atari/MuJoCo
+    wrapper sets are not here: wrap the env with gymnasium's wrappers before passing it in.
+    """
+
+    def __init__(
+        self,
+        env: gym.Env | None = None,
+        cfg: dict | None = None,
+        seed_api: bool = True,
+        caller: str = "collector",
+        is_gymnasium: bool = True,
+    ) -> None:
+        cfg = EasyDict(cfg or {})
+        wrapper = cfg.pop("env_wrapper", "default")
+        if wrapper != "default":
+            raise EnvError(
+                f"DingEnvWrapper env_wrapper={wrapper!r} is not supported; ding_ray has only 'default'. "
+                "Apply gymnasium wrappers to the env before wrapping it."
+            )
+        for key in ("act_scale", "rew_clip"):
+            if cfg.pop(key, False):
+                raise EnvError(
+                    f"DingEnvWrapper {key}=True is not supported; use a gymnasium wrapper instead."
+                )
+        if env is None and not cfg.get("env_id"):
+            raise EnvError("DingEnvWrapper needs an env instance or cfg.env_id.")
+        if env is not None and not isinstance(env, gym.Env):
+            raise EnvError(
+                f"DingEnvWrapper wraps gymnasium envs; got {type(env).__name__}. Make the env with "
+                "gymnasium.make (the successor of gym) instead of gym.make."
+            )
+        self._seed_api, self._caller = seed_api, caller
+        super().__init__(cfg, env=env)
 
 
 def get_vec_env_setting(cfg: dict) -> tuple[type, list[EasyDict], list[EasyDict]]:

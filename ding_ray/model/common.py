@@ -16,31 +16,71 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ding_ray.errors import ConfigError
+
 ACTIVATIONS = {"relu": torch.relu, "tanh": torch.tanh, "gelu": F.gelu, "silu": F.silu, "elu": F.elu}
+# DI-engine passes activations as modules (``activation=nn.ReLU()``); the same functions by name.
+_MODULE_ACTIVATIONS = {nn.ReLU: "relu", nn.Tanh: "tanh", nn.GELU: "gelu", nn.SiLU: "silu", nn.ELU: "elu"}
+# DI-engine's norm_type names; 'IN' and 'SyncBN' have no meaning for a vector (B, C) or one process.
+NORMS = {"LN": nn.LayerNorm, "BN": nn.BatchNorm1d}
+
+
+def activation_name(activation: str | nn.Module | None) -> str:
+    """The name of an activation given as a name, a module such as ``nn.ReLU()``, or None (relu)."""
+    if activation is None:
+        return "relu"
+    if isinstance(activation, nn.Module):
+        name = _MODULE_ACTIVATIONS.get(type(activation))
+        if name is None:
+            raise ConfigError(f"Activation {activation!r} not supported; use one of {sorted(ACTIVATIONS)}.")
+        return name
+    if activation not in ACTIVATIONS:
+        raise ConfigError(f"Activation '{activation}' unknown; use one of {sorted(ACTIVATIONS)}.")
+    return activation
+
+
+def check_norm_type(norm_type: str | None) -> None:
+    if norm_type is not None and norm_type not in NORMS:
+        raise ConfigError(
+            f"policy.model.norm_type={norm_type!r} is not supported; ding_ray's fully connected models "
+            f"take {sorted(NORMS)} or None."
+        )
 
 
 class MLP(nn.Module):
-    """Linear layers of the given widths, each followed by ``activation`` (the last one optional)."""
+    """Linear layers of the given widths, each followed by ``activation`` (the last one optional).
+
+    With ``norm_type`` and/or ``dropout`` (DI-engine's options) each activated layer is linear ->
+    norm -> activation -> dropout, as DI-engine's ``fc_block``.
+    """
 
     def __init__(
         self,
         in_size: int,
         hidden_sizes: Sequence[int],
-        activation: str = "relu",
+        activation: str | nn.Module = "relu",
         last_activation: bool = True,
+        norm_type: str | None = None,
+        dropout: float | None = None,
     ) -> None:
         super().__init__()
+        check_norm_type(norm_type)
         sizes = [in_size, *hidden_sizes]
         self.layers = nn.ModuleList(nn.Linear(a, b) for a, b in zip(sizes[:-1], sizes[1:]))
-        self.activation = ACTIVATIONS[activation]
+        self.activation = ACTIVATIONS[activation_name(activation)]
         self.last_activation = last_activation
         self.output_size = sizes[-1]
+        activated = sizes[1:] if last_activation else sizes[1:-1]
+        self.norms = nn.ModuleList(NORMS[norm_type](n) for n in activated) if norm_type else None
+        self.dropout = float(dropout or 0.0)
         # The same Parameter objects as in ``layers``, in a plain list: looking parameters up
         # through nn.Module attributes costs more than the matmuls at collector batch sizes.
         # ``load_state_dict``, ``.to()`` and ``deepcopy`` keep these references valid.
         self._params = [(layer.weight, layer.bias) for layer in self.layers]
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.norms is not None or self.dropout:
+            return self._forward_blocks(x)
         activation = self.activation
         *hidden, (weight, bias) = self._params
         for w, b in hidden:
@@ -48,14 +88,34 @@ class MLP(nn.Module):
         x = F.linear(x, weight, bias)
         return activation(x) if self.last_activation else x
 
+    def _forward_blocks(self, x: torch.Tensor) -> torch.Tensor:
+        last = len(self._params) - 1
+        for i, (w, b) in enumerate(self._params):
+            x = F.linear(x, w, b)
+            if i == last and not self.last_activation:
+                break
+            if self.norms is not None:
+                x = self.norms[i](x)
+            x = self.activation(x)
+            if self.dropout:
+                x = F.dropout(x, self.dropout, self.training)
+        return x
+
 
 class FCEncoder(nn.Module):
     """Vector observation (flattened) -> feature vector of size ``hidden_size_list[-1]``."""
 
-    def __init__(self, obs_shape: int | Sequence[int], hidden_size_list: Sequence[int], activation="relu"):
+    def __init__(
+        self,
+        obs_shape: int | Sequence[int],
+        hidden_size_list: Sequence[int],
+        activation: str | nn.Module = "relu",
+        norm_type: str | None = None,
+        dropout: float | None = None,
+    ):
         super().__init__()
         self.obs_dim = obs_shape if isinstance(obs_shape, int) else math.prod(obs_shape)
-        self.mlp = MLP(self.obs_dim, hidden_size_list, activation)
+        self.mlp = MLP(self.obs_dim, hidden_size_list, activation, True, norm_type, dropout)
         self.output_size = self.mlp.output_size
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
@@ -67,10 +127,18 @@ class FCEncoder(nn.Module):
 class DiscreteHead(nn.Module):
     """Features -> one Q-value per action."""
 
-    def __init__(self, hidden_size: int, action_shape: int, layer_num: int = 1, activation: str = "relu"):
+    def __init__(
+        self,
+        hidden_size: int,
+        action_shape: int,
+        layer_num: int = 1,
+        activation: str | nn.Module = "relu",
+        norm_type: str | None = None,
+        dropout: float | None = None,
+    ):
         super().__init__()
         self.mlp = MLP(
-            hidden_size, [hidden_size] * layer_num + [action_shape], activation, last_activation=False
+            hidden_size, [hidden_size] * layer_num + [action_shape], activation, False, norm_type, dropout
         )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -80,23 +148,41 @@ class DiscreteHead(nn.Module):
 class DuelingHead(nn.Module):
     """Features -> Q = V + A - mean(A), with separate value and advantage streams.
 
-    The hidden layers of both streams run as one wider layer (their weights stacked), which is
-    the same function as two separate layers at half the number of matrix multiplies.
+    The first hidden layers of both streams run as one wider layer (their weights stacked), which
+    is the same function as two separate layers at half the number of matrix multiplies. With a
+    ``norm_type`` each stream normalises its own features, so there the streams stay apart.
     """
 
-    def __init__(self, hidden_size: int, action_shape: int, layer_num: int = 1, activation: str = "relu"):
+    def __init__(
+        self,
+        hidden_size: int,
+        action_shape: int,
+        layer_num: int = 1,
+        activation: str | nn.Module = "relu",
+        norm_type: str | None = None,
+        dropout: float | None = None,
+    ):
         super().__init__()
         if layer_num < 1:
             raise ValueError("DuelingHead needs layer_num >= 1")
         self.hidden_size = hidden_size
-        self.first = MLP(hidden_size, [2 * hidden_size], activation)  # [advantage stream; value stream]
-        self.advantage = MLP(hidden_size, [hidden_size] * (layer_num - 1) + [action_shape], activation, False)
-        self.value = MLP(hidden_size, [hidden_size] * (layer_num - 1) + [1], activation, False)
+        widths = [hidden_size] * (layer_num - 1)
+        if norm_type is None:
+            self.first = MLP(hidden_size, [2 * hidden_size], activation, True, None, dropout)  # [adv; value]
+            self.advantage = MLP(hidden_size, widths + [action_shape], activation, False, None, dropout)
+            self.value = MLP(hidden_size, widths + [1], activation, False, None, dropout)
+        else:
+            self.first = None
+            widths = [hidden_size] + widths
+            self.advantage = MLP(hidden_size, widths + [action_shape], activation, False, norm_type, dropout)
+            self.value = MLP(hidden_size, widths + [1], activation, False, norm_type, dropout)
         # A @ (I - 1/n) is A - mean(A): with it, Q = V + A - mean(A) is a single addmm.
         centering = torch.eye(action_shape) - 1.0 / action_shape
         self.register_buffer("centering", centering, persistent=False)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.first is None:
+            return torch.addmm(self.value.forward(x), self.advantage.forward(x), self.centering)
         advantage_in, value_in = self.first.forward(x).chunk(2, dim=1)
         advantage = self.advantage.forward(advantage_in)
         value = self.value.forward(value_in)

@@ -23,15 +23,26 @@ class DQN(nn.Module):
         dueling: bool = True,
         head_hidden_size: int | None = None,
         head_layer_num: int = 1,
-        activation: str = "relu",
+        activation: str | nn.Module | None = "relu",
+        norm_type: str | None = None,
+        dropout: float | None = None,
+        init_bias: float | None = None,
     ) -> None:
+        """``norm_type`` ('LN', 'BN'), ``dropout`` and ``init_bias`` (the initial bias of the last
+        layer) as in DI-engine's DQN; ``activation`` by name or as a module (``nn.ReLU()``)."""
         super().__init__()
-        self.encoder = FCEncoder(obs_shape, list(encoder_hidden_size_list), activation)
+        self.encoder = FCEncoder(obs_shape, list(encoder_hidden_size_list), activation, norm_type, dropout)
         hidden = head_hidden_size or self.encoder.output_size
         if hidden != self.encoder.output_size:
-            self.encoder = nn.Sequential(self.encoder, MLP(self.encoder.output_size, [hidden], activation))
+            self.encoder = nn.Sequential(
+                self.encoder, MLP(self.encoder.output_size, [hidden], activation, True, norm_type, dropout)
+            )
         head_cls = DuelingHead if dueling else DiscreteHead
-        self.head = head_cls(hidden, int(action_shape), head_layer_num, activation)
+        self.head = head_cls(hidden, int(action_shape), head_layer_num, activation, norm_type, dropout)
+        if init_bias is not None:
+            for last in self.head.modules():
+                if isinstance(last, MLP):
+                    nn.init.constant_(last.layers[-1].bias, init_bias)
 
     def forward(self, obs: torch.Tensor) -> dict[str, torch.Tensor]:
         return {"logit": self.head.forward(self.encoder.forward(obs))}

@@ -62,12 +62,15 @@ class Policy:
         type=None,  # registered name, e.g. 'dqn'
         on_policy=False,  # on-policy algorithms train only on data of the current weights
         cuda=False,  # put the model on a GPU when one is present (falls back to CPU otherwise)
-        multi_gpu=False,  # data-parallel training over several GPUs (a learner group; not yet)
+        multi_gpu=False,  # data-parallel training over several GPUs (a learner group; not yet: an error)
         bp_update_sync=True,  # with multi_gpu: all-reduce gradients before the optimizer step
         traj_len_inf=False,  # collectors keep whole episodes before calling get_train_sample
-        load_path=None,  # policy state dict (learn mode) loaded before training starts
+        transition_with_policy_data=False,  # random_collect_size steps use the policy, not uniform actions
+        load_path=None,  # checkpoint the eval entry loads (training ignores it, as DI-engine does)
         model=dict(),  # kwargs of the model; 'type' defaults to default_model()
-        learn=dict(),
+        learn=dict(
+            resume_training=False,  # continue train_iter and envstep of load_ckpt_before_run's checkpoint
+        ),
         collect=dict(),
         eval=dict(),
         other=dict(),
@@ -86,6 +89,11 @@ class Policy:
         enable_field: Iterable[str] | None = None,
     ) -> None:
         cfg = checked_config(type(self), cfg, "policy")
+        if cfg.multi_gpu:
+            raise ConfigError(
+                "policy.multi_gpu=True is not supported yet: ding_ray has no data-parallel learner group "
+                "so far. Set multi_gpu=False (one learner; policy.cuda=True puts it on a GPU)."
+            )
         self._cfg = cfg
         self._on_policy = cfg.on_policy
         self._enable_field = set(self.total_field if enable_field is None else enable_field)
@@ -180,6 +188,12 @@ class Policy:
 
     def _get_priority(self) -> bool:
         return bool(self._cfg.get("priority", False))
+
+    def _get_traj_len_inf(self) -> bool:
+        return bool(self._cfg.get("traj_len_inf", False))
+
+    def _get_transition_with_policy_data(self) -> bool:
+        return bool(self._cfg.get("transition_with_policy_data", False))
 
     def __repr__(self) -> str:
         return f"ding_ray {type(self).__name__}\n{self._model!r}"

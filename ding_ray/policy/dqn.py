@@ -18,7 +18,10 @@ from ding_ray.utils.registry import POLICY_REGISTRY
 
 @POLICY_REGISTRY.register("dqn")
 class DQNPolicy(Policy):
-    """Learn: double-DQN n-step TD loss. Collect: epsilon-greedy (``eps`` kwarg). Eval: greedy."""
+    """Learn: double-DQN n-step TD loss. Collect: epsilon-greedy (``eps`` kwarg). Eval: greedy.
+
+    Collect and eval forwards return ``{env_id: {'action': int, 'logit': Q-values}}`` (DI-engine's).
+    """
 
     config = dict(
         type="dqn",
@@ -161,7 +164,8 @@ class DQNPolicy(Policy):
             # Python's generator beats numpy calls by far at a few envs per step.
             draw, n_actions = self._collect_rng.random, q.shape[-1]
             actions = [int(draw() * n_actions) if draw() < eps else a for a in actions]
-        return {env_id: {"action": a} for env_id, a in zip(env_ids, actions)}
+        logits = q.cpu().numpy()
+        return {env_id: {"action": a, "logit": logit} for env_id, a, logit in zip(env_ids, actions, logits)}
 
     def _process_transition(self, obs: Any, policy_output: dict[str, Any], timestep: Any) -> dict[str, Any]:
         # A time-limit truncation is not a terminal state: 'done' only stops bootstrapping on
@@ -211,5 +215,6 @@ class DQNPolicy(Policy):
         env_ids, obs = obs_batch(data)
         if self._eval_model.training:
             self._eval_model.eval()
-        action = self._eval_model(torch.from_numpy(obs).to(self._device))["logit"].argmax(-1).cpu().numpy()
-        return {env_id: {"action": a} for env_id, a in zip(env_ids, action.tolist())}
+        q = self._eval_model(torch.from_numpy(obs).to(self._device))["logit"]
+        actions, logits = q.argmax(-1).tolist(), q.cpu().numpy()
+        return {env_id: {"action": a, "logit": logit} for env_id, a, logit in zip(env_ids, actions, logits)}

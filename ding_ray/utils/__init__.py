@@ -10,8 +10,11 @@ from ding_ray.utils.registry import (
     Registry,
     close_matches,
 )
+from ding_ray.utils.runtime import set_pkg_seed, set_torch_threads
 
 __all__ = [
+    "set_pkg_seed",
+    "set_torch_threads",
     "Registry",
     "close_matches",
     "POLICY_REGISTRY",

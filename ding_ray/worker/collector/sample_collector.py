@@ -17,7 +17,8 @@ class SampleSerialCollector(VectorCollector):
     Each env keeps its own trajectory. It is handed to ``policy.get_train_sample`` when its
     episode ends, or when it holds ``traj_len`` steps plus the policy's n-step lookahead; in the
     second case the last ``nstep - 1`` steps stay behind as context for the next samples, so every
-    n-step target is computed from real future steps, never from padding.
+    n-step target is computed from real future steps, never from padding. With the policy's
+    ``traj_len_inf`` only whole episodes are handed over (as DI-engine does).
     """
 
     config = dict(
@@ -60,7 +61,7 @@ class SampleSerialCollector(VectorCollector):
                             return_data.extend(get_train_sample(traj))
                         self._traj[env_id] = []
                         self._policy.reset([env_id])
-                    elif len(traj) >= self._traj_len + keep_back:
+                    elif not self._traj_len_inf and len(traj) >= self._traj_len + keep_back:
                         samples = get_train_sample(traj)
                         ready = len(traj) - keep_back
                         return_data.extend(samples[:ready])

@@ -55,10 +55,11 @@ class VectorCollector(EnvRunner, ISerialCollector):
     def reset_policy(self, _policy: Any = None) -> None:
         super().reset_policy(_policy)
         if self._policy is not None:
-            try:
-                self._lookahead = int(self._policy.get_attribute("nstep")) - 1
-            except NotImplementedError:
-                self._lookahead = 0
+            self._lookahead = int(_policy_attribute(self._policy, "nstep", 1)) - 1
+            self._traj_len_inf = bool(_policy_attribute(self._policy, "traj_len_inf", False))
+            self._random_with_policy = bool(
+                _policy_attribute(self._policy, "transition_with_policy_data", False)
+            )
 
     def reset(self, _policy: Any = None, _env: Any = None) -> None:
         self.reset_env(_env)  # also starts empty trajectories
@@ -71,7 +72,7 @@ class VectorCollector(EnvRunner, ISerialCollector):
         A crashed env's step is dropped; its trajectory so far is ended like a truncated episode.
         """
         obs = dict(self._env.ready_obs)  # the manager refills ready_obs during step
-        if random_collect:
+        if random_collect and not self._random_with_policy:
             output = {i: {"action": self._env.envs[i].random_action()} for i in obs}
         else:
             output = self._policy.forward(obs, **policy_kwargs)
@@ -113,6 +114,13 @@ class VectorCollector(EnvRunner, ISerialCollector):
 
     def _timer(self) -> Timer:
         return _StatsTimer(self._stats)
+
+
+def _policy_attribute(policy: Any, name: str, default: Any) -> Any:
+    try:
+        return policy.get_attribute(name)
+    except NotImplementedError:  # a policy of the user's own that does not define it
+        return default
 
 
 class _StatsTimer(Timer):
