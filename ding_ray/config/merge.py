@@ -11,6 +11,13 @@ from easydict import EasyDict
 from ding_ray.errors import ConfigError
 from ding_ray.utils.registry import close_matches
 
+# A section whose defaults hold this key takes entries beyond its defaults: every entry the user gives
+# there, new keys included, goes to the callable stored under it, ``check(full_key, value) -> value``,
+# which validates it (raising ConfigError) and returns it, instead of the usual key and type checks.
+# The key itself never reaches a merged config. Example: the learner's ``hook`` section takes
+# DI-engine's long-form hook entries under names of the user's choosing.
+EXTRA_ENTRIES = "__extra_entries__"
+
 
 def deep_merge_dicts(original: Mapping, new_dict: Mapping | None) -> EasyDict:
     """Recursively merge ``new_dict`` over a copy of ``original``; new keys are allowed.
@@ -73,10 +80,16 @@ def merge_config(defaults: Mapping, user: Mapping | None, path: str = "") -> Eas
     A default that is an empty dict is free-form: any keys are accepted below it (model kwargs,
     env kwargs). ``cfg_type`` and ``import_names`` are bookkeeping keys and always accepted.
     """
-    merged = EasyDict(copy.deepcopy(dict(defaults)))
+    merged = _without_extra_entries(EasyDict(copy.deepcopy(dict(defaults))))
     open_section = len(defaults) == 0 or (len(defaults) == 1 and "cfg_type" in defaults)
+    check_extra = defaults.get(EXTRA_ENTRIES)
     for key, value in (user or {}).items():
         full = f"{path}.{key}" if path else str(key)
+        if key == EXTRA_ENTRIES:
+            continue
+        if check_extra is not None:
+            merged[key] = check_extra(full, copy.deepcopy(value))
+            continue
         if key not in defaults:
             if open_section or key in ("cfg_type", "import_names"):
                 merged[key] = copy.deepcopy(value)
@@ -99,6 +112,14 @@ def merge_config(defaults: Mapping, user: Mapping | None, path: str = "") -> Eas
         else:
             merged[key] = copy.deepcopy(_check_type(full, default, value))
     return merged
+
+
+def _without_extra_entries(cfg: EasyDict) -> EasyDict:
+    cfg.pop(EXTRA_ENTRIES, None)
+    for value in cfg.values():
+        if isinstance(value, EasyDict):
+            _without_extra_entries(value)
+    return cfg
 
 
 def checked_config(cls: type, cfg: Mapping | None, path: str) -> EasyDict:

@@ -12,16 +12,12 @@ import numpy as np
 import torch
 from easydict import EasyDict
 
-from ding_ray.config.merge import checked_config, default_config_of
+from ding_ray.config.merge import EXTRA_ENTRIES, checked_config, default_config_of
 from ding_ray.utils.registry import LEARNER_REGISTRY
 from ding_ray.worker import metrics
-from ding_ray.worker.learner.hooks import (
-    POSITIONS,
-    LearnerHook,
-    LogBuffer,
-    add_learner_hook,
-    build_learner_hook_by_cfg,
-)
+from ding_ray.worker.learner.hook_config import add_learner_hook, build_learner_hook_by_cfg, check_hook_entry
+from ding_ray.worker.learner.hooks import POSITIONS, LearnerHook
+from ding_ray.worker.learner.log_buffer import LogBuffer
 
 logger = logging.getLogger(__name__)
 
@@ -54,12 +50,15 @@ class BaseLearner:
         type="base",
         train_iterations=int(1e9),  # stop after this many iterations (parallel loops)
         dataloader=dict(num_workers=0),  # kept for DI-engine configs
-        log_policy=True,  # log the policy's reported values (LogShowHook)
+        log_policy=True,  # log the policy's description (policy.info()) when the learner gets it
         hook=dict(
             load_ckpt_before_run="",  # checkpoint to load before training ('' for none)
             log_show_after_iter=100,  # iterations between log lines / TensorBoard points
             save_ckpt_after_iter=10000,  # iterations between checkpoints
             save_ckpt_after_run=True,  # save ckpt_final.pth.tar when the run ends
+            # also accepted: log_reduce_after_iter=True, and long-form entries under any name,
+            # dict(name=..., type=..., priority=..., position=..., ext_args=dict(...))
+            **{EXTRA_ENTRIES: check_hook_entry},
         ),
     )
 
@@ -80,18 +79,19 @@ class BaseLearner:
         self._cfg = cfg
         self._exp_name, self._instance_name = exp_name, instance_name
         self._tb_logger = tb_logger
-        self._rank, self._world_size = dist_info or (0, 1)
-        self._policy = policy
+        self._rank, self._world_size = dist_info or _torch_dist_info()
         self._last_iter = CountVar(0)
         self._collector_envstep = 0
         self._priority_info: dict[str, Any] | None = None
         self._learn_info: dict[str, Any] = {}
         self._log_buffer = LogBuffer()
-        self._hooks = build_learner_hook_by_cfg(cfg.hook)
-        if not cfg.log_policy:
-            self._hooks["after_iter"] = [
-                h for h in self._hooks["after_iter"] if h.name != "log_show_after_iter"
-            ]
+        hook_cfg = dict(cfg.hook or {})
+        if self._world_size > 1:  # as DI-engine: several learners average what they log
+            hook_cfg["log_reduce_after_iter"] = True
+        self._hooks = build_learner_hook_by_cfg(hook_cfg)
+        self._policy = None
+        if policy is not None:
+            self.policy = policy
         self._ckpt_dir = os.path.join(exp_name, "ckpt")
         self._start_time = time.perf_counter()
         self._iters_at_start = 0
@@ -139,12 +139,14 @@ class BaseLearner:
         }
 
     def save_checkpoint(self, ckpt_name: str | None = None) -> str:
-        """Write the policy's learn state and the iteration count to ``<exp_name>/ckpt/``."""
+        """Write the policy's learn state, the iteration count (``last_iter``) and the collector's
+        env step count (``last_step``, DI-engine's key) to ``<exp_name>/ckpt/``."""
         os.makedirs(self._ckpt_dir, exist_ok=True)
         name = ckpt_name or f"iteration_{self._last_iter.val}.pth.tar"
         path = os.path.join(self._ckpt_dir, name)
         state = dict(self._policy.state_dict())
         state["last_iter"] = self._last_iter.val
+        state["last_step"] = self._collector_envstep
         tmp = path + ".tmp"
         torch.save(state, tmp)
         os.replace(tmp, path)  # a reader never sees half a checkpoint
@@ -170,6 +172,8 @@ class BaseLearner:
     @policy.setter
     def policy(self, policy: Any) -> None:
         self._policy = policy
+        if self._cfg.log_policy and hasattr(policy, "info"):
+            self.info(str(policy.info()))
 
     @property
     def last_iter(self) -> CountVar:
@@ -222,6 +226,15 @@ class BaseLearner:
     @property
     def world_size(self) -> int:
         return self._world_size
+
+
+def _torch_dist_info() -> tuple[int, int]:
+    """(rank, world size) of the torch.distributed process group, (0, 1) without one."""
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_rank(), dist.get_world_size()
+    return 0, 1
 
 
 def create_learner(cfg: dict, **kwargs: Any) -> BaseLearner:

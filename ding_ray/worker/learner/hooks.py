@@ -1,13 +1,16 @@
-"""Learner hooks: callables run at ``before_run``, ``after_run``, ``before_iter`` or ``after_iter``."""
+"""Learner hooks: callables the learner runs at ``before_run``, ``after_run``, ``before_iter`` or
+``after_iter``, built from the config by ``ding_ray.worker.learner.hook_config``."""
 
 from __future__ import annotations
 
 import logging
+import numbers
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import torch
+from easydict import EasyDict
 
 from ding_ray.errors import ConfigError, DataFormatError
 from ding_ray.utils.registry import close_matches
@@ -19,96 +22,182 @@ POSITIONS = ("before_run", "after_run", "before_iter", "after_iter")
 
 
 class LearnerHook:
-    """Something the learner calls at ``position``; lower ``priority`` runs first.
+    """Something the learner calls at ``position``; a lower ``priority`` runs first.
 
-    Subclasses implement ``__call__(self, engine)`` where ``engine`` is the ``BaseLearner``.
+    Built as in DI-engine: ``LearnerHook(name, priority, position=..., ext_args=...)``. A subclass
+    implements ``__call__(self, engine)`` (``engine`` is the ``BaseLearner``) and reads the
+    ``ext_args`` it knows; ext_args that reach this base class are ones nobody reads, so they are
+    rejected rather than ignored.
     """
 
-    def __init__(self, *args: Any, position: str, name: str | None = None, priority: int = 50, **kwargs: Any):
+    positions = list(POSITIONS)
+
+    def __init__(
+        self,
+        name: str | None = None,
+        priority: float = 100,
+        *,
+        position: str,
+        ext_args: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.name = type(self).__name__ if name is None else str(name)
         if position not in POSITIONS:
-            raise ConfigError(f"Hook position '{position}' unknown; choose from {list(POSITIONS)}.")
+            hint = close_matches(position, POSITIONS)
+            raise ConfigError(
+                f"Learner hook '{self.name}': position '{position}' unknown."
+                + (f" Did you mean '{hint[0]}'?" if hint else "")
+                + f" Choose from {list(POSITIONS)}."
+            )
+        if not isinstance(priority, numbers.Real) or isinstance(priority, bool) or priority < 0:
+            raise ConfigError(
+                f"Learner hook '{self.name}': priority must be a number >= 0 (lower runs first), "
+                f"got {priority!r}."
+            )
         self.position = position
-        self.name = name or type(self).__name__
         self.priority = priority
+        check_ext_args(self, ext_args, known=())
 
     def __call__(self, engine: Any) -> None:
         raise NotImplementedError
 
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(name={self.name!r}, priority={self.priority}, position={self.position!r})"
+        )
+
+
+def check_ext_args(
+    hook: LearnerHook, ext_args: Mapping[str, Any] | None, known: Sequence[str], required: Sequence[str] = ()
+) -> EasyDict:
+    """``ext_args`` as an EasyDict; ``ConfigError`` for a key ``hook`` does not read or a missing one."""
+    ext_args = EasyDict(ext_args or {})
+    for key in ext_args:
+        if key not in known:
+            hint = close_matches(key, known)
+            raise ConfigError(
+                f"Learner hook '{hook.name}' ({type(hook).__name__}) does not read ext_args '{key}'."
+                + (f" Did you mean '{hint[0]}'?" if hint else "")
+                + (f" It reads {list(known)}." if known else " It takes no ext_args; remove them.")
+            )
+    for key in required:
+        if key not in ext_args:
+            raise ConfigError(
+                f"Learner hook '{hook.name}' ({type(hook).__name__}) needs ext_args '{key}', "
+                f"e.g. ext_args=dict({key}=...)."
+            )
+    return ext_args
+
+
+def _freq(hook: LearnerHook, value: Any) -> int:
+    if value is True:
+        return 1
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= 1:
+        return int(value)
+    if isinstance(value, float) and value.is_integer() and value >= 1:
+        return int(value)
+    raise ConfigError(
+        f"Learner hook '{hook.name}': freq must be an integer >= 1 (iterations), got {value!r}. "
+        "To turn the hook off, set its short-form key to False."
+    )
+
 
 class LoadCkptHook(LearnerHook):
-    """Load a checkpoint (policy state and iteration count) before training starts."""
+    """Load ``ext_args['load_path']`` before training: policy state, ``last_iter`` and the collector's
+    env step count (the checkpoint's ``last_step``), so that a run resumes where it stopped."""
 
-    def __init__(self, *args: Any, path: str = "", **kwargs: Any) -> None:
-        kwargs.setdefault("priority", 20)
+    def __init__(self, *args: Any, ext_args: Mapping[str, Any] | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._path = path
+        ext_args = check_ext_args(self, ext_args, known=("load_path",), required=("load_path",))
+        if not isinstance(ext_args.load_path, (str, os.PathLike)):
+            raise ConfigError(
+                f"Learner hook '{self.name}': ext_args load_path must be a file path ('' for none), "
+                f"got {ext_args.load_path!r}."
+            )
+        self._load_path = os.fspath(ext_args.load_path)
 
     def __call__(self, engine: Any) -> None:
-        if not self._path:
+        if self._load_path == "":
             return
-        state = load_checkpoint(self._path)
+        state = dict(load_checkpoint(self._load_path))
+        last_iter, last_step = state.pop("last_iter", None), state.pop("last_step", None)
         engine.policy.load_state_dict(state)
-        engine.last_iter.update(int(state.get("last_iter", 0)))
-        logger.info("loaded checkpoint %s (iteration %d)", self._path, engine.last_iter.val)
+        if last_iter is not None:
+            engine.last_iter.update(int(last_iter))
+        if last_step is not None:
+            engine.collector_envstep = int(last_step)
+        engine.info(
+            f"loaded checkpoint {self._load_path} (iteration {engine.last_iter.val}, "
+            f"collector envstep {engine.collector_envstep})"
+        )
 
 
 class SaveCkptHook(LearnerHook):
-    """Save a checkpoint every ``freq`` iterations (after_iter) or once at the end (after_run)."""
+    """Save a checkpoint every ``ext_args['freq']`` iterations (default 1). After the run
+    (position ``after_run``) the file is ``ckpt_final.pth.tar``; only rank 0 saves."""
 
-    def __init__(self, *args: Any, freq: int = 1, **kwargs: Any) -> None:
-        kwargs.setdefault("priority", 20)
+    def __init__(self, *args: Any, ext_args: Mapping[str, Any] | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._freq = freq
+        ext_args = check_ext_args(self, ext_args, known=("freq",))
+        self._freq = _freq(self, ext_args.get("freq", 1))
 
     def __call__(self, engine: Any) -> None:
-        if self.position == "after_run":
-            engine.save_checkpoint("ckpt_final.pth.tar")
-        elif engine.last_iter.val % self._freq == 0:
-            engine.save_checkpoint()
+        if engine.rank != 0 or engine.last_iter.val % self._freq != 0:
+            return
+        path = engine.save_checkpoint("ckpt_final.pth.tar" if self.position == "after_run" else None)
+        logger.debug("[%s] saved checkpoint %s", engine.instance_name, path)
 
 
 class LogShowHook(LearnerHook):
-    """Every ``freq`` iterations: mean of the policy's reported values to the log and TensorBoard."""
+    """Every ``ext_args['freq']`` iterations (default 1), rank 0 writes the mean of the policy's
+    reported values to the log and TensorBoard; every rank then clears its log buffer."""
 
-    def __init__(self, *args: Any, freq: int = 100, **kwargs: Any) -> None:
-        kwargs.setdefault("priority", 20)
+    def __init__(self, *args: Any, ext_args: Mapping[str, Any] | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._freq = freq
+        ext_args = check_ext_args(self, ext_args, known=("freq",))
+        self._freq = _freq(self, ext_args.get("freq", 1))
 
     def __call__(self, engine: Any) -> None:
         iteration = engine.last_iter.val
+        if engine.rank != 0:
+            engine.log_buffer.clear()
+            return
         if iteration % self._freq != 0:
             return
         means = engine.log_buffer.means_and_clear()
         if not means:
             return
-        scalars = {metrics.learner_key(k): v for k, v in means.items()}
-        metrics.log_scalars(engine.tb_logger, scalars, iteration)
-        logger.info(
-            "[%s] iter %d %s",
-            engine.instance_name,
-            iteration,
-            " ".join(f"{k}={v:.4g}" for k, v in means.items()),
+        metrics.log_scalars(
+            engine.tb_logger, {metrics.learner_key(k): v for k, v in means.items()}, iteration
         )
+        engine.info(f"iter {iteration} " + " ".join(f"{k}={v:.4g}" for k, v in means.items()))
 
 
-class LogBuffer:
-    """Values the policy reports each iteration, kept until the next log line."""
+class LogReduceHook(LearnerHook):
+    """Average the latest iteration's reported values over all ranks of the torch.distributed
+    process group, so that rank 0 logs the mean of every learner. One process: nothing to do."""
 
-    def __init__(self) -> None:
-        self._sums: dict[str, float] = {}
-        self._counts: dict[str, int] = {}
+    def __init__(self, *args: Any, ext_args: Mapping[str, Any] | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        check_ext_args(self, ext_args, known=())
 
-    def update(self, values: Mapping[str, Any]) -> None:
-        for key, value in values.items():
-            if isinstance(value, (int, float)) and not isinstance(value, bool):
-                self._sums[key] = self._sums.get(key, 0.0) + float(value)
-                self._counts[key] = self._counts.get(key, 0) + 1
+    def __call__(self, engine: Any) -> None:
+        import torch.distributed as dist
 
-    def means_and_clear(self) -> dict[str, float]:
-        means = {k: self._sums[k] / self._counts[k] for k in self._sums}
-        self._sums, self._counts = {}, {}
-        return means
+        if not (dist.is_available() and dist.is_initialized()):
+            if engine.world_size > 1:
+                raise ConfigError(
+                    f"Learner '{engine.instance_name}' has world size {engine.world_size} but "
+                    "torch.distributed has no process group, so the log values cannot be reduced. Call "
+                    "torch.distributed.init_process_group(...) before training, or drop dist_info."
+                )
+            return
+        latest = engine.log_buffer.latest
+        keys = sorted(latest)
+        device = torch.device("cuda", torch.cuda.current_device()) if dist.get_backend() == "nccl" else "cpu"
+        values = torch.tensor([latest[k] for k in keys], dtype=torch.float64, device=device)
+        dist.all_reduce(values)
+        values /= dist.get_world_size()
+        engine.log_buffer.replace_latest(dict(zip(keys, values.cpu().tolist())))
 
 
 def load_checkpoint(path: str) -> dict[str, Any]:
@@ -122,83 +211,3 @@ def load_checkpoint(path: str) -> dict[str, Any]:
             f"Checkpoint '{path}' cannot be loaded as weights ({type(e).__name__}: {e}). It may be "
             "truncated, or hold pickled objects other than tensors; ding_ray never unpickles code."
         ) from e
-
-
-HOOK_TYPES: dict[str, type] = {
-    "load_ckpt": LoadCkptHook,
-    "save_ckpt": SaveCkptHook,
-    "log_show": LogShowHook,
-}
-
-
-def register_learner_hook(name: str, hook_type: type) -> None:
-    """Make ``hook_type`` buildable by ``build_learner_hook_by_cfg`` under ``name``."""
-    if not (isinstance(hook_type, type) and issubclass(hook_type, LearnerHook)):
-        raise TypeError(f"{hook_type} is not a LearnerHook subclass.")
-    HOOK_TYPES[name] = hook_type
-
-
-def build_learner_hook_by_cfg(cfg: Mapping[str, Any]) -> dict[str, list[LearnerHook]]:
-    """Hooks from a learner's ``hook`` section.
-
-    Short form (DI-engine's): ``load_ckpt_before_run='path'``, ``log_show_after_iter=100``,
-    ``save_ckpt_after_iter=1000``, ``save_ckpt_after_run=True``. Long form: a key mapping to
-    ``dict(type='<registered name>', position=..., priority=..., ext_args=dict(...))``.
-    """
-    hooks: dict[str, list[LearnerHook]] = {p: [] for p in POSITIONS}
-    for key, value in cfg.items():
-        if key == "cfg_type" or value is None or value is False or value == "":
-            continue
-        if isinstance(value, Mapping):
-            type_name = value.get("type")
-            if type_name not in HOOK_TYPES:
-                raise ConfigError(
-                    f"Unknown learner hook type '{type_name}'; registered: {sorted(HOOK_TYPES)}."
-                )
-            hook = HOOK_TYPES[type_name](
-                name=key,
-                position=value["position"],
-                priority=value.get("priority", 50),
-                **dict(value.get("ext_args", {})),
-            )
-        else:
-            hook = _short_form_hook(key, value)
-        add_learner_hook(hooks, hook)
-    return hooks
-
-
-def _short_form_hook(key: str, value: Any) -> LearnerHook:
-    for position in POSITIONS:
-        suffix = "_" + position
-        if key.endswith(suffix):
-            kind = key[: -len(suffix)]
-            if kind == "load_ckpt":
-                return LoadCkptHook(name=key, position=position, path=str(value))
-            if kind == "save_ckpt":
-                freq = 1 if value is True else int(value)
-                return SaveCkptHook(name=key, position=position, freq=freq)
-            if kind == "log_show":
-                return LogShowHook(name=key, position=position, freq=int(value))
-            if kind in HOOK_TYPES:
-                return HOOK_TYPES[kind](name=key, position=position)
-    known = ["load_ckpt_before_run", "save_ckpt_after_iter", "save_ckpt_after_run", "log_show_after_iter"]
-    hint = close_matches(key, known)
-    raise ConfigError(
-        f"Unknown learner hook 'policy.learn.learner.hook.{key}'."
-        + (f" Did you mean '{hint[0]}'?" if hint else "")
-        + f" Short forms: {known}; or give dict(type=..., position=...)."
-    )
-
-
-def add_learner_hook(hooks: dict[str, list[LearnerHook]], hook: LearnerHook) -> None:
-    """Insert ``hook`` at its position, keeping each list ordered by priority (stable)."""
-    position_hooks = hooks.setdefault(hook.position, [])
-    position_hooks.append(hook)
-    position_hooks.sort(key=lambda h: h.priority)
-
-
-def merge_hooks(
-    hooks1: dict[str, list[LearnerHook]], hooks2: dict[str, list[LearnerHook]]
-) -> dict[str, list[LearnerHook]]:
-    """Union of two hook dicts, each position ordered by priority (stable: hooks1 first on ties)."""
-    return {p: sorted([*hooks1.get(p, []), *hooks2.get(p, [])], key=lambda h: h.priority) for p in POSITIONS}
