@@ -9,12 +9,15 @@ from ding_ray.envs.gymnasium_env import (
     make_gymnasium,
     space_info,
 )
+from ding_ray.envs.subprocess_env_manager import AsyncSubprocessEnvManager, SyncSubprocessEnvManager
 
 __all__ = [
+    "AsyncSubprocessEnvManager",
     "BaseEnvManager",
     "BaseEnvTimestep",
     "DingEnvWrapper",
     "GymnasiumEnv",
+    "SyncSubprocessEnvManager",
     "create_env_manager",
     "get_env_manager_cls",
     "get_vec_env_setting",

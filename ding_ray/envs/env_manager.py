@@ -2,18 +2,56 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
-from collections.abc import Callable, Sequence
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from easydict import EasyDict
 
 from ding_ray.config.merge import checked_config, default_config_of
 from ding_ray.envs.gymnasium_env import BaseEnvTimestep
-from ding_ray.errors import EnvError
+from ding_ray.errors import ConfigError, EnvError
 from ding_ray.utils.registry import ENV_MANAGER_REGISTRY
 
 logger = logging.getLogger(__name__)
+
+
+class _Timeout(BaseException):
+    """Raised by the watchdog inside a hung env call; a BaseException so ``except Exception`` in
+    the env's own code does not swallow it."""
+
+
+@contextlib.contextmanager
+def _watchdog(seconds: float | None, what: str) -> Iterator[None]:
+    """Interrupt the body with ``_Timeout`` after ``seconds`` (SIGALRM, as DI-engine's WatchDog).
+
+    Best effort: a signal reaches Python code only between bytecodes, so a C call that never
+    returns to the interpreter is not interrupted; the subprocess managers kill such an env instead.
+    """
+    if seconds is None:
+        yield
+        return
+    if threading.current_thread() is not threading.main_thread():
+        raise EnvError(
+            f"env.manager.step_timeout/reset_timeout in BaseEnvManager use SIGALRM, which only the main "
+            f"thread can receive; {what} ran in {threading.current_thread().name}. Call the manager from "
+            "the main thread or use env.manager.type='subprocess', which kills a hung env's process."
+        )
+
+    def _ring(signum: int, frame: Any) -> None:
+        raise _Timeout(f"{what} took longer than {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, _ring)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 @ENV_MANAGER_REGISTRY.register("base")
@@ -30,15 +68,27 @@ class BaseEnvManager:
 
     With ``auto_reset`` an env whose episode ended is reset inside ``step``; its timestep still
     holds the final observation and ``ready_obs`` holds the first one of the next episode. An env
-    that raises in ``step`` is reset and counted in ``error_count``; its timestep has
-    ``info['abnormal'] = True`` so the collector drops that step and carries on.
+    that raises in ``step`` (or runs past ``step_timeout``) is counted in ``error_count`` and reset
+    (a timed-out one is rebuilt first); its timestep has ``info['abnormal'] = True`` so the
+    collector drops that step and carries on. A failed reset is retried ``max_retry`` times.
     """
 
     config = dict(
         type="base",
         auto_reset=True,  # reset an env as soon as its episode ends
         episode_num=float("inf"),  # episodes per env before it stops being ready
-        max_retry=5,  # resets tried on a crashed env before giving up
+        # Reset attempts on a failed env before giving up. DI-engine's default is 1 (no retry);
+        # ding_ray keeps 5, as it had before this key came from DI-engine.
+        max_retry=5,
+        # What a failed reset retries with: 'renew' a new env from its factory, 'reset' the same env.
+        # DI-engine's default is 'reset'; ding_ray renews, as it always did (a failed env is more
+        # often broken than unlucky). An env past its timeout is always renewed.
+        retry_type="renew",
+        retry_waiting_time=0.1,  # seconds between two reset attempts
+        # Seconds a step / reset may take (None: no limit). BaseEnvManager interrupts a late env
+        # with SIGALRM (main thread, Unix only), renews it and reports the step abnormal.
+        step_timeout=None,
+        reset_timeout=None,
     )
 
     @classmethod
@@ -47,23 +97,36 @@ class BaseEnvManager:
 
     def __init__(self, env_fn: Sequence[Callable[[], Any]], cfg: dict | None = None) -> None:
         cfg = checked_config(type(self), cfg, "env.manager")
+        _check_common_keys(cfg)
         self._cfg = cfg
         self._env_fn = list(env_fn)
         if not self._env_fn:
             raise EnvError("An env manager needs at least one env (env.collector_env_num >= 1).")
-        self._envs = [fn() for fn in self._env_fn]
         self._ready_obs: dict[int, Any] = {}
-        self._episode_count = [0] * len(self._envs)
+        self._episode_count = [0] * len(self._env_fn)
+        self._renewals = [0] * len(self._env_fn)
         self._seeds: list[int] | None = None
         self._dynamic_seed = True
+        self._replay_path: str | None = None
         self._closed = False
         self._launched = False
         self.error_count = 0
+        self._setup()
+
+    def _setup(self) -> None:
+        """Build the envs (subclasses start processes instead)."""
+        if self._cfg.step_timeout is not None or self._cfg.reset_timeout is not None:
+            if not hasattr(signal, "setitimer"):
+                raise ConfigError(
+                    "env.manager.step_timeout/reset_timeout need SIGALRM, which this platform lacks; "
+                    "use env.manager.type='subprocess', which kills a hung env's process instead."
+                )
+        self._envs = [fn() for fn in self._env_fn]
 
     # ----- properties ---------------------------------------------------------------------------
     @property
     def env_num(self) -> int:
-        return len(self._envs)
+        return len(self._env_fn)
 
     @property
     def ready_obs(self) -> dict[int, Any]:
@@ -87,6 +150,10 @@ class BaseEnvManager:
     def envs(self) -> list[Any]:
         return self._envs
 
+    def random_action(self, env_id: int) -> Any:
+        """A uniformly drawn action for env ``env_id`` (from its own seeded action space)."""
+        return self._envs[env_id].random_action()
+
     # ----- lifecycle ------------------------------------------------------------------------------
     def seed(self, seed: int | Sequence[int], dynamic_seed: bool = True) -> None:
         """Env i gets ``seed + i``. ``dynamic_seed=False`` reseeds at every ``reset`` (evaluators)."""
@@ -97,7 +164,7 @@ class BaseEnvManager:
 
     def launch(self, reset_param: dict | None = None) -> None:
         if self._closed:
-            self._envs = [fn() for fn in self._env_fn]
+            self._envs = [self._make_env(i) for i in range(self.env_num)]
             if self._seeds is not None:
                 self.seed(self._seeds, self._dynamic_seed)
             self._closed = False
@@ -116,32 +183,56 @@ class BaseEnvManager:
         for i in ids:
             self._ready_obs[i] = self._reset_env(i)
 
+    def _make_env(self, env_id: int) -> Any:
+        env = self._env_fn[env_id]()
+        if self._replay_path is not None:
+            env.enable_save_replay(self._replay_path)
+        return env
+
+    def _renew(self, env_id: int) -> None:
+        """Replace env ``env_id`` by a new one, seeded apart so it does not replay the failed episode."""
+        try:
+            self._envs[env_id].close()
+        except Exception as e:  # noqa: BLE001 - it failed already; the new env is what matters
+            logger.warning("env %d raised in close while being replaced: %r", env_id, e)
+        self._renewals[env_id] += 1
+        self._envs[env_id] = self._make_env(env_id)
+        if self._seeds is not None:
+            self._envs[env_id].seed(self._seeds[env_id] + 1000 * self._renewals[env_id], self._dynamic_seed)
+
     def _reset_env(self, env_id: int) -> Any:
+        last: BaseException | None = None
         for attempt in range(self._cfg.max_retry):
             try:
-                return self._envs[env_id].reset()
-            except Exception as e:  # noqa: BLE001 - an env may fail in any way; count and retry
+                with _watchdog(self._cfg.reset_timeout, f"env {env_id} reset"):
+                    return self._envs[env_id].reset()
+            except (Exception, _Timeout) as e:  # noqa: BLE001 - an env may fail in any way; count and retry
+                last = e
                 self.error_count += 1
-                logger.warning("env %d raised in reset (attempt %d): %r", env_id, attempt + 1, e)
-                self._envs[env_id] = self._env_fn[env_id]()
-                if self._seeds is not None:
-                    self._envs[env_id].seed(self._seeds[env_id] + 1000 * (attempt + 1), self._dynamic_seed)
-        raise EnvError(f"env {env_id} failed to reset {self._cfg.max_retry} times in a row; giving up.")
+                logger.warning("env %d failed in reset (attempt %d): %r", env_id, attempt + 1, e)
+                if attempt + 1 < self._cfg.max_retry:
+                    if self._cfg.retry_type == "renew" or isinstance(e, _Timeout):
+                        self._renew(env_id)
+                    time.sleep(self._cfg.retry_waiting_time)
+        raise EnvError(
+            f"env {env_id} failed to reset {self._cfg.max_retry} times in a row; giving up. "
+            f"Last error: {last!r}"
+        )
 
     def step(self, actions: dict[int, Any]) -> dict[int, BaseEnvTimestep]:
         timesteps = {}
         ready = self._ready_obs
         for env_id, action in actions.items():
             try:
-                timestep = self._envs[env_id].step(action)
-            except Exception as e:  # noqa: BLE001 - isolate the crash to this env
+                with _watchdog(self._cfg.step_timeout, f"env {env_id} step"):
+                    timestep = self._envs[env_id].step(action)
+            except (Exception, _Timeout) as e:  # noqa: BLE001 - isolate the failure to this env
                 self.error_count += 1
-                logger.warning("env %d raised in step: %r; resetting it", env_id, e)
-                timestep = BaseEnvTimestep(
-                    ready[env_id], 0.0, True, {"abnormal": True, "truncated": True, "error": repr(e)}
-                )
+                logger.warning("env %d failed in step: %r; resetting it", env_id, e)
+                timesteps[env_id] = abnormal_timestep(ready[env_id], repr(e))
+                if isinstance(e, _Timeout):  # interrupted half-way: its state is unknown
+                    self._renew(env_id)
                 ready[env_id] = self._reset_env(env_id)
-                timesteps[env_id] = timestep
                 continue
             timesteps[env_id] = timestep
             if timestep.done:
@@ -155,6 +246,7 @@ class BaseEnvManager:
         return timesteps
 
     def enable_save_replay(self, replay_path: str) -> None:
+        self._replay_path = replay_path
         for env in self._envs:
             env.enable_save_replay(replay_path)
 
@@ -166,6 +258,22 @@ class BaseEnvManager:
         self._closed = True
         self._launched = False
         self._ready_obs = {}
+
+
+def abnormal_timestep(last_obs: Any, error: str) -> BaseEnvTimestep:
+    """The timestep reported for a step that failed: the episode ends there, marked abnormal."""
+    return BaseEnvTimestep(last_obs, 0.0, True, {"abnormal": True, "truncated": True, "error": error})
+
+
+def _check_common_keys(cfg: EasyDict) -> None:
+    if cfg.retry_type not in ("reset", "renew"):
+        raise ConfigError(f"env.manager.retry_type must be 'reset' or 'renew', got {cfg.retry_type!r}.")
+    if cfg.max_retry < 1:
+        raise ConfigError(f"env.manager.max_retry must be >= 1 (attempts per reset), got {cfg.max_retry}.")
+    for key in ("step_timeout", "reset_timeout"):
+        value = cfg[key]
+        if value is not None and (not isinstance(value, (int, float)) or value <= 0):
+            raise ConfigError(f"env.manager.{key} must be positive seconds or None, got {value!r}.")
 
 
 def create_env_manager(manager_cfg: dict, env_fn: Sequence[Callable[[], Any]]) -> BaseEnvManager:

@@ -1,0 +1,466 @@
+"""DI-engine's ``SyncSubprocessEnvManager`` (``'subprocess'``) and ``AsyncSubprocessEnvManager``
+(``'async_subprocess'``): each env steps in a worker process of its own.
+
+Worth it when a step costs far more than a pipe round trip (about 0.1 ms): an env doing 1 ms of
+work per step runs nearly twice as fast with 2 workers on 2 cores; CartPole (microseconds per
+step) runs slower than in ``BaseEnvManager`` (see ``benchmarks/bench_env_manager.py``).
+
+Built as a thin layer over ``multiprocessing`` (one process and one pipe per env, observations
+in shared memory), not over ``gymnasium.vector.AsyncVectorEnv``: that class steps the whole
+batch together, has one timeout for all envs and closes everything when it passes, resets
+with its own autoreset rules, and knows nothing of env ids, so DI-engine's dict interface,
+``wait_num``, per-env kill-and-replace on ``step_timeout`` and the final observation kept in
+the timestep would all have to be rebuilt around it anyway.
+
+Workers are started with ``'forkserver'`` by default (``context`` key; DI-engine uses 'fork'):
+the manager often lives in a process that already runs threads (a Ray actor's gRPC threads,
+torch's pools), and forking such a process can leave a child holding locks that nobody will
+release. The fork server is a clean single-threaded process that imports this package once,
+so a worker starts in milliseconds. Gymnasium ids registered at run time in the parent (as
+``tests/fakes.py`` does) are re-registered in each worker. The env factory must be picklable
+(``functools.partial(GymnasiumEnv, cfg=...)`` is; ``cloudpickle`` is used for lambdas).
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import multiprocessing as mp
+import pickle
+import time
+import weakref
+from collections.abc import Sequence
+from multiprocessing.connection import wait as wait_connections
+from typing import Any
+
+from ding_ray.envs.env_manager import BaseEnvManager, abnormal_timestep
+from ding_ray.envs.gymnasium_env import BaseEnvTimestep
+from ding_ray.envs.subprocess_worker import InShm, ObsBuffer, worker_main
+from ding_ray.errors import ConfigError, EnvError
+from ding_ray.utils.registry import ENV_MANAGER_REGISTRY
+
+logger = logging.getLogger(__name__)
+
+_DEFAULT_CONTEXT = "forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn"
+_CLOSE_GRACE_S = 2.0  # seconds close() waits for workers to end on their own before killing them
+
+
+class _Worker:
+    """The parent's handle on one env process."""
+
+    def __init__(self, ctx: Any, name: str, args: tuple) -> None:
+        self.conn, child = ctx.Pipe()
+        self.process = ctx.Process(target=worker_main, args=(child, *args), daemon=True, name=name)
+        self.process.start()
+        child.close()  # so the parent sees EOF when the worker dies
+        self.fresh = True  # its first answer may include the time to build the env
+
+    def send(self, command: str, arg: Any) -> None:
+        try:
+            self.conn.send((command, arg))
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the worker died; the pipe now reads EOF and the poll reports the failure
+
+    def kill(self) -> None:
+        if self.process.is_alive():
+            self.process.kill()
+        self.process.join(timeout=5)
+        self.conn.close()
+
+
+def _kill_workers(workers: list[_Worker | None]) -> None:
+    """Finalizer of a manager that was garbage-collected (or alive at exit) without ``close``."""
+    for w in workers:
+        if w is not None:
+            w.kill()
+
+
+def _dumps_env_fn(env_fn: Any) -> bytes:
+    try:
+        return pickle.dumps(env_fn)
+    except Exception as e:  # noqa: BLE001 - lambdas and local functions: try cloudpickle
+        try:
+            import cloudpickle
+        except ImportError:
+            raise EnvError(
+                f"A subprocess env manager sends each env factory to its worker by pickling; {env_fn!r} "
+                f"cannot be pickled ({e}). Use functools.partial of a module-level class or function."
+            ) from e
+        return cloudpickle.dumps(env_fn)
+
+
+def _portable_gym_specs() -> list[bytes]:
+    """Pickled gymnasium specs registered outside gymnasium itself (a fresh worker lacks them)."""
+    import gymnasium as gym
+
+    blobs = []
+    for spec in gym.envs.registry.values():
+        if isinstance(spec.entry_point, str) and spec.entry_point.startswith("gymnasium."):
+            continue
+        try:
+            blobs.append(pickle.dumps(spec))
+        except Exception:  # noqa: BLE001 - e.g. a lambda entry point; only 'fork' can carry it
+            continue
+    return blobs
+
+
+@ENV_MANAGER_REGISTRY.register("async_subprocess")
+class AsyncSubprocessEnvManager(BaseEnvManager):
+    """Each env in its own process; ``step`` returns once ``wait_num`` envs have answered.
+
+    The envs that have not answered stay in flight: they are missing from ``ready_obs`` and
+    their timesteps come back from a later ``step``, so a caller keeps per-env state by env id
+    (as DI-engine's collectors do). ``ready_obs`` waits until at least one env is ready.
+    A worker that raises is isolated as in ``BaseEnvManager``; one that runs past
+    ``step_timeout`` / ``reset_timeout`` or dies is killed and replaced by a new process, counted
+    in ``error_count``, and its step reported with ``info['abnormal'] = True``.
+    """
+
+    config = dict(
+        type="async_subprocess",
+        shared_memory=True,  # observations of fixed shape and dtype come back through shared memory
+        copy_on_get=True,  # copy them out of it (False: views, overwritten by the env's next step)
+        context=_DEFAULT_CONTEXT,  # multiprocessing start method: 'forkserver', 'spawn' or 'fork'
+        wait_num=2,  # step returns once this many envs have answered ...
+        step_wait_timeout=0.01,  # ... and this many seconds have passed (None: wait for all)
+        # Seconds a new worker may take to start and build its env; also the bound on a reset's
+        # answer when reset_timeout is None (as in DI-engine). Past it the worker is replaced.
+        connect_timeout=60.0,
+        # Reset a finished env inside its worker in the same round trip as the step. Unlike
+        # DI-engine, the timestep still carries the final observation (the next one is in ready_obs).
+        reset_inplace=False,
+    )
+    _sync = False  # SyncSubprocessEnvManager: every step and reset finished before step returns
+
+    def _setup(self) -> None:
+        cfg = self._cfg
+        if cfg.context not in mp.get_all_start_methods():
+            raise ConfigError(
+                f"env.manager.context={cfg.context!r} is not available here; "
+                f"choose one of {mp.get_all_start_methods()}."
+            )
+        if not cfg.wait_num >= 1:
+            raise ConfigError(f"env.manager.wait_num must be >= 1, got {cfg.wait_num}.")
+        if cfg.reset_inplace and not cfg.auto_reset:
+            raise ConfigError("env.manager.reset_inplace=True needs auto_reset=True (as in DI-engine).")
+        if cfg.connect_timeout is None or cfg.connect_timeout <= 0:
+            raise ConfigError(
+                f"env.manager.connect_timeout must be positive seconds, got {cfg.connect_timeout!r}."
+            )
+        if cfg.step_wait_timeout is not None and cfg.step_wait_timeout < 0:
+            raise ConfigError(
+                f"env.manager.step_wait_timeout must be >= 0 or None, got {cfg.step_wait_timeout!r}."
+            )
+        self._ctx = mp.get_context(cfg.context)
+        if cfg.context == "forkserver":
+            # Import the worker's modules once in the fork server rather than in every worker.
+            self._ctx.set_forkserver_preload(["__main__", "ding_ray.envs.subprocess_worker"])
+        self._env_fn_blobs = [_dumps_env_fn(fn) for fn in self._env_fn]
+        self._gym_specs = _portable_gym_specs() if cfg.context != "fork" else []
+        ref = self._env_fn[0]()  # the spaces, read once here: the envs live in the workers
+        self._observation_space, self._action_space = ref.observation_space, ref.action_space
+        ref.close()
+        self._action_spaces = [copy.deepcopy(self._action_space) for _ in self._env_fn]
+        self._buffers = [
+            ObsBuffer(self._ctx, self._observation_space) if cfg.shared_memory else None for _ in self._env_fn
+        ]
+        self._workers: list[_Worker | None] = [None] * self.env_num
+        weakref.finalize(self, _kill_workers, self._workers)
+        self._inflight: dict[int, str] = {}  # env id -> 'step' | 'reset' awaiting an answer
+        self._deadline: dict[int, float] = {}
+        self._finished: dict[int, BaseEnvTimestep] = {}  # answered steps not yet returned by step()
+        self._last_obs: dict[int, Any] = {}  # the observation each in-flight step acted on
+        self._pending_seed: dict[int, tuple[int, bool]] = {}  # applied with the env's next reset
+        self._reset_attempts = [0] * self.env_num
+        self._closed = True  # no workers until launch
+
+    # ----- properties ---------------------------------------------------------------------------
+    @property
+    def ready_obs(self) -> dict[int, Any]:
+        """Observations of the envs waiting for an action; waits until there is at least one."""
+        if self._inflight:
+            self._poll(0.0)
+            while not self._ready_obs and self._inflight:
+                self._poll(None)
+        return {i: self._ready_obs[i] for i in sorted(self._ready_obs)}  # by id, as BaseEnvManager
+
+    @property
+    def observation_space(self):
+        return self._observation_space
+
+    @property
+    def action_space(self):
+        return self._action_space
+
+    @property
+    def envs(self) -> list[Any]:
+        raise EnvError(
+            f"{type(self).__name__} runs its envs in worker processes, so it has no env objects; "
+            "use random_action(env_id), observation_space and action_space instead."
+        )
+
+    def random_action(self, env_id: int) -> Any:
+        """Drawn in this process from a copy of the action space, seeded like the env's own."""
+        return self._action_spaces[env_id].sample()
+
+    # ----- lifecycle ------------------------------------------------------------------------------
+    def seed(self, seed: int | Sequence[int], dynamic_seed: bool = True) -> None:
+        """Env i gets ``seed + i``, applied at its next reset (as DI-engine's managers do)."""
+        seeds = [seed + i for i in range(self.env_num)] if isinstance(seed, int) else list(seed)
+        self._seeds, self._dynamic_seed = seeds, dynamic_seed
+        for i, s in enumerate(seeds):
+            self._pending_seed[i] = (s, dynamic_seed)
+            self._action_spaces[i].seed(s)
+
+    def launch(self, reset_param: dict | None = None) -> None:
+        if self._closed:
+            for i in range(self.env_num):
+                self._workers[i] = self._start_worker(i)
+            if self._seeds is not None:
+                self.seed(self._seeds, self._dynamic_seed)
+            self._closed = False
+        self._launched = True
+        self.reset(reset_param)
+
+    def reset(self, reset_param: dict | None = None) -> None:
+        """Reset every env (or those named in ``reset_param``); waits for their first observations.
+
+        Steps of those envs still in flight are waited for and dropped, as in DI-engine.
+        """
+        if not self._launched:
+            return self.launch(reset_param)
+        ids = list(range(self.env_num) if reset_param is None else reset_param.keys())
+        self._drain(ids)
+        self._episode_count = [0] * self.env_num
+        for i in ids:
+            self._ready_obs.pop(i, None)
+            self._finished.pop(i, None)
+            if self._seeds is not None and not self._dynamic_seed:
+                self._pending_seed[i] = (self._seeds[i], False)
+            self._send_reset(i)
+        self._drain(ids)
+
+    def step(self, actions: dict[int, Any]) -> dict[int, BaseEnvTimestep]:
+        """Send the actions, then gather answers (see the class docstring for which come back)."""
+        if not self._launched:
+            raise EnvError("Call launch() on the env manager before step().")
+        now = time.monotonic()
+        for env_id, action in actions.items():
+            if env_id not in self._ready_obs:
+                raise EnvError(
+                    f"env {env_id} has no ready observation (its step or reset is in flight, or it is "
+                    "finished); step only the env ids of ready_obs."
+                )
+            self._last_obs[env_id] = self._ready_obs.pop(env_id)
+            reset_if_done = (
+                self._cfg.reset_inplace and self._episode_count[env_id] + 1 < self._cfg.episode_num
+            )
+            self._send(env_id, "step", (action, reset_if_done), now, self._step_limit(reset_if_done))
+        self._gather()
+        if self._sync:
+            self._drain(list(self._inflight))  # auto resets too: ready_obs is full when step returns
+            finished, self._finished = self._finished, {}
+            return {i: finished.pop(i) for i in list(actions) if i in finished} | finished
+        finished, self._finished = self._finished, {}
+        return finished
+
+    def enable_save_replay(self, replay_path: str) -> None:
+        """Every env records its episodes under ``replay_path`` (new workers included)."""
+        self._replay_path = replay_path
+        if self._closed:
+            return
+        self._drain(list(self._inflight))
+        for w in self._workers:
+            w.send("enable_save_replay", replay_path)
+        for i, w in enumerate(self._workers):
+            status, payload = w.conn.recv()
+            if status != "ok":
+                raise EnvError(f"env {i} could not enable replays: {payload[0]}\n{payload[1]}")
+
+    def close(self) -> None:
+        """End every worker: ask first, kill what has not ended after a short grace period."""
+        if self._closed:
+            return
+        workers = [w for w in self._workers if w is not None]
+        for w in workers:
+            w.send("close", None)
+        end = time.monotonic() + _CLOSE_GRACE_S
+        for w in workers:
+            w.process.join(timeout=max(0.0, end - time.monotonic()))
+            w.kill()
+        self._workers[:] = [None] * self.env_num  # in place: the finalizer holds this list
+        self._inflight.clear()
+        self._deadline.clear()
+        self._finished.clear()
+        self._ready_obs = {}
+        self._closed = True
+        self._launched = False
+
+    # ----- workers --------------------------------------------------------------------------------
+    def _start_worker(self, env_id: int) -> _Worker:
+        args = (
+            self._env_fn_blobs[env_id],
+            self._buffers[env_id],
+            self._replay_path,
+            self._cfg.context == "forkserver",
+            self._gym_specs,
+        )
+        return _Worker(self._ctx, f"ding_ray-env-{env_id}", args)
+
+    def _renew(self, env_id: int) -> None:
+        """Kill env ``env_id``'s worker and start another, seeded apart from the failed episode."""
+        self._workers[env_id].kill()
+        self._renewals[env_id] += 1
+        self._workers[env_id] = self._start_worker(env_id)
+        if self._seeds is not None:
+            self._pending_seed[env_id] = (
+                self._seeds[env_id] + 1000 * self._renewals[env_id],
+                self._dynamic_seed,
+            )
+
+    def _reset_limit(self) -> float:
+        return self._cfg.reset_timeout if self._cfg.reset_timeout is not None else self._cfg.connect_timeout
+
+    def _step_limit(self, reset_if_done: bool) -> float | None:
+        if self._cfg.step_timeout is None:
+            return None
+        return self._cfg.step_timeout + (self._reset_limit() if reset_if_done else 0.0)
+
+    def _send(self, env_id: int, command: str, arg: Any, now: float, limit: float | None) -> None:
+        """Send a command; its answer is due ``limit`` seconds from ``now`` (plus the start-up
+        allowance for a worker that has not answered yet)."""
+        worker = self._workers[env_id]
+        worker.send(command, arg)
+        self._inflight[env_id] = command
+        if limit is not None:
+            self._deadline[env_id] = now + limit + (self._cfg.connect_timeout if worker.fresh else 0.0)
+        worker.fresh = False
+
+    def _send_reset(self, env_id: int) -> None:
+        seed = self._pending_seed.pop(env_id, None)
+        self._send(env_id, "reset", seed, time.monotonic(), self._reset_limit())
+
+    # ----- answers --------------------------------------------------------------------------------
+    def _gather(self) -> None:
+        """Wait for step answers: all of them (sync), or ``wait_num`` and ``step_wait_timeout``."""
+        in_flight = sum(op == "step" for op in self._inflight.values())
+        need = min(self._cfg.wait_num, len(self._finished) + in_flight)
+        timeout = None if self._sync else self._cfg.step_wait_timeout
+        start = time.monotonic()
+        while any(op == "step" for op in self._inflight.values()):
+            wait = None
+            if len(self._finished) >= need and timeout is not None:
+                wait = timeout - (time.monotonic() - start)
+                if wait <= 0:
+                    break
+            self._poll(wait)
+
+    def _drain(self, ids: Sequence[int]) -> None:
+        """Wait until none of ``ids`` has a step or reset in flight."""
+        while any(i in self._inflight for i in ids):
+            self._poll(None)
+
+    def _poll(self, timeout: float | None) -> None:
+        """Take in the answers that arrive within ``timeout`` (None: the first one), then fail the
+        workers past their deadline."""
+        if not self._inflight:
+            return
+        deadlines = [d for i, d in self._deadline.items() if i in self._inflight]
+        if deadlines:
+            until = max(0.0, min(deadlines) - time.monotonic())
+            timeout = until if timeout is None else min(timeout, until)
+        conns = {self._workers[i].conn: i for i in self._inflight}
+        for conn in wait_connections(list(conns), timeout):
+            self._receive(conns[conn])
+        now = time.monotonic()
+        for i in [i for i in self._inflight if self._deadline.get(i, now + 1) <= now]:
+            op = self._inflight.pop(i)
+            del self._deadline[i]
+            limit = self._cfg.step_timeout if op == "step" else self._reset_limit()
+            self._failed(i, op, f"TimeoutError('env {op} took longer than {limit} s; worker killed')", True)
+
+    def _receive(self, env_id: int) -> None:
+        op = self._inflight.pop(env_id)
+        self._deadline.pop(env_id, None)
+        try:
+            status, payload = self._workers[env_id].conn.recv()
+        except (EOFError, OSError, pickle.UnpicklingError) as e:
+            code = self._workers[env_id].process.exitcode
+            return self._failed(
+                env_id, op, f"EnvError('worker process died (exit code {code}): {e!r}')", True
+            )
+        if status != "ok":
+            logger.warning("env %d raised in %s:\n%s", env_id, op, payload[1])
+            return self._failed(env_id, op, payload[0], False)
+        if op == "reset":
+            return self._reset_done(env_id, payload)
+        timestep, reset = payload
+        if isinstance(timestep.obs, InShm):
+            # The final obs of an episode is always copied: the next reset writes the same buffer.
+            timestep = timestep._replace(
+                obs=self._buffers[env_id].get(self._cfg.copy_on_get or timestep.done)
+            )
+        self._finished[env_id] = timestep
+        if not timestep.done:
+            self._ready_obs[env_id] = timestep.obs
+            return
+        self._episode_count[env_id] += 1
+        if not (self._cfg.auto_reset and self._episode_count[env_id] < self._cfg.episode_num):
+            return  # not ready again until reset()
+        if reset is None:
+            self._send_reset(env_id)
+        elif reset[0] == "ok":
+            self._reset_done(env_id, reset[1])
+        else:
+            logger.warning("env %d raised in reset:\n%s", env_id, reset[1][1])
+            self._failed(env_id, "reset", reset[1][0], False)
+
+    def _reset_done(self, env_id: int, obs: Any) -> None:
+        if isinstance(obs, InShm):
+            obs = self._buffers[env_id].get(self._cfg.copy_on_get)
+        self._ready_obs[env_id] = obs
+        self._reset_attempts[env_id] = 0
+
+    def _failed(self, env_id: int, op: str, error: str, dead: bool) -> None:
+        """Count the failure; a failed step ends its episode abnormally, then the env is reset
+        (in a new worker if this one is dead or late), up to ``max_retry`` resets in a row."""
+        self.error_count += 1
+        logger.warning("env %d failed in %s: %s", env_id, op, error)
+        if op == "step":
+            self._finished[env_id] = abnormal_timestep(self._last_obs.get(env_id), error)
+            self._reset_attempts[env_id] = 0
+        else:
+            self._reset_attempts[env_id] += 1
+            if self._reset_attempts[env_id] >= self._cfg.max_retry:
+                raise EnvError(
+                    f"env {env_id} failed to reset {self._cfg.max_retry} times in a row; giving up. "
+                    f"Last error: {error}"
+                )
+            dead = dead or self._cfg.retry_type == "renew"
+            time.sleep(self._cfg.retry_waiting_time)
+        if dead:
+            self._renew(env_id)
+        self._send_reset(env_id)
+
+
+@ENV_MANAGER_REGISTRY.register("subprocess")
+class SyncSubprocessEnvManager(AsyncSubprocessEnvManager):
+    """Each env in its own process; ``step`` waits for every env it was given, as
+    ``BaseEnvManager`` does, with the same observations for the same seeds."""
+
+    config = dict(
+        type="subprocess",
+        wait_num=float("inf"),  # DI-engine's sync manager waits for all envs; no other value acts
+        step_wait_timeout=None,  # likewise: only None
+    )
+    _sync = True
+
+    def _setup(self) -> None:
+        for key, default in (("wait_num", float("inf")), ("step_wait_timeout", None)):
+            if self._cfg[key] != default:
+                raise ConfigError(
+                    f"env.manager.{key}={self._cfg[key]!r} has no effect in the sync subprocess manager, "
+                    f"which always waits for every env; use env.manager.type='async_subprocess' for it, "
+                    f"or leave {key} at {default!r}."
+                )
+        super()._setup()
