@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import importlib.util
 import logging
+import os
 import time
 from collections.abc import Callable
 from typing import Any
@@ -11,6 +13,8 @@ import numpy as np
 from easydict import EasyDict
 
 from ding_ray.config.merge import checked_config, default_config_of
+from ding_ray.envs import BaseEnvManager, GymnasiumEnv
+from ding_ray.errors import ConfigError
 from ding_ray.utils.registry import SERIAL_EVALUATOR_REGISTRY
 from ding_ray.worker import metrics
 from ding_ray.worker.env_runner import EnvRunner
@@ -35,6 +39,13 @@ class InteractionSerialEvaluator(EnvRunner, ISerialEvaluator):
 
     Saves a checkpoint through ``save_ckpt_fn('ckpt_best.pth.tar')`` whenever the mean return is
     the best so far; ``stop_flag`` is True once the mean reaches ``stop_value`` after training began.
+
+    Videos: every ``render.render_freq`` training iterations (``render.mode='train_iter'``) or env
+    steps (``'envstep'``), and whenever ``eval(force_render=True)``, an evaluation asks its env
+    manager to save videos of its episodes (``enable_save_replay``) under
+    ``<exp_name>/videos/<instance_name>_<mode>_<iteration or envstep>``; afterwards the envs are
+    relaunched, so the evaluations in between record nothing. ding_ray's GymnasiumEnv records
+    with gymnasium's RecordVideo, which needs moviepy (``pip install "ding_ray[video]"``).
     """
 
     config = dict(
@@ -42,8 +53,11 @@ class InteractionSerialEvaluator(EnvRunner, ISerialEvaluator):
         eval_freq=1000,  # learner iterations between evaluations
         n_episode=5,  # episodes per evaluation (copied from env.n_evaluator_episode)
         stop_value=None,  # mean return that ends training (copied from env.stop_value)
-        render=dict(render_freq=-1, mode="train_iter"),  # kept for DI-engine configs; use env.replay_path
-        figure_path=None,
+        render=dict(
+            render_freq=-1,  # iterations or env steps between evaluations that save videos; -1: never
+            mode="train_iter",  # what render_freq counts: 'train_iter' or 'envstep'
+        ),
+        figure_path=None,  # DI-engine's per-env statistics figures; not supported by ding_ray's envs
     )
 
     def __init__(
@@ -56,7 +70,9 @@ class InteractionSerialEvaluator(EnvRunner, ISerialEvaluator):
         instance_name: str = "evaluator",
     ) -> None:
         cfg = checked_config(type(self), cfg, "policy.eval.evaluator")
+        _check_render_cfg(cfg)
         self._cfg = cfg
+        self._render = cfg.render
         self._exp_name, self._instance_name = exp_name, instance_name
         self._tb_logger = tb_logger
         self._default_n_episode = cfg.n_episode
@@ -71,6 +87,16 @@ class InteractionSerialEvaluator(EnvRunner, ISerialEvaluator):
         self.reset_policy(_policy)
         self._max_episode_return = float("-inf")
         self._last_eval_iter = -1
+        self._last_render_iter = -1
+
+    def reset_env(self, _env: Any = None) -> None:
+        if _env is not None and self._render.render_freq != -1:
+            _check_video_support(
+                _env,
+                "policy.eval.evaluator.render.render_freq="
+                f"{self._render.render_freq} saves videos of evaluation episodes",
+            )
+        super().reset_env(_env)
 
     def should_eval(self, train_iter: int) -> bool:
         """True at iteration 0 and then every ``eval_freq`` iterations."""
@@ -79,6 +105,16 @@ class InteractionSerialEvaluator(EnvRunner, ISerialEvaluator):
         if train_iter - self._last_eval_iter < self._cfg.eval_freq and train_iter != 0:
             return False
         self._last_eval_iter = train_iter
+        return True
+
+    def _should_render(self, envstep: int, train_iter: int) -> bool:
+        """True every ``render_freq`` iterations or env steps (``render.mode``), as DI-engine counts."""
+        if self._render.render_freq == -1:
+            return False
+        count = envstep if self._render.mode == "envstep" else train_iter
+        if count - self._last_render_iter < self._render.render_freq:
+            return False
+        self._last_render_iter = count
         return True
 
     def eval(
@@ -90,7 +126,49 @@ class InteractionSerialEvaluator(EnvRunner, ISerialEvaluator):
         force_render: bool = False,
         policy_kwargs: dict | None = None,
     ) -> tuple[bool, dict[str, Any]]:
+        """Run ``n_episode`` episodes; return ``(stop_flag, info)``. ``force_render`` saves videos of
+        this evaluation whatever ``render.render_freq`` says (without moving its schedule)."""
         n_episode = n_episode or self._default_n_episode
+        if not n_episode:
+            raise ConfigError(
+                "The evaluator has no episode count: set policy.eval.evaluator.n_episode (compile_config "
+                "copies env.n_evaluator_episode there) or pass eval(n_episode=...)."
+            )
+        # as in DI-engine, force_render comes first so that it does not move the render schedule
+        replay_path = None
+        if force_render or self._should_render(envstep, train_iter):
+            replay_path = self._start_recording(train_iter, envstep, force_render)
+        try:
+            stop_flag, info = self._run_episodes(save_ckpt_fn, train_iter, envstep, n_episode, policy_kwargs)
+        finally:
+            if replay_path is not None:
+                self._stop_recording()
+        if replay_path is not None:
+            info["replay_path"] = replay_path
+            logger.info("[%s] videos of this evaluation: %s", self._instance_name, replay_path)
+        return stop_flag, info
+
+    def _start_recording(self, train_iter: int, envstep: int, force_render: bool) -> str:
+        if force_render:
+            _check_video_support(self._env, "eval(force_render=True) saves videos of evaluation episodes")
+        count = envstep if self._render.mode == "envstep" else train_iter
+        path = os.path.join(self._exp_name, "videos", f"{self._instance_name}_{self._render.mode}_{count}")
+        self._env.enable_save_replay(path)
+        return path
+
+    def _stop_recording(self) -> None:
+        # Env managers have no way to stop saving replays; envs built afresh record nothing.
+        self._env.close()
+        self._env.launch()
+
+    def _run_episodes(
+        self,
+        save_ckpt_fn: Callable[[str], Any] | None,
+        train_iter: int,
+        envstep: int,
+        n_episode: int,
+        policy_kwargs: dict | None,
+    ) -> tuple[bool, dict[str, Any]]:
         start = time.perf_counter()
         self._env.reset()
         self._policy.reset()
@@ -157,6 +235,45 @@ class InteractionSerialEvaluator(EnvRunner, ISerialEvaluator):
     @property
     def best_return(self) -> float:
         return self._max_episode_return
+
+
+def _check_render_cfg(cfg: EasyDict) -> None:
+    render = cfg.render
+    if render.mode not in ("train_iter", "envstep"):
+        raise ConfigError(
+            f"policy.eval.evaluator.render.mode must be 'train_iter' or 'envstep' (what render_freq "
+            f"counts), got {render.mode!r}."
+        )
+    if not isinstance(render.render_freq, int) or render.render_freq < -1:
+        raise ConfigError(
+            "policy.eval.evaluator.render.render_freq must be -1 (no videos) or an integer >= 0 "
+            f"(iterations or env steps between evaluations that save videos), got {render.render_freq!r}."
+        )
+    if cfg.figure_path is not None:
+        raise ConfigError(
+            f"policy.eval.evaluator.figure_path={cfg.figure_path!r} is not supported yet: DI-engine hands it "
+            "to each env's enable_save_figure after an evaluation episode, and ding_ray's envs cannot save "
+            "figures. Set figure_path=None; for videos of evaluation episodes use render.render_freq."
+        )
+
+
+def _check_video_support(env_manager: Any, why: str) -> None:
+    """Raise if ``env_manager`` would save videos through GymnasiumEnv's RecordVideo without moviepy.
+
+    BaseEnvManager's ``enable_save_replay`` hands the path to each env, and GymnasiumEnv records
+    with gymnasium's RecordVideo, which needs moviepy; a manager with its own ``enable_save_replay``,
+    or envs of another kind, save replays their own way.
+    """
+    stock = getattr(type(env_manager), "enable_save_replay", None) is BaseEnvManager.enable_save_replay
+    records_with_gymnasium = any(
+        getattr(type(env), "enable_save_replay", None) is GymnasiumEnv.enable_save_replay
+        for env in getattr(env_manager, "envs", [])
+    )
+    if stock and records_with_gymnasium and importlib.util.find_spec("moviepy") is None:
+        raise ConfigError(
+            f'{why}, which needs moviepy (gymnasium\'s RecordVideo): pip install "ding_ray[video]". '
+            "Or set policy.eval.evaluator.render.render_freq=-1 (the default) for no videos."
+        )
 
 
 def create_serial_evaluator(cfg: dict, **kwargs: Any) -> ISerialEvaluator:
