@@ -30,13 +30,20 @@ class ReplayRecordingManager(BaseEnvManager):
         self.replay_calls.append(replay_path)
         self.recording = replay_path
 
+    def disable_save_replay(self):
+        self.replay_calls.append(None)
+        self.recording = None
+
     def step(self, actions):
         self.steps_recording_to.append(self.recording)
         return super().step(actions)
 
-    def close(self):
-        self.recording = None  # the envs, and any recorder wrapped around them, are gone
-        super().close()
+
+class NoStopManager(BaseEnvManager):
+    """Saves replays its own way (no moviepy needed) but cannot stop."""
+
+    def enable_save_replay(self, replay_path):
+        pass
 
 
 def env_fns(n=2):
@@ -139,7 +146,15 @@ def test_train_iter_schedule_and_force_render(tmp_path, no_moviepy):
     folder = str(tmp_path / "videos" / "evaluator_train_iter_{}")
     # DI-engine's count: first at 10 (10 - (-1) >= 10); force_render at 15 leaves the schedule alone
     assert used == [None, None, folder.format(10), folder.format(15), folder.format(20), None]
-    assert manager.replay_calls == [folder.format(i) for i in (10, 15, 20)]
+    assert manager.replay_calls == [folder.format(10), None, folder.format(15), None, folder.format(20), None]
+
+
+def test_a_manager_that_cannot_stop_replays_is_refused(tmp_path):
+    with pytest.raises(ConfigError, match="NoStopManager has no disable_save_replay"):
+        evaluator(tmp_path, NoStopManager(env_fns()), render=dict(render_freq=10))
+    ev = evaluator(tmp_path, NoStopManager(env_fns()))
+    with pytest.raises(ConfigError, match="force_render=True.*no disable_save_replay"):
+        ev.eval(force_render=True)
 
 
 def test_envstep_schedule(tmp_path, no_moviepy):

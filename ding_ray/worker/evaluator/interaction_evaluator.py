@@ -13,7 +13,6 @@ import numpy as np
 from easydict import EasyDict
 
 from ding_ray.config.merge import checked_config, default_config_of
-from ding_ray.envs import BaseEnvManager, GymnasiumEnv
 from ding_ray.errors import ConfigError
 from ding_ray.utils.registry import SERIAL_EVALUATOR_REGISTRY
 from ding_ray.worker import metrics
@@ -43,8 +42,8 @@ class InteractionSerialEvaluator(EnvRunner, ISerialEvaluator):
     Videos: every ``render.render_freq`` training iterations (``render.mode='train_iter'``) or env
     steps (``'envstep'``), and whenever ``eval(force_render=True)``, an evaluation asks its env
     manager to save videos of its episodes (``enable_save_replay``) under
-    ``<exp_name>/videos/<instance_name>_<mode>_<iteration or envstep>``; afterwards the envs are
-    relaunched, so the evaluations in between record nothing. ding_ray's GymnasiumEnv records
+    ``<exp_name>/videos/<instance_name>_<mode>_<iteration or envstep>`` and to stop afterwards
+    (``disable_save_replay``), so the evaluations in between record nothing. ding_ray's envs record
     with gymnasium's RecordVideo, which needs moviepy (``pip install "ding_ray[video]"``).
     """
 
@@ -91,7 +90,7 @@ class InteractionSerialEvaluator(EnvRunner, ISerialEvaluator):
 
     def reset_env(self, _env: Any = None) -> None:
         if _env is not None and self._render.render_freq != -1:
-            _check_video_support(
+            _check_replay_support(
                 _env,
                 "policy.eval.evaluator.render.render_freq="
                 f"{self._render.render_freq} saves videos of evaluation episodes",
@@ -150,16 +149,14 @@ class InteractionSerialEvaluator(EnvRunner, ISerialEvaluator):
 
     def _start_recording(self, train_iter: int, envstep: int, force_render: bool) -> str:
         if force_render:
-            _check_video_support(self._env, "eval(force_render=True) saves videos of evaluation episodes")
+            _check_replay_support(self._env, "eval(force_render=True) saves videos of evaluation episodes")
         count = envstep if self._render.mode == "envstep" else train_iter
         path = os.path.join(self._exp_name, "videos", f"{self._instance_name}_{self._render.mode}_{count}")
         self._env.enable_save_replay(path)
         return path
 
     def _stop_recording(self) -> None:
-        # Env managers have no way to stop saving replays; envs built afresh record nothing.
-        self._env.close()
-        self._env.launch()
+        self._env.disable_save_replay()
 
     def _run_episodes(
         self,
@@ -257,22 +254,25 @@ def _check_render_cfg(cfg: EasyDict) -> None:
         )
 
 
-def _check_video_support(env_manager: Any, why: str) -> None:
-    """Raise if ``env_manager`` would save videos through GymnasiumEnv's RecordVideo without moviepy.
-
-    BaseEnvManager's ``enable_save_replay`` hands the path to each env, and GymnasiumEnv records
-    with gymnasium's RecordVideo, which needs moviepy; a manager with its own ``enable_save_replay``,
-    or envs of another kind, save replays their own way.
-    """
-    stock = getattr(type(env_manager), "enable_save_replay", None) is BaseEnvManager.enable_save_replay
-    records_with_gymnasium = any(
-        getattr(type(env), "enable_save_replay", None) is GymnasiumEnv.enable_save_replay
-        for env in getattr(env_manager, "envs", [])
-    )
-    if stock and records_with_gymnasium and importlib.util.find_spec("moviepy") is None:
+def _check_replay_support(env_manager: Any, why: str) -> None:
+    """Raise unless ``env_manager`` can save replays for one evaluation and then stop."""
+    # ding_ray's own managers hand the path to their envs, and GymnasiumEnv records with gymnasium's
+    # RecordVideo, which needs moviepy; a manager of the user's own saves replays its own way.
+    method = getattr(type(env_manager), "enable_save_replay", None)
+    if (
+        getattr(method, "__module__", "").startswith("ding_ray.")
+        and importlib.util.find_spec("moviepy") is None
+    ):
         raise ConfigError(
             f'{why}, which needs moviepy (gymnasium\'s RecordVideo): pip install "ding_ray[video]". '
             "Or set policy.eval.evaluator.render.render_freq=-1 (the default) for no videos."
+        )
+    if not callable(getattr(env_manager, "disable_save_replay", None)):
+        raise ConfigError(
+            f"{why}: the evaluator asks its env manager to save replays of that evaluation only "
+            f"(enable_save_replay, then disable_save_replay), and {type(env_manager).__name__} has no "
+            "disable_save_replay, so every later evaluation would be recorded too. Give the env manager "
+            "a disable_save_replay() method, or set policy.eval.evaluator.render.render_freq=-1."
         )
 
 
