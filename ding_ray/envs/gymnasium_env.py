@@ -155,11 +155,22 @@ class GymnasiumEnv:
         else:
             self._env.close()
             env = self._make("rgb_array")
+        # Several envs record into one folder: each file name carries this env's own prefix.
+        prefix = f"rl-video-{self._seed if self._seed is not None else id(self)}"
         try:
-            self._env = RecordVideo(env, replay_path, episode_trigger=lambda _: True)
+            self._env = RecordVideo(env, replay_path, episode_trigger=lambda _: True, name_prefix=prefix)
         except gym.error.DependencyNotInstalled as e:
             raise EnvError(f'env.replay_path needs video support: {e} (pip install "ding_ray[video]")') from e
         self._replay_path = replay_path
+
+    def disable_save_replay(self) -> None:
+        """Stop recording (the video of an unfinished episode is closed as it is)."""
+        from gymnasium.wrappers import RecordVideo
+
+        if isinstance(self._env, RecordVideo):
+            recorder, self._env = self._env, self._env.env
+            recorder.stop_recording()
+        self._replay_path = None
 
     def close(self) -> None:
         self._env.close()

@@ -27,6 +27,7 @@ from ding_ray.worker.evaluator import (
 from ding_ray.worker.learner import (
     BaseLearner,
     LearnerHook,
+    LogReduceHook,
     add_learner_hook,
     build_learner_hook_by_cfg,
     create_learner,
@@ -47,6 +48,7 @@ __all__ = [
     "ISerialEvaluator",
     "InteractionSerialEvaluator",
     "LearnerHook",
+    "LogReduceHook",
     "NaiveReplayBuffer",
     "SampleSerialCollector",
     "VectorEvalMonitor",
