@@ -246,9 +246,16 @@ class BaseEnvManager:
         return timesteps
 
     def enable_save_replay(self, replay_path: str) -> None:
+        """Every env records its episodes under ``replay_path`` (envs built later too)."""
         self._replay_path = replay_path
         for env in self._envs:
             env.enable_save_replay(replay_path)
+
+    def disable_save_replay(self) -> None:
+        """Stop recording (the evaluator records only some of its evaluations)."""
+        self._replay_path = None
+        for env in self._envs:
+            _stop_replay(env)
 
     def close(self) -> None:
         if self._closed:
@@ -258,6 +265,13 @@ class BaseEnvManager:
         self._closed = True
         self._launched = False
         self._ready_obs = {}
+
+
+def _stop_replay(env: Any) -> None:
+    stop = getattr(env, "disable_save_replay", None)
+    if not callable(stop):
+        raise EnvError(f"{type(env).__name__} has no disable_save_replay(); it cannot stop saving replays.")
+    stop()
 
 
 def abnormal_timestep(last_obs: Any, error: str) -> BaseEnvTimestep:

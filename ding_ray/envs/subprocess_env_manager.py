@@ -53,7 +53,7 @@ class _Worker:
         self.process = ctx.Process(target=worker_main, args=(child, *args), daemon=True, name=name)
         self.process.start()
         child.close()  # so the parent sees EOF when the worker dies
-        self.fresh = True  # its first answer may include the time to build the env
+        self.fresh = True  # has not said "ready" yet
 
     def send(self, command: str, arg: Any) -> None:
         try:
@@ -168,6 +168,7 @@ class AsyncSubprocessEnvManager(BaseEnvManager):
         weakref.finalize(self, _kill_workers, self._workers)
         self._inflight: dict[int, str] = {}  # env id -> 'step' | 'reset' awaiting an answer
         self._deadline: dict[int, float] = {}
+        self._limit: dict[int, float | None] = {}  # each in-flight command's time limit
         self._finished: dict[int, BaseEnvTimestep] = {}  # answered steps not yet returned by step()
         self._last_obs: dict[int, Any] = {}  # the observation each in-flight step acted on
         self._pending_seed: dict[int, tuple[int, bool]] = {}  # applied with the env's next reset
@@ -265,17 +266,29 @@ class AsyncSubprocessEnvManager(BaseEnvManager):
         return finished
 
     def enable_save_replay(self, replay_path: str) -> None:
-        """Every env records its episodes under ``replay_path`` (new workers included)."""
+        """Every env records its episodes under ``replay_path`` (workers started later too)."""
         self._replay_path = replay_path
+        self._call_all("enable_save_replay", replay_path)
+
+    def disable_save_replay(self) -> None:
+        """Stop recording (the evaluator records only some of its evaluations)."""
+        self._replay_path = None
+        self._call_all("disable_save_replay", None)
+
+    def _call_all(self, command: str, arg: Any) -> None:
+        """Run ``command`` in every worker once nothing is in flight; raise the first failure."""
         if self._closed:
             return
         self._drain(list(self._inflight))
         for w in self._workers:
-            w.send("enable_save_replay", replay_path)
+            w.send(command, arg)
+        errors = []
         for i, w in enumerate(self._workers):
             status, payload = w.conn.recv()
             if status != "ok":
-                raise EnvError(f"env {i} could not enable replays: {payload[0]}\n{payload[1]}")
+                errors.append(f"env {i}: {payload[0]}\n{payload[1]}")
+        if errors:
+            raise EnvError(f"{command} failed in the env workers:\n" + "\n".join(errors))
 
     def close(self) -> None:
         """End every worker: ask first, kill what has not ended after a short grace period."""
@@ -327,14 +340,17 @@ class AsyncSubprocessEnvManager(BaseEnvManager):
         return self._cfg.step_timeout + (self._reset_limit() if reset_if_done else 0.0)
 
     def _send(self, env_id: int, command: str, arg: Any, now: float, limit: float | None) -> None:
-        """Send a command; its answer is due ``limit`` seconds from ``now`` (plus the start-up
-        allowance for a worker that has not answered yet)."""
+        """Send a command; its answer is due ``limit`` seconds from ``now``, or from the worker's
+        "ready" if it has not started yet (which is due within ``connect_timeout``)."""
         worker = self._workers[env_id]
         worker.send(command, arg)
         self._inflight[env_id] = command
-        if limit is not None:
-            self._deadline[env_id] = now + limit + (self._cfg.connect_timeout if worker.fresh else 0.0)
-        worker.fresh = False
+        self._limit[env_id] = limit
+        self._deadline.pop(env_id, None)
+        if worker.fresh:
+            self._deadline[env_id] = now + self._cfg.connect_timeout
+        elif limit is not None:
+            self._deadline[env_id] = now + limit
 
     def _send_reset(self, env_id: int) -> None:
         seed = self._pending_seed.pop(env_id, None)
@@ -374,21 +390,30 @@ class AsyncSubprocessEnvManager(BaseEnvManager):
             self._receive(conns[conn])
         now = time.monotonic()
         for i in [i for i in self._inflight if self._deadline.get(i, now + 1) <= now]:
-            op = self._inflight.pop(i)
-            del self._deadline[i]
-            limit = self._cfg.step_timeout if op == "step" else self._reset_limit()
-            self._failed(i, op, f"TimeoutError('env {op} took longer than {limit} s; worker killed')", True)
+            if self._workers[i].fresh:
+                what = f"worker start took longer than connect_timeout={self._cfg.connect_timeout} s"
+            else:
+                what = f"env {self._inflight[i]} took longer than {self._limit[i]} s"
+            self._failed(i, self._end_op(i), f"TimeoutError('{what}; worker killed')", True)
 
     def _receive(self, env_id: int) -> None:
-        op = self._inflight.pop(env_id)
-        self._deadline.pop(env_id, None)
+        worker = self._workers[env_id]
         try:
-            status, payload = self._workers[env_id].conn.recv()
+            status, payload = worker.conn.recv()
         except (EOFError, OSError, pickle.UnpicklingError) as e:
-            code = self._workers[env_id].process.exitcode
-            return self._failed(
-                env_id, op, f"EnvError('worker process died (exit code {code}): {e!r}')", True
-            )
+            worker.process.join(timeout=1)
+            error = f"EnvError('worker process died (exit code {worker.process.exitcode}): {e!r}')"
+            return self._failed(env_id, self._end_op(env_id), error, True)
+        if worker.fresh:
+            if status == "ready":  # now the command's own time limit runs
+                worker.fresh = False
+                self._deadline.pop(env_id, None)
+                if self._limit[env_id] is not None:
+                    self._deadline[env_id] = time.monotonic() + self._limit[env_id]
+                return
+            logger.warning("env %d could not be built in its worker:\n%s", env_id, payload[1])
+            return self._failed(env_id, self._end_op(env_id), payload[0], True)
+        op = self._end_op(env_id)
         if status != "ok":
             logger.warning("env %d raised in %s:\n%s", env_id, op, payload[1])
             return self._failed(env_id, op, payload[0], False)
@@ -414,6 +439,10 @@ class AsyncSubprocessEnvManager(BaseEnvManager):
         else:
             logger.warning("env %d raised in reset:\n%s", env_id, reset[1][1])
             self._failed(env_id, "reset", reset[1][0], False)
+
+    def _end_op(self, env_id: int) -> str:
+        self._deadline.pop(env_id, None)
+        return self._inflight.pop(env_id)
 
     def _reset_done(self, env_id: int, obs: Any) -> None:
         if isinstance(obs, InShm):

@@ -1,11 +1,13 @@
 """The process side of the subprocess env managers: one env per process, driven over a pipe.
 
-Protocol: the parent sends ``(command, argument)`` and gets exactly one ``(status, payload)``
+Protocol: a worker first says ``("ready", None)`` once its env is built (or sends the error and
+ends). Then the parent sends ``(command, argument)`` and gets exactly one ``(status, payload)``
 back, ``status`` being ``"ok"`` or ``"error"`` (payload ``(repr, traceback)``). Commands:
 ``reset`` (argument: ``(seed, dynamic_seed)`` to apply first, or None), ``step`` (argument:
-``(action, reset_if_done)``), ``enable_save_replay`` and ``close``. An observation that fits
-the env's shared-memory buffer is written there and travels as ``IN_SHM``; anything else is
-pickled through the pipe. This module imports neither torch nor ray: a worker stays small.
+``(action, reset_if_done)``), ``enable_save_replay``, ``disable_save_replay`` and ``close``.
+An observation that fits the env's shared-memory buffer is written there and travels as an
+``InShm`` marker; anything else is pickled through the pipe. This module imports neither torch
+nor ray: a worker stays small.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ class InShm:
     """Marks an observation that was written into the shared-memory buffer."""
 
 
-IN_SHM = InShm()
+IN_SHM = InShm()  # pickled afresh for each answer: the parent tests isinstance, not identity
 
 
 class ObsBuffer:
@@ -150,14 +152,15 @@ def worker_main(
 ) -> None:
     """Build the env from its pickled factory, then answer commands until ``close`` or the pipe ends."""
     _prepare_process(die_with_parent, gym_specs)
-    env, broken = None, None
     try:
         env = pickle.loads(env_fn_blob)()
         if replay_path is not None:
             env.enable_save_replay(replay_path)
-    except Exception as e:  # noqa: BLE001 - reported with every answer; the parent decides
-        broken = _error(e)
+    except Exception as e:  # noqa: BLE001 - the parent counts it and starts another worker
+        conn.send(_error(e))
+        return
     _limit_torch_threads()
+    conn.send(("ready", None))
     while True:
         try:
             command, arg = conn.recv()
@@ -165,18 +168,14 @@ def worker_main(
             break
         if command == "close":
             try:
-                if env is not None:
-                    env.close()
+                env.close()
             finally:
                 conn.send(("ok", None))
             break
-        if broken is not None:
-            reply = broken
-        else:
-            try:
-                reply = "ok", _run(env, buffer, command, arg)
-            except Exception as e:  # noqa: BLE001 - the env's error goes to the parent, which isolates it
-                reply = _error(e)
+        try:
+            reply = "ok", _run(env, buffer, command, arg)
+        except Exception as e:  # noqa: BLE001 - the env's error goes to the parent, which isolates it
+            reply = _error(e)
         try:
             conn.send(reply)
         except Exception as e:  # noqa: BLE001 - e.g. an info dict that cannot be pickled
@@ -202,5 +201,12 @@ def _run(env: Any, buffer: ObsBuffer | None, command: str, arg: Any) -> Any:
         return _pack(buffer, env.reset())
     if command == "enable_save_replay":
         env.enable_save_replay(arg)
+        return None
+    if command == "disable_save_replay":
+        if not callable(getattr(env, "disable_save_replay", None)):
+            raise AttributeError(
+                f"{type(env).__name__} has no disable_save_replay(); it cannot stop saving replays."
+            )
+        env.disable_save_replay()
         return None
     raise ValueError(f"unknown env worker command {command!r}")
