@@ -42,6 +42,8 @@ class ReplayRecordingManager(BaseEnvManager):
 class NoStopManager(BaseEnvManager):
     """Saves replays its own way (no moviepy needed) but cannot stop."""
 
+    disable_save_replay = None  # BaseEnvManager's own can stop; this one cannot
+
     def enable_save_replay(self, replay_path):
         pass
 

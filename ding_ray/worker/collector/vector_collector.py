@@ -49,6 +49,9 @@ class VectorCollector(EnvRunner, ISerialCollector):
         if self._env is not None:
             self._env_num = self._env.env_num
             self._traj = {i: [] for i in range(self._env_num)}
+            # What each env acted on: an async env manager answers some steps in a later call.
+            self._obs_pool: dict[int, Any] = {}
+            self._output_pool: dict[int, Any] = {}
             self._episode_return = [0.0] * self._env_num
             self._episode_length = [0] * self._env_num
 
@@ -73,9 +76,11 @@ class VectorCollector(EnvRunner, ISerialCollector):
         """
         obs = dict(self._env.ready_obs)  # the manager refills ready_obs during step
         if random_collect and not self._random_with_policy:
-            output = {i: {"action": self._env.envs[i].random_action()} for i in obs}
+            output = {i: {"action": self._env.random_action(i)} for i in obs}
         else:
             output = self._policy.forward(obs, **policy_kwargs)
+        self._obs_pool.update(obs)
+        self._output_pool.update(output)
         timesteps = self._env.step({i: out["action"] for i, out in output.items()})
         events = []
         for env_id, timestep in timesteps.items():
@@ -87,7 +92,9 @@ class VectorCollector(EnvRunner, ISerialCollector):
             self._stats.env_steps += 1
             self._episode_return[env_id] += timestep.reward
             self._episode_length[env_id] += 1
-            transition = self._policy.process_transition(obs[env_id], output[env_id], timestep)
+            transition = self._policy.process_transition(
+                self._obs_pool[env_id], self._output_pool[env_id], timestep
+            )
             if timestep.done:
                 self._stats.add_episode(self._episode_return[env_id], self._episode_length[env_id])
                 self._episode_return[env_id], self._episode_length[env_id] = 0.0, 0
