@@ -27,6 +27,7 @@ import copy
 import logging
 import multiprocessing as mp
 import pickle
+import select
 import time
 import weakref
 from collections.abc import Sequence
@@ -35,7 +36,7 @@ from typing import Any
 
 from ding_ray.envs.env_manager import BaseEnvManager, abnormal_timestep
 from ding_ray.envs.gymnasium_env import BaseEnvTimestep
-from ding_ray.envs.subprocess_worker import InShm, ObsBuffer, worker_main
+from ding_ray.envs.subprocess_worker import InShm, ObsBuffer, recv_message, worker_main
 from ding_ray.errors import ConfigError, EnvError
 from ding_ray.utils.registry import ENV_MANAGER_REGISTRY
 
@@ -55,9 +56,9 @@ class _Worker:
         child.close()  # so the parent sees EOF when the worker dies
         self.fresh = True  # has not said "ready" yet
 
-    def send(self, command: str, arg: Any) -> None:
+    def send_bytes(self, blob: bytes) -> None:
         try:
-            self.conn.send((command, arg))
+            self.conn.send_bytes(blob)
         except (BrokenPipeError, ConnectionResetError):
             pass  # the worker died; the pipe now reads EOF and the poll reports the failure
 
@@ -66,6 +67,22 @@ class _Worker:
             self.process.kill()
         self.process.join(timeout=5)
         self.conn.close()
+
+
+def _dumps(message: Any) -> bytes:
+    return pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def _readable(conns: dict, timeout: float | None) -> list:
+    """The values of ``conns`` whose connection has something to read (or has been closed)."""
+    if not hasattr(select, "poll"):  # Windows
+        return [conns[c] for c in wait_connections(list(conns), timeout)]
+    # One poll object per call: a few microseconds, where Connection.wait's selector costs tens.
+    by_fd = {c.fileno(): v for c, v in conns.items()}
+    poller = select.poll()
+    for fd in by_fd:
+        poller.register(fd, select.POLLIN)
+    return [by_fd[fd] for fd, _ in poller.poll(None if timeout is None else timeout * 1000.0)]
 
 
 def _kill_workers(workers: list[_Worker | None]) -> None:
@@ -245,18 +262,23 @@ class AsyncSubprocessEnvManager(BaseEnvManager):
         """Send the actions, then gather answers (see the class docstring for which come back)."""
         if not self._launched:
             raise EnvError("Call launch() on the env manager before step().")
-        now = time.monotonic()
-        for env_id, action in actions.items():
+        for env_id in actions:
             if env_id not in self._ready_obs:
                 raise EnvError(
                     f"env {env_id} has no ready observation (its step or reset is in flight, or it is "
                     "finished); step only the env ids of ready_obs."
                 )
-            self._last_obs[env_id] = self._ready_obs.pop(env_id)
-            reset_if_done = (
-                self._cfg.reset_inplace and self._episode_count[env_id] + 1 < self._cfg.episode_num
-            )
-            self._send(env_id, "step", (action, reset_if_done), now, self._step_limit(reset_if_done))
+        inplace, count, last = self._cfg.reset_inplace, self._episode_count, self._cfg.episode_num
+        resets = {i: inplace and count[i] + 1 < last for i in actions}
+        messages = [(i, _dumps(("step", (a, resets[i])))) for i, a in actions.items()]
+        # All writes back to back, bookkeeping after: a worker woken by the first write can take
+        # this core, and the next env should be on its way by then.
+        for i, blob in messages:
+            self._workers[i].send_bytes(blob)
+        now = time.monotonic()
+        for i, reset_if_done in resets.items():
+            self._last_obs[i] = self._ready_obs.pop(i)
+            self._track(i, "step", now, self._step_limit(reset_if_done))
         self._gather()
         if self._sync:
             self._drain(list(self._inflight))  # auto resets too: ready_obs is full when step returns
@@ -281,10 +303,10 @@ class AsyncSubprocessEnvManager(BaseEnvManager):
             return
         self._drain(list(self._inflight))
         for w in self._workers:
-            w.send(command, arg)
+            w.send_bytes(_dumps((command, arg)))
         errors = []
         for i, w in enumerate(self._workers):
-            status, payload = w.conn.recv()
+            status, payload = recv_message(w.conn)
             if status != "ok":
                 errors.append(f"env {i}: {payload[0]}\n{payload[1]}")
         if errors:
@@ -296,7 +318,7 @@ class AsyncSubprocessEnvManager(BaseEnvManager):
             return
         workers = [w for w in self._workers if w is not None]
         for w in workers:
-            w.send("close", None)
+            w.send_bytes(_dumps(("close", None)))
         end = time.monotonic() + _CLOSE_GRACE_S
         for w in workers:
             w.process.join(timeout=max(0.0, end - time.monotonic()))
@@ -340,10 +362,13 @@ class AsyncSubprocessEnvManager(BaseEnvManager):
         return self._cfg.step_timeout + (self._reset_limit() if reset_if_done else 0.0)
 
     def _send(self, env_id: int, command: str, arg: Any, now: float, limit: float | None) -> None:
-        """Send a command; its answer is due ``limit`` seconds from ``now``, or from the worker's
-        "ready" if it has not started yet (which is due within ``connect_timeout``)."""
+        self._workers[env_id].send_bytes(_dumps((command, arg)))
+        self._track(env_id, command, now, limit)
+
+    def _track(self, env_id: int, command: str, now: float, limit: float | None) -> None:
+        """Note a command sent: its answer is due ``limit`` seconds from ``now``, or from the
+        worker's "ready" if it has not started yet (which is due within ``connect_timeout``)."""
         worker = self._workers[env_id]
-        worker.send(command, arg)
         self._inflight[env_id] = command
         self._limit[env_id] = limit
         self._deadline.pop(env_id, None)
@@ -362,6 +387,12 @@ class AsyncSubprocessEnvManager(BaseEnvManager):
         in_flight = sum(op == "step" for op in self._inflight.values())
         need = min(self._cfg.wait_num, len(self._finished) + in_flight)
         timeout = None if self._sync else self._cfg.step_wait_timeout
+        if self._sync:
+            # Every answer is needed: read them in turn, without polling all pipes each time.
+            for i in [i for i, op in self._inflight.items() if op == "step"]:
+                while self._inflight.get(i) == "step":
+                    self._wait_for(i)
+            return
         start = time.monotonic()
         while any(op == "step" for op in self._inflight.values()):
             wait = None
@@ -370,6 +401,15 @@ class AsyncSubprocessEnvManager(BaseEnvManager):
                 if wait <= 0:
                     break
             self._poll(wait)
+
+    def _wait_for(self, env_id: int) -> None:
+        """Take in ``env_id``'s answer, or fail it at its deadline."""
+        deadline = self._deadline.get(env_id)
+        if deadline is None:
+            return self._receive(env_id)  # a dead worker's pipe reads EOF: no hang
+        if _readable({self._workers[env_id].conn: env_id}, max(0.0, deadline - time.monotonic())):
+            return self._receive(env_id)
+        self._poll(0.0)  # past its deadline: _poll fails it
 
     def _drain(self, ids: Sequence[int]) -> None:
         """Wait until none of ``ids`` has a step or reset in flight."""
@@ -385,9 +425,8 @@ class AsyncSubprocessEnvManager(BaseEnvManager):
         if deadlines:
             until = max(0.0, min(deadlines) - time.monotonic())
             timeout = until if timeout is None else min(timeout, until)
-        conns = {self._workers[i].conn: i for i in self._inflight}
-        for conn in wait_connections(list(conns), timeout):
-            self._receive(conns[conn])
+        for i in _readable({self._workers[i].conn: i for i in self._inflight}, timeout):
+            self._receive(i)
         now = time.monotonic()
         for i in [i for i in self._inflight if self._deadline.get(i, now + 1) <= now]:
             if self._workers[i].fresh:
@@ -399,7 +438,7 @@ class AsyncSubprocessEnvManager(BaseEnvManager):
     def _receive(self, env_id: int) -> None:
         worker = self._workers[env_id]
         try:
-            status, payload = worker.conn.recv()
+            status, payload = recv_message(worker.conn)
         except (EOFError, OSError, pickle.UnpicklingError) as e:
             worker.process.join(timeout=1)
             error = f"EnvError('worker process died (exit code {worker.process.exitcode}): {e!r}')"
