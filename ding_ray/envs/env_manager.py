@@ -25,6 +25,16 @@ class _Timeout(BaseException):
     the env's own code does not swallow it."""
 
 
+def _require_main_thread(seconds: float | None, what: str) -> None:
+    if seconds is not None and threading.current_thread() is not threading.main_thread():
+        raise EnvError(
+            f"env.manager.{what}_timeout in BaseEnvManager uses SIGALRM, which only the main thread "
+            f"can receive; this {what} ran in thread {threading.current_thread().name!r}. Call the "
+            "manager from the main thread or use env.manager.type='subprocess', which kills a hung "
+            "env's process instead."
+        )
+
+
 @contextlib.contextmanager
 def _watchdog(seconds: float | None, what: str) -> Iterator[None]:
     """Interrupt the body with ``_Timeout`` after ``seconds`` (SIGALRM, as DI-engine's WatchDog).
@@ -35,12 +45,6 @@ def _watchdog(seconds: float | None, what: str) -> Iterator[None]:
     if seconds is None:
         yield
         return
-    if threading.current_thread() is not threading.main_thread():
-        raise EnvError(
-            f"env.manager.step_timeout/reset_timeout in BaseEnvManager use SIGALRM, which only the main "
-            f"thread can receive; {what} ran in {threading.current_thread().name}. Call the manager from "
-            "the main thread or use env.manager.type='subprocess', which kills a hung env's process."
-        )
 
     def _ring(signum: int, frame: Any) -> None:
         raise _Timeout(f"{what} took longer than {seconds} s")
@@ -201,6 +205,7 @@ class BaseEnvManager:
             self._envs[env_id].seed(self._seeds[env_id] + 1000 * self._renewals[env_id], self._dynamic_seed)
 
     def _reset_env(self, env_id: int) -> Any:
+        _require_main_thread(self._cfg.reset_timeout, "reset")
         last: BaseException | None = None
         for attempt in range(self._cfg.max_retry):
             try:
@@ -220,6 +225,7 @@ class BaseEnvManager:
         )
 
     def step(self, actions: dict[int, Any]) -> dict[int, BaseEnvTimestep]:
+        _require_main_thread(self._cfg.step_timeout, "step")
         timesteps = {}
         ready = self._ready_obs
         for env_id, action in actions.items():

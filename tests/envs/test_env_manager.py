@@ -1,16 +1,28 @@
+import threading
+import time
 from functools import partial
 
+import gymnasium as gym
 import numpy as np
 import pytest
 
+import tests.envs.test_subprocess_env_manager  # noqa: F401 - registers HangCountdown-v0
 import tests.fakes  # noqa: F401 - registers the fake envs
 from ding_ray.envs import GymnasiumEnv, create_env_manager, get_vec_env_setting
-from ding_ray.errors import EnvError
+from ding_ray.errors import ConfigError, EnvError
+from tests.fakes import CountdownEnv
 
 
 def make_manager(env_id, n=3, **manager):
     env_fn, cfgs, _ = get_vec_env_setting(dict(env_id=env_id, collector_env_num=n, evaluator_env_num=1))
     return create_env_manager(dict(type="base", **manager), [partial(env_fn, cfg=c) for c in cfgs])
+
+
+def env_fns(env_id, n, **kwargs):
+    env_fn, cfgs, _ = get_vec_env_setting(
+        dict(env_id=env_id, collector_env_num=n, evaluator_env_num=1, kwargs=kwargs)
+    )
+    return [partial(env_fn, cfg=c) for c in cfgs]
 
 
 def run_steps(manager, steps):
@@ -84,3 +96,81 @@ def test_random_action_in_space():
     env.seed(1)
     assert all(env.action_space.contains(env.random_action()) for _ in range(10))
     assert isinstance(env.reset(), np.ndarray)
+
+
+# ----- DI-engine's retry and timeout keys ------------------------------------------------------------
+class FailFirstResetEnv(CountdownEnv):
+    """Raises in the first reset of each env object: retrying on the same env ('reset') works,
+    building a new one ('renew') fails again."""
+
+    def reset(self, *, seed=None, options=None):
+        if self.resets == 0:
+            self.resets += 1
+            raise RuntimeError("first reset fails")
+        return super().reset(seed=seed, options=options)
+
+
+if "FailFirstReset-v0" not in gym.envs.registry:
+    gym.register("FailFirstReset-v0", entry_point=FailFirstResetEnv)
+
+
+@pytest.mark.parametrize("kind", ["base", "subprocess"])
+def test_retry_type_reset_retries_the_same_env_and_renew_builds_new_ones(kind):
+    m = create_env_manager(
+        dict(type=kind, retry_type="reset", retry_waiting_time=0.0), env_fns("FailFirstReset-v0", 2)
+    )
+    m.launch()
+    assert sorted(m.ready_obs) == [0, 1] and m.error_count == 2
+    m.close()
+    m = create_env_manager(
+        dict(type=kind, retry_type="renew", retry_waiting_time=0.0, max_retry=3),
+        env_fns("FailFirstReset-v0", 1),
+    )
+    with pytest.raises(EnvError, match="failed to reset 3 times in a row.*first reset fails"):
+        m.launch()
+    m.close()
+
+
+def test_base_step_timeout_interrupts_renews_and_goes_on():
+    m = make_manager("HangCountdown-v0", n=2, step_timeout=0.3)
+    m.seed(0)  # env 0 hangs at step 3; its replacement is seeded 1000 and does not
+    m.launch()
+    start = time.monotonic()
+    history = run_steps(m, 8)
+    assert time.monotonic() - start < 3
+    abnormal = [(i, ts) for _, tss in history for i, ts in tss.items() if ts.info.get("abnormal")]
+    assert [i for i, _ in abnormal] == [0] and "took longer than 0.3 s" in abnormal[0][1].info["error"]
+    assert m.error_count == 1 and len([1 for _, tss in history if 1 in tss]) == 8
+
+
+def test_base_reset_timeout_and_its_main_thread_rule():
+    m = create_env_manager(dict(type="base", reset_timeout=0.3), env_fns("HangCountdown-v0", 2, on="reset"))
+    m.seed(0)
+    m.launch()  # env 0's first reset hangs: interrupted, renewed
+    assert sorted(m.ready_obs) == [0, 1] and m.error_count == 1
+    errors = []
+    thread = threading.Thread(target=lambda: _catch(errors, m.reset))
+    thread.start()
+    thread.join()
+    assert isinstance(errors[0], EnvError) and "main thread" in str(errors[0])
+    assert m.error_count == 1  # a usage error, not an env failure
+
+
+def _catch(errors, fn):
+    try:
+        fn()
+    except Exception as e:  # noqa: BLE001
+        errors.append(e)
+
+
+def test_base_bad_retry_keys_are_refused_and_random_action_is_seeded():
+    with pytest.raises(ConfigError, match="retry_type"):
+        make_manager("Countdown-v0", retry_type="again")
+    with pytest.raises(ConfigError, match="max_retry"):
+        make_manager("Countdown-v0", max_retry=0)
+    with pytest.raises(ConfigError, match="step_timeout"):
+        make_manager("Countdown-v0", step_timeout=-1)
+    a, b = make_manager("Countdown-v0"), make_manager("Countdown-v0")
+    a.seed(4)
+    b.seed(4)
+    assert [a.random_action(1) for _ in range(8)] == [b.random_action(1) for _ in range(8)]
