@@ -27,16 +27,25 @@ import copy
 import logging
 import multiprocessing as mp
 import pickle
-import select
 import time
 import weakref
 from collections.abc import Sequence
-from multiprocessing.connection import wait as wait_connections
 from typing import Any
 
 from ding_ray.envs.env_manager import BaseEnvManager, abnormal_timestep
 from ding_ray.envs.gymnasium_env import BaseEnvTimestep
-from ding_ray.envs.subprocess_worker import InShm, ObsBuffer, recv_message, worker_main
+from ding_ray.envs.shared_obs import InShm, ObsBuffer
+from ding_ray.envs.subprocess_worker import (
+    EnvWorker,
+    call_all,
+    dumps,
+    dumps_env_fn,
+    end_workers,
+    kill_workers,
+    portable_gym_specs,
+    readable,
+    recv_message,
+)
 from ding_ray.errors import ConfigError, EnvError
 from ding_ray.utils.registry import ENV_MANAGER_REGISTRY
 
@@ -44,81 +53,6 @@ logger = logging.getLogger(__name__)
 
 _DEFAULT_CONTEXT = "forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn"
 _CLOSE_GRACE_S = 2.0  # seconds close() waits for workers to end on their own before killing them
-
-
-class _Worker:
-    """The parent's handle on one env process."""
-
-    def __init__(self, ctx: Any, name: str, args: tuple) -> None:
-        self.conn, child = ctx.Pipe()
-        self.process = ctx.Process(target=worker_main, args=(child, *args), daemon=True, name=name)
-        self.process.start()
-        child.close()  # so the parent sees EOF when the worker dies
-        self.fresh = True  # has not said "ready" yet
-
-    def send_bytes(self, blob: bytes) -> None:
-        try:
-            self.conn.send_bytes(blob)
-        except (BrokenPipeError, ConnectionResetError):
-            pass  # the worker died; the pipe now reads EOF and the poll reports the failure
-
-    def kill(self) -> None:
-        if self.process.is_alive():
-            self.process.kill()
-        self.process.join(timeout=5)
-        self.conn.close()
-
-
-def _dumps(message: Any) -> bytes:
-    return pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
-
-
-def _readable(conns: dict, timeout: float | None) -> list:
-    """The values of ``conns`` whose connection has something to read (or has been closed)."""
-    if not hasattr(select, "poll"):  # Windows
-        return [conns[c] for c in wait_connections(list(conns), timeout)]
-    # One poll object per call: a few microseconds, where Connection.wait's selector costs tens.
-    by_fd = {c.fileno(): v for c, v in conns.items()}
-    poller = select.poll()
-    for fd in by_fd:
-        poller.register(fd, select.POLLIN)
-    return [by_fd[fd] for fd, _ in poller.poll(None if timeout is None else timeout * 1000.0)]
-
-
-def _kill_workers(workers: list[_Worker | None]) -> None:
-    """Finalizer of a manager that was garbage-collected (or alive at exit) without ``close``."""
-    for w in workers:
-        if w is not None:
-            w.kill()
-
-
-def _dumps_env_fn(env_fn: Any) -> bytes:
-    try:
-        return pickle.dumps(env_fn)
-    except Exception as e:  # noqa: BLE001 - lambdas and local functions: try cloudpickle
-        try:
-            import cloudpickle
-        except ImportError:
-            raise EnvError(
-                f"A subprocess env manager sends each env factory to its worker by pickling; {env_fn!r} "
-                f"cannot be pickled ({e}). Use functools.partial of a module-level class or function."
-            ) from e
-        return cloudpickle.dumps(env_fn)
-
-
-def _portable_gym_specs() -> list[bytes]:
-    """Pickled gymnasium specs registered outside gymnasium itself (a fresh worker lacks them)."""
-    import gymnasium as gym
-
-    blobs = []
-    for spec in gym.envs.registry.values():
-        if isinstance(spec.entry_point, str) and spec.entry_point.startswith("gymnasium."):
-            continue
-        try:
-            blobs.append(pickle.dumps(spec))
-        except Exception:  # noqa: BLE001 - e.g. a lambda entry point; only 'fork' can carry it
-            continue
-    return blobs
 
 
 @ENV_MANAGER_REGISTRY.register("async_subprocess")
@@ -172,8 +106,8 @@ class AsyncSubprocessEnvManager(BaseEnvManager):
         if cfg.context == "forkserver":
             # Import the worker's modules once in the fork server rather than in every worker.
             self._ctx.set_forkserver_preload(["__main__", "ding_ray.envs.subprocess_worker"])
-        self._env_fn_blobs = [_dumps_env_fn(fn) for fn in self._env_fn]
-        self._gym_specs = _portable_gym_specs() if cfg.context != "fork" else []
+        self._env_fn_blobs = [dumps_env_fn(fn) for fn in self._env_fn]
+        self._gym_specs = portable_gym_specs() if cfg.context != "fork" else []
         ref = self._env_fn[0]()  # the spaces, read once here: the envs live in the workers
         self._observation_space, self._action_space = ref.observation_space, ref.action_space
         ref.close()
@@ -181,8 +115,8 @@ class AsyncSubprocessEnvManager(BaseEnvManager):
         self._buffers = [
             ObsBuffer(self._ctx, self._observation_space) if cfg.shared_memory else None for _ in self._env_fn
         ]
-        self._workers: list[_Worker | None] = [None] * self.env_num
-        weakref.finalize(self, _kill_workers, self._workers)
+        self._workers: list[EnvWorker | None] = [None] * self.env_num
+        weakref.finalize(self, kill_workers, self._workers)
         self._inflight: dict[int, str] = {}  # env id -> 'step' | 'reset' awaiting an answer
         self._deadline: dict[int, float] = {}
         self._limit: dict[int, float | None] = {}  # each in-flight command's time limit
@@ -270,7 +204,7 @@ class AsyncSubprocessEnvManager(BaseEnvManager):
                 )
         inplace, count, last = self._cfg.reset_inplace, self._episode_count, self._cfg.episode_num
         resets = {i: inplace and count[i] + 1 < last for i in actions}
-        messages = [(i, _dumps(("step", (a, resets[i])))) for i, a in actions.items()]
+        messages = [(i, dumps(("step", (a, resets[i])))) for i, a in actions.items()]
         # All writes back to back, bookkeeping after: a worker woken by the first write can take
         # this core, and the next env should be on its way by then.
         for i, blob in messages:
@@ -298,31 +232,15 @@ class AsyncSubprocessEnvManager(BaseEnvManager):
         self._call_all("disable_save_replay", None)
 
     def _call_all(self, command: str, arg: Any) -> None:
-        """Run ``command`` in every worker once nothing is in flight; raise the first failure."""
-        if self._closed:
-            return
-        self._drain(list(self._inflight))
-        for w in self._workers:
-            w.send_bytes(_dumps((command, arg)))
-        errors = []
-        for i, w in enumerate(self._workers):
-            status, payload = recv_message(w.conn)
-            if status != "ok":
-                errors.append(f"env {i}: {payload[0]}\n{payload[1]}")
-        if errors:
-            raise EnvError(f"{command} failed in the env workers:\n" + "\n".join(errors))
+        if not self._closed:
+            self._drain(list(self._inflight))
+            call_all(self._workers, command, arg)
 
     def close(self) -> None:
         """End every worker: ask first, kill what has not ended after a short grace period."""
         if self._closed:
             return
-        workers = [w for w in self._workers if w is not None]
-        for w in workers:
-            w.send_bytes(_dumps(("close", None)))
-        end = time.monotonic() + _CLOSE_GRACE_S
-        for w in workers:
-            w.process.join(timeout=max(0.0, end - time.monotonic()))
-            w.kill()
+        end_workers([w for w in self._workers if w is not None], _CLOSE_GRACE_S)
         self._workers[:] = [None] * self.env_num  # in place: the finalizer holds this list
         self._inflight.clear()
         self._deadline.clear()
@@ -332,7 +250,7 @@ class AsyncSubprocessEnvManager(BaseEnvManager):
         self._launched = False
 
     # ----- workers --------------------------------------------------------------------------------
-    def _start_worker(self, env_id: int) -> _Worker:
+    def _start_worker(self, env_id: int) -> EnvWorker:
         args = (
             self._env_fn_blobs[env_id],
             self._buffers[env_id],
@@ -340,7 +258,7 @@ class AsyncSubprocessEnvManager(BaseEnvManager):
             self._cfg.context == "forkserver",
             self._gym_specs,
         )
-        return _Worker(self._ctx, f"ding_ray-env-{env_id}", args)
+        return EnvWorker(self._ctx, f"ding_ray-env-{env_id}", args)
 
     def _renew(self, env_id: int) -> None:
         """Kill env ``env_id``'s worker and start another, seeded apart from the failed episode."""
@@ -362,7 +280,7 @@ class AsyncSubprocessEnvManager(BaseEnvManager):
         return self._cfg.step_timeout + (self._reset_limit() if reset_if_done else 0.0)
 
     def _send(self, env_id: int, command: str, arg: Any, now: float, limit: float | None) -> None:
-        self._workers[env_id].send_bytes(_dumps((command, arg)))
+        self._workers[env_id].send_bytes(dumps((command, arg)))
         self._track(env_id, command, now, limit)
 
     def _track(self, env_id: int, command: str, now: float, limit: float | None) -> None:
@@ -407,7 +325,7 @@ class AsyncSubprocessEnvManager(BaseEnvManager):
         deadline = self._deadline.get(env_id)
         if deadline is None:
             return self._receive(env_id)  # a dead worker's pipe reads EOF: no hang
-        if _readable({self._workers[env_id].conn: env_id}, max(0.0, deadline - time.monotonic())):
+        if readable({self._workers[env_id].conn: env_id}, max(0.0, deadline - time.monotonic())):
             return self._receive(env_id)
         self._poll(0.0)  # past its deadline: _poll fails it
 
@@ -425,7 +343,7 @@ class AsyncSubprocessEnvManager(BaseEnvManager):
         if deadlines:
             until = max(0.0, min(deadlines) - time.monotonic())
             timeout = until if timeout is None else min(timeout, until)
-        for i in _readable({self._workers[i].conn: i for i in self._inflight}, timeout):
+        for i in readable({self._workers[i].conn: i for i in self._inflight}, timeout):
             self._receive(i)
         now = time.monotonic()
         for i in [i for i in self._inflight if self._deadline.get(i, now + 1) <= now]:

@@ -1,4 +1,5 @@
-"""The process side of the subprocess env managers: one env per process, driven over a pipe.
+"""The worker processes of the subprocess env managers (one env each, driven over a pipe), and
+the parent's handle on them.
 
 Protocol: a worker first says ``("ready", None)`` once its env is built (or sends the error and
 ends). Then the parent sends ``(command, argument)`` and gets exactly one ``(status, payload)``
@@ -14,93 +15,16 @@ from __future__ import annotations
 
 import os
 import pickle
+import select
 import signal
 import sys
+import time
 import traceback
-from collections.abc import Mapping
+from multiprocessing.connection import wait as wait_connections
 from typing import Any
 
-import numpy as np
-
-from ding_ray.errors import ConfigError
-
-
-class InShm:
-    """Marks an observation that was written into the shared-memory buffer."""
-
-
-IN_SHM = InShm()  # pickled afresh for each answer: the parent tests isinstance, not identity
-
-
-class ObsBuffer:
-    """Shared memory for one env's observation: an array, or a dict of arrays for Dict spaces.
-
-    Built in the parent and handed to the worker at start, so a replacement worker reuses it.
-    """
-
-    def __init__(self, ctx: Any, space: Any) -> None:
-        layout = _layout(space)
-        if layout is None:
-            raise ConfigError(
-                f"env.manager.shared_memory=True needs an observation space of fixed shape and dtype "
-                f"(Box, Discrete, MultiBinary, MultiDiscrete or a Dict of them); got {space}. "
-                "Set env.manager.shared_memory=False to send observations through the pipe."
-            )
-        self._layout = layout
-        self._raw = {
-            k: ctx.RawArray("b", max(1, int(np.prod(s)) * d.itemsize)) for k, (s, d) in layout.items()
-        }
-        self._arrays: dict | None = None
-
-    def __getstate__(self) -> dict:
-        return {"_layout": self._layout, "_raw": self._raw, "_arrays": None}
-
-    def _views(self) -> dict:
-        if self._arrays is None:
-            self._arrays = {
-                k: np.frombuffer(self._raw[k], dtype=d, count=int(np.prod(s))).reshape(s)
-                for k, (s, d) in self._layout.items()
-            }
-        return self._arrays
-
-    def fill(self, obs: Any) -> bool:
-        """Write ``obs`` if it has exactly the buffer's shapes and dtypes; False leaves it to the pipe."""
-        if None in self._layout:
-            parts = {None: obs}
-        elif isinstance(obs, Mapping) and set(obs) == set(self._layout):
-            parts = obs
-        else:
-            return False
-        views = self._views()
-        for k, value in parts.items():
-            v = views[k]
-            if not (isinstance(value, np.ndarray) and value.shape == v.shape and value.dtype == v.dtype):
-                return False
-        for k, value in parts.items():
-            views[k][...] = value
-        return True
-
-    def get(self, copy: bool) -> Any:
-        views = self._views()
-        out = {k: (v.copy() if copy else v) for k, v in views.items()}
-        return out[None] if None in out else out
-
-
-def _layout(space: Any) -> dict | None:
-    """``{key: (shape, dtype)}`` (key None for a plain space), or None if the space has no fixed layout."""
-    spaces = getattr(space, "spaces", None)
-    if isinstance(spaces, Mapping):
-        parts = {k: _layout(s) for k, s in spaces.items()}
-        if any(p is None or None not in p for p in parts.values()):
-            return None  # nested dicts or parts of no fixed layout
-        return {k: p[None] for k, p in parts.items()}
-    shape, dtype = getattr(space, "shape", None), getattr(space, "dtype", None)
-    if shape is None or dtype is None:
-        return None
-    dtype = np.dtype(dtype)
-    if dtype.hasobject:
-        return None
-    return {None: (tuple(shape), dtype)}
+from ding_ray.envs.shared_obs import IN_SHM, ObsBuffer
+from ding_ray.errors import EnvError
 
 
 def send_message(conn: Any, message: Any) -> None:
@@ -220,3 +144,105 @@ def _run(env: Any, buffer: ObsBuffer | None, command: str, arg: Any) -> Any:
         env.disable_save_replay()
         return None
     raise ValueError(f"unknown env worker command {command!r}")
+
+
+# ----- the parent's side -------------------------------------------------------------------------
+class EnvWorker:
+    """The parent's handle on one env process."""
+
+    def __init__(self, ctx: Any, name: str, args: tuple) -> None:
+        self.conn, child = ctx.Pipe()
+        self.process = ctx.Process(target=worker_main, args=(child, *args), daemon=True, name=name)
+        self.process.start()
+        child.close()  # so the parent sees EOF when the worker dies
+        self.fresh = True  # has not said "ready" yet
+
+    def send_bytes(self, blob: bytes) -> None:
+        try:
+            self.conn.send_bytes(blob)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the worker died; the pipe now reads EOF and the poll reports the failure
+
+    def kill(self) -> None:
+        if self.process.is_alive():
+            self.process.kill()
+        self.process.join(timeout=5)
+        self.conn.close()
+
+
+def dumps(message: Any) -> bytes:
+    return pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def readable(conns: dict, timeout: float | None) -> list:
+    """The values of ``conns`` whose connection has something to read (or has been closed)."""
+    if not hasattr(select, "poll"):  # Windows
+        return [conns[c] for c in wait_connections(list(conns), timeout)]
+    # One poll object per call: a few microseconds, where Connection.wait's selector costs tens.
+    by_fd = {c.fileno(): v for c, v in conns.items()}
+    poller = select.poll()
+    for fd in by_fd:
+        poller.register(fd, select.POLLIN)
+    return [by_fd[fd] for fd, _ in poller.poll(None if timeout is None else timeout * 1000.0)]
+
+
+def kill_workers(workers: list[EnvWorker | None]) -> None:
+    """Finalizer of a manager that was garbage-collected (or alive at exit) without ``close``."""
+    for w in workers:
+        if w is not None:
+            w.kill()
+
+
+def dumps_env_fn(env_fn: Any) -> bytes:
+    try:
+        return pickle.dumps(env_fn)
+    except Exception as e:  # noqa: BLE001 - lambdas and local functions: try cloudpickle
+        try:
+            import cloudpickle
+        except ImportError:
+            raise EnvError(
+                f"A subprocess env manager sends each env factory to its worker by pickling; {env_fn!r} "
+                f"cannot be pickled ({e}). Use functools.partial of a module-level class or function."
+            ) from e
+        return cloudpickle.dumps(env_fn)
+
+
+def portable_gym_specs() -> list[bytes]:
+    """Pickled gymnasium specs registered outside gymnasium itself (a fresh worker lacks them)."""
+    import gymnasium as gym
+
+    blobs = []
+    for spec in gym.envs.registry.values():
+        if isinstance(spec.entry_point, str) and spec.entry_point.startswith("gymnasium."):
+            continue
+        try:
+            blobs.append(pickle.dumps(spec))
+        except Exception:  # noqa: BLE001 - e.g. a lambda entry point; only 'fork' can carry it
+            continue
+    return blobs
+
+
+def call_all(workers: list[EnvWorker], command: str, arg: Any) -> None:
+    """Run ``command`` in every (idle) worker and wait for all; raise one error naming each failure."""
+    for w in workers:
+        w.send_bytes(dumps((command, arg)))
+    errors = []
+    for i, w in enumerate(workers):
+        try:
+            status, payload = recv_message(w.conn)
+        except (EOFError, OSError) as e:
+            status, payload = "error", (f"worker process died: {e!r}", "")
+        if status != "ok":
+            errors.append(f"env {i}: {payload[0]}\n{payload[1]}")
+    if errors:
+        raise EnvError(f"{command} failed in the env workers:\n" + "\n".join(errors))
+
+
+def end_workers(workers: list[EnvWorker], grace_s: float) -> None:
+    """Ask every worker to close; kill those still running ``grace_s`` seconds later."""
+    for w in workers:
+        w.send_bytes(dumps(("close", None)))
+    end = time.monotonic() + grace_s
+    for w in workers:
+        w.process.join(timeout=max(0.0, end - time.monotonic()))
+        w.kill()
