@@ -1,9 +1,10 @@
 """DI-engine's ``SyncSubprocessEnvManager`` (``'subprocess'``) and ``AsyncSubprocessEnvManager``
 (``'async_subprocess'``): each env steps in a worker process of its own.
 
-Worth it when a step costs far more than a pipe round trip (about 0.1 ms): an env doing 1 ms of
-work per step runs nearly twice as fast with 2 workers on 2 cores; CartPole (microseconds per
-step) runs slower than in ``BaseEnvManager`` (see ``benchmarks/bench_env_manager.py``).
+Worth it when a step costs far more than a round trip to a worker (0.1-0.2 ms): an env doing
+1 ms of CPU work per step ran about 1.7x as fast with 2 workers on 2 cores as in
+``BaseEnvManager``; CartPole (microseconds per step) ran about 10x slower, so ``'base'`` stays
+the default (``benchmarks/bench_env_manager.py``).
 
 Built as a thin layer over ``multiprocessing`` (one process and one pipe per env, observations
 in shared memory), not over ``gymnasium.vector.AsyncVectorEnv``: that class steps the whole
@@ -16,9 +17,11 @@ Workers are started with ``'forkserver'`` by default (``context`` key; DI-engine
 the manager often lives in a process that already runs threads (a Ray actor's gRPC threads,
 torch's pools), and forking such a process can leave a child holding locks that nobody will
 release. The fork server is a clean single-threaded process that imports this package once,
-so a worker starts in milliseconds. Gymnasium ids registered at run time in the parent (as
-``tests/fakes.py`` does) are re-registered in each worker. The env factory must be picklable
-(``functools.partial(GymnasiumEnv, cfg=...)`` is; ``cloudpickle`` is used for lambdas).
+so a worker starts in milliseconds. As with 'spawn', a script that builds the manager needs an
+``if __name__ == "__main__":`` guard (the fork server imports the main module). Gymnasium ids
+registered at run time in the parent (as ``tests/fakes.py`` does) are re-registered in each
+worker. The env factory must be picklable (``functools.partial(GymnasiumEnv, cfg=...)`` is;
+``cloudpickle`` is tried for lambdas).
 """
 
 from __future__ import annotations

@@ -16,6 +16,7 @@ import tests.fakes  # noqa: F401 - registers the fake envs
 from ding_ray.config import ConfigError, compile_config
 from ding_ray.envs import (
     AsyncSubprocessEnvManager,
+    BaseEnvManager,
     GymnasiumEnv,
     SyncSubprocessEnvManager,
     create_env_manager,
@@ -305,6 +306,8 @@ def test_default_configs_carry_every_di_engine_key():
     }  # fmt: skip
     for cls in (SyncSubprocessEnvManager, AsyncSubprocessEnvManager):
         assert di_engine_keys <= set(cls.default_config())
+    base_keys = {"episode_num", "max_retry", "retry_type", "auto_reset", "step_timeout", "reset_timeout"}
+    assert base_keys | {"retry_waiting_time"} <= set(BaseEnvManager.default_config())
     assert SyncSubprocessEnvManager.default_config().wait_num == float("inf")
     assert AsyncSubprocessEnvManager.default_config().wait_num == 2
     main = dict(env=dict(env_id="CartPole-v1", manager=dict(copy_on_get=False)), policy=dict())
