@@ -194,3 +194,25 @@ def test_di_engine_default_keys_are_accepted_and_act(tmp_path):
     main.policy.multi_gpu = True
     with pytest.raises(ConfigError, match="multi_gpu=True is not supported yet"):
         serial_pipeline((main, create), seed=0, max_train_iter=1)
+
+
+def test_discrete_observations_are_one_hot(tmp_path):
+    """FrozenLake's observation is a state index: the policy sees a one-hot vector, never the index."""
+    os.chdir(tmp_path)
+    from ding_ray.envs import DingEnvWrapper, GymnasiumEnv
+
+    env = GymnasiumEnv(dict(env_id="FrozenLake-v1"))
+    assert env.observation_space.shape == (16,)
+    obs = env.reset()
+    assert obs.dtype == np.float32 and obs.sum() == 1.0 and obs[0] == 1.0
+    wrapped = DingEnvWrapper(gym.make("Taxi-v4"), EasyDict(env_wrapper="default"))
+    assert wrapped.observation_space.shape == (500,)
+    main, create = read_config(CARTPOLE)
+    main.env.env_id = "FrozenLake-v1"
+    main.policy.model.update(obs_shape=16, action_shape=4)
+    serial_pipeline((main, create), seed=0, max_env_step=300)
+    main.policy.model.obs_shape = 1  # a config written for raw indices: a clear error, not an IndexError
+    from ding_ray.errors import EnvError
+
+    with pytest.raises(EnvError, match="obs_shape=16"):
+        serial_pipeline((main, create), seed=0, max_env_step=100)
