@@ -37,3 +37,7 @@ class ActorDiedError(DingRayError, RuntimeError):
 
 class NonFiniteError(DingRayError, ValueError):
     """A loss or an input became NaN or infinite; training stops before the weights are ruined."""
+
+
+class StageError(DingRayError, RuntimeError):
+    """A pipeline stage raised; the message names the stage, the original error is the cause."""

@@ -1,0 +1,211 @@
+"""``Task``: a pipeline as a list of stages run over a context, one iteration after another.
+
+A stage is a callable of the context. If it is a generator function, the code before its
+``yield`` runs on the way forward and the code after it on the way back, after every later stage
+has run (DI-engine's onion order)::
+
+    def timer(ctx):
+        start = time.time()
+        yield                      # the later stages run here
+        print(time.time() - start)
+
+    with Task(OnlineRLContext()) as task:
+        task.use(timer)
+        task.use(collector_stage)
+        task.run(max_step=100)
+
+There is no global task: a stage that must end the run (an evaluator that reached the stop value)
+asks for the running one with ``current_task()``. Whatever a stage registers with ``on_close`` is
+closed when the ``with`` block ends, also after an error.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import logging
+import threading
+from collections.abc import Callable, Generator
+from concurrent.futures import ThreadPoolExecutor
+from types import GeneratorType
+from typing import Any
+
+from ding_ray.errors import StageError
+from ding_ray.framework.context import Context, OnlineRLContext
+
+logger = logging.getLogger(__name__)
+
+_CURRENT: contextvars.ContextVar[Task | None] = contextvars.ContextVar("ding_ray_task", default=None)
+
+
+def current_task() -> Task:
+    """The task whose ``run`` is executing the calling stage."""
+    task = _CURRENT.get()
+    if task is None:
+        raise RuntimeError(
+            "No task is running: call this from a stage run by Task.run (inside `with Task(...)`)."
+        )
+    return task
+
+
+def stage_name(fn: Callable) -> str:
+    """A readable name: a factory's name for the closure it returned, a class's name for its instance."""
+    qualname = getattr(fn, "__qualname__", None)
+    if qualname is None:
+        return type(fn).__name__
+    parts = qualname.split(".<locals>.")
+    # A factory's closure (DI-engine's ``def _fetch(ctx)`` inside ``offpolicy_data_fetcher``) goes
+    # by the factory's name; any other function by its own.
+    return parts[-2] if len(parts) > 1 and parts[-1].startswith("_") else parts[-1]
+
+
+class Task:
+    """Runs its stages over ``ctx`` until ``finish`` is set or ``max_step`` iterations are done."""
+
+    def __init__(self, ctx: Context | None = None) -> None:
+        self.ctx = ctx if ctx is not None else OnlineRLContext()
+        self._stages: list[tuple[Callable, threading.Lock | None]] = []
+        self._backward_stack: list[tuple[str, Generator]] = []
+        self._closers: list[Callable[[], Any]] = []
+        self._finish = False
+        self._token: contextvars.Token | None = None
+
+    # ----- building ---------------------------------------------------------------------------
+    def use(self, fn: Callable, lock: bool | threading.Lock = False) -> Task:
+        """Append a stage. ``lock``: a lock (or True: a new one) held while the stage runs forward,
+        for stages that share state with a ``parallel`` sibling."""
+        if not callable(fn):
+            raise TypeError(f"task.use() takes a stage (a callable of the context), got {type(fn).__name__}.")
+        if lock is True:
+            lock = threading.Lock()
+        self._stages.append((fn, lock or None))
+        return self
+
+    def on_close(self, closer: Callable[[], Any]) -> None:
+        """Call ``closer`` when the task stops (actors to kill, files and loggers to close)."""
+        self._closers.append(closer)
+
+    # ----- running ----------------------------------------------------------------------------
+    @property
+    def finish(self) -> bool:
+        """Set to True by a stage to end the run after the current iteration."""
+        return self._finish
+
+    @finish.setter
+    def finish(self, value: bool) -> None:
+        self._finish = bool(value)
+
+    def run(self, max_step: int | None = None) -> None:
+        """Run iterations until ``finish`` or ``max_step`` (None: no limit)."""
+        token = _CURRENT.set(self)
+        try:
+            step = 0
+            while not self._finish and (max_step is None or step < max_step):
+                for fn, lock in self._stages:
+                    if lock is None:
+                        self.forward(fn)
+                    else:
+                        with lock:
+                            self.forward(fn)
+                    if self._finish:
+                        break
+                self.backward()
+                step += 1
+                if not self._finish and (max_step is None or step < max_step):
+                    self.ctx = self.ctx.renew()
+        finally:
+            self._backward_stack.clear()
+            _CURRENT.reset(token)
+
+    def forward(self, fn: Callable, ctx: Context | None = None) -> Generator | None:
+        """Run ``fn`` up to its first ``yield`` (or to its end); a generator waits for ``backward``."""
+        ctx = self.ctx if ctx is None else ctx
+        name = stage_name(fn)
+        try:
+            result = fn(ctx)
+            if isinstance(result, GeneratorType):
+                try:
+                    next(result)
+                except StopIteration:
+                    return None
+                self._backward_stack.append((name, result))
+                return result
+        except StageError:
+            raise
+        except Exception as e:
+            raise StageError(f"Stage '{name}' failed: {type(e).__name__}: {e}") from e
+        return None
+
+    def backward(self) -> None:
+        """Run the code after ``yield`` of every stage still waiting, the latest first."""
+        self._unwind(0)
+
+    def _unwind(self, depth: int) -> None:
+        """Resume the waiting generators above ``depth`` in the stack, the latest first."""
+        while len(self._backward_stack) > depth:
+            name, gen = self._backward_stack.pop()
+            try:
+                next(gen)
+            except StopIteration:
+                continue
+            except StageError:
+                raise
+            except Exception as e:
+                raise StageError(f"Stage '{name}' failed after its yield: {type(e).__name__}: {e}") from e
+            raise StageError(f"Stage '{name}' yielded more than once; a stage yields at most once.")
+
+    # ----- composing --------------------------------------------------------------------------
+    def serial(self, *fns: Callable) -> Callable:
+        """One stage that runs ``fns`` in order (their code after ``yield`` on the way back)."""
+
+        def _serial(ctx: Context):
+            depth = len(self._backward_stack)
+            for fn in fns:
+                self.forward(fn, ctx)
+            yield
+            self._unwind(depth)
+
+        _serial.__qualname__ = "serial(" + ", ".join(stage_name(f) for f in fns) + ")"
+        return _serial
+
+    def parallel(self, *fns: Callable) -> Callable:
+        """One stage that runs the forward parts of ``fns`` at once in threads (useful when they
+        wait on other processes, e.g. remote calls); their code after ``yield`` runs in order."""
+
+        def _parallel(ctx: Context):
+            depth = len(self._backward_stack)
+            with ThreadPoolExecutor(len(fns), thread_name_prefix="stage") as pool:
+                futures = [pool.submit(contextvars.copy_context().run, self.forward, fn, ctx) for fn in fns]
+                for future in futures:
+                    future.result()
+            yield
+            self._unwind(depth)
+
+        _parallel.__qualname__ = "parallel(" + ", ".join(stage_name(f) for f in fns) + ")"
+        return _parallel
+
+    # ----- lifecycle --------------------------------------------------------------------------
+    def __enter__(self) -> Task:
+        return self
+
+    def __exit__(self, exc_type: Any, *exc: Any) -> None:
+        self.stop(raise_errors=exc_type is None)
+
+    def stop(self, raise_errors: bool = True) -> None:
+        """Close what the stages registered, the latest first; every closer runs even if one fails
+        (the first failure is raised after, unless the task is already ending with an error)."""
+        self._finish = True
+        errors = []
+        while self._closers:
+            closer = self._closers.pop()
+            try:
+                closer()
+            except Exception as e:  # noqa: BLE001 - close the rest, report after
+                errors.append(e)
+                logger.warning("closing %r failed: %r", closer, e)
+        if errors and raise_errors:
+            raise errors[0]
+
+    def renew(self) -> Task:
+        """Start the next iteration's context now (``run`` does this between iterations)."""
+        self.ctx = self.ctx.renew()
+        return self
