@@ -251,6 +251,17 @@ class BaseEnvManager:
                 ready[env_id] = timestep.obs
         return timesteps
 
+    def reward_shaping(self, env_id: int, transitions: list) -> list:
+        """The env's own ``reward_shaping(transitions)`` of a finished episode (DI-engine's hook for
+        envs whose reward is known only at the episode's end)."""
+        env = self._envs[env_id]
+        if not callable(getattr(env, "reward_shaping", None)):
+            raise EnvError(
+                f"collector reward_shaping=True needs the env to define reward_shaping(transitions); "
+                f"{type(env).__name__} does not. Set policy.collect.collector.reward_shaping=False."
+            )
+        return env.reward_shaping(transitions)
+
     def enable_save_replay(self, replay_path: str) -> None:
         """Every env records its episodes under ``replay_path`` (envs built later too)."""
         self._replay_path = replay_path

@@ -41,6 +41,7 @@ from ding_ray.envs.shared_obs import InShm, ObsBuffer
 from ding_ray.envs.subprocess_worker import (
     EnvWorker,
     call_all,
+    call_one,
     dumps,
     dumps_env_fn,
     end_workers,
@@ -233,6 +234,11 @@ class AsyncSubprocessEnvManager(BaseEnvManager):
         """Stop recording (the evaluator records only some of its evaluations)."""
         self._replay_path = None
         self._call_all("disable_save_replay", None)
+
+    def reward_shaping(self, env_id: int, transitions: list) -> list:
+        """The env's own ``reward_shaping`` of an episode's transitions, run in its worker."""
+        self._drain([env_id])
+        return call_one(self._workers[env_id], "reward_shaping", transitions)
 
     def _call_all(self, command: str, arg: Any) -> None:
         if not self._closed:

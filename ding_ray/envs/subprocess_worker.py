@@ -143,6 +143,10 @@ def _run(env: Any, buffer: ObsBuffer | None, command: str, arg: Any) -> Any:
             )
         env.disable_save_replay()
         return None
+    if command == "reward_shaping":
+        if not callable(getattr(env, "reward_shaping", None)):
+            raise AttributeError(f"{type(env).__name__} has no reward_shaping(transitions) method.")
+        return env.reward_shaping(arg)
     raise ValueError(f"unknown env worker command {command!r}")
 
 
@@ -220,6 +224,18 @@ def portable_gym_specs() -> list[bytes]:
         except Exception:  # noqa: BLE001 - e.g. a lambda entry point; only 'fork' can carry it
             continue
     return blobs
+
+
+def call_one(worker: EnvWorker, command: str, arg: Any) -> Any:
+    """Run ``command`` in one idle worker and return its answer (an env error becomes EnvError)."""
+    worker.send_bytes(dumps((command, arg)))
+    try:
+        status, payload = recv_message(worker.conn)
+    except (EOFError, OSError) as e:
+        raise EnvError(f"{command}: the env worker process died: {e!r}") from e
+    if status != "ok":
+        raise EnvError(f"{command} failed in the env worker: {payload[0]}\n{payload[1]}")
+    return payload
 
 
 def call_all(workers: list[EnvWorker], command: str, arg: Any) -> None:

@@ -20,6 +20,7 @@ class EpisodeSerialCollector(VectorCollector):
         type="episode",
         n_episode=None,  # default episodes per collect call (copied from policy.collect.n_episode)
         get_train_sample=False,  # return policy.get_train_sample of each episode instead of episodes
+        reward_shaping=False,  # pass each finished episode through its env's reward_shaping(transitions)
     )
 
     def collect(
@@ -39,6 +40,8 @@ class EpisodeSerialCollector(VectorCollector):
                         traj.append(transition)
                     if episode_over:
                         if transition is not None:
+                            if self._cfg.reward_shaping:
+                                traj = self._env.reward_shaping(env_id, traj)
                             episodes.append(traj)
                         self._traj[env_id] = []
                         self._policy.reset([env_id])
