@@ -106,6 +106,10 @@ def serial_pipeline(
     policy = create_policy(cfg.policy, model=model, enable_field=["learn", "collect", "eval"])
     policy.check_spaces(collector_env.observation_space.shape, *space_info(collector_env.action_space))
 
+    collector_cfg = cfg.policy.collect.collector
+    if collector_cfg.type == "episode" and cfg.policy.other.replay_buffer.type != "episode":
+        # A buffer of transitions takes the episodes' train samples, not the episodes themselves.
+        collector_cfg.get_train_sample = True
     tb_logger = SummaryWriter(os.path.join(cfg.exp_name, "log", "serial"))
     learner = BaseLearner(cfg.policy.learn.learner, policy.learn_mode, tb_logger, exp_name=cfg.exp_name)
     collector = create_serial_collector(

@@ -71,7 +71,9 @@ class Policy:
         learn=dict(
             resume_training=False,  # continue train_iter and envstep of load_ckpt_before_run's checkpoint
         ),
-        collect=dict(),
+        collect=dict(
+            n_episode=None,  # episodes per collect call, for an episode collector (create_config collector)
+        ),
         eval=dict(),
         other=dict(),
     )

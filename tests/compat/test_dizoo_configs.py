@@ -216,3 +216,17 @@ def test_discrete_observations_are_one_hot(tmp_path):
 
     with pytest.raises(EnvError, match="obs_shape=16"):
         serial_pipeline((main, create), seed=0, max_env_step=100)
+
+
+def test_episode_collector_from_create_config(tmp_path):
+    """create_config collector=dict(type='episode') with policy.collect.n_episode."""
+    os.chdir(tmp_path)
+    main, create = read_config(CARTPOLE)
+    create.collector = dict(type="episode")
+    main.policy.collect = dict(n_episode=1)
+    serial_pipeline((main, create), seed=0, max_env_step=8000)
+    (result,) = _result("cartpole_dqn_seed0")
+    assert result["stop"], result
+    cfg = json.load(open("cartpole_dqn_seed0/total_config.json"))
+    assert cfg["policy"]["collect"]["collector"]["type"] == "episode"
+    assert cfg["policy"]["collect"]["collector"]["n_episode"] == 1
