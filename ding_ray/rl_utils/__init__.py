@@ -1,10 +1,13 @@
 """Pure RL math: tensors in, tensors out, no state."""
 
 from ding_ray.rl_utils.exploration import get_epsilon_greedy_fn
+from ding_ray.rl_utils.gae import gae, gae_data
 from ding_ray.rl_utils.td import double_dqn_next_value, nstep_td_target, q_nstep_td_error, td_loss
 
 __all__ = [
     "double_dqn_next_value",
+    "gae",
+    "gae_data",
     "get_epsilon_greedy_fn",
     "nstep_td_target",
     "q_nstep_td_error",
