@@ -5,8 +5,24 @@ Each stage calls only the plain interface of the component it is given (``collec
 fit the same stage.
 """
 
+__all__: list[str] = []  # each group below adds its names with `__all__ += [...]`
+
 # --- data stages (data.py, offline.py, her.py) ---
+from ding_ray.framework.middleware.data import (  # noqa: E402
+    buffer_saver,
+    data_pusher,
+    offpolicy_data_fetcher,
+    priority_calculator,
+    sqil_data_pusher,
+)
+
+__all__ += [
+    "buffer_saver",
+    "data_pusher",
+    "offpolicy_data_fetcher",
+    "priority_calculator",
+    "sqil_data_pusher",
+]
+
 # --- collect / train / evaluate / control stages (collect.py, train.py, evaluate.py, control.py) ---
 # --- loggers (logger.py) ---
-
-__all__: list[str] = []
