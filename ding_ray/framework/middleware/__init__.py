@@ -15,16 +15,10 @@ from ding_ray.framework.middleware.data import (  # noqa: E402
     priority_calculator,
     sqil_data_pusher,
 )
-from ding_ray.framework.middleware.offline import offline_data_fetcher, offline_data_saver  # noqa: E402
-from ding_ray.framework.middleware.offline_dataset import HDF5Dataset, NaiveRLDataset  # noqa: E402
 
 __all__ += [
-    "HDF5Dataset",
-    "NaiveRLDataset",
     "buffer_saver",
     "data_pusher",
-    "offline_data_fetcher",
-    "offline_data_saver",
     "offpolicy_data_fetcher",
     "priority_calculator",
     "sqil_data_pusher",
@@ -32,3 +26,6 @@ __all__ += [
 
 # --- collect / train / evaluate / control stages (collect.py, train.py, evaluate.py, control.py) ---
 # --- loggers (logger.py) ---
+from ding_ray.framework.middleware.logger import offline_logger, online_logger  # noqa: E402
+
+__all__ += ["offline_logger", "online_logger"]
