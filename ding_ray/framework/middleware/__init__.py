@@ -15,10 +15,18 @@ from ding_ray.framework.middleware.data import (  # noqa: E402
     priority_calculator,
     sqil_data_pusher,
 )
+from ding_ray.framework.middleware.her import her_data_enhancer  # noqa: E402
+from ding_ray.framework.middleware.offline import offline_data_fetcher, offline_data_saver  # noqa: E402
+from ding_ray.framework.middleware.offline_dataset import HDF5Dataset, NaiveRLDataset  # noqa: E402
 
 __all__ += [
+    "HDF5Dataset",
+    "NaiveRLDataset",
     "buffer_saver",
     "data_pusher",
+    "her_data_enhancer",
+    "offline_data_fetcher",
+    "offline_data_saver",
     "offpolicy_data_fetcher",
     "priority_calculator",
     "sqil_data_pusher",

@@ -1,0 +1,51 @@
+"""``her_data_enhancer``: the fetcher of a Hindsight Experience Replay pipeline.
+
+Instead of sampling transitions, it samples whole episodes (an ``EpisodeReplayBuffer`` filled by
+``data_pusher`` from ``ctx.episodes``) and trains on their relabelled copies made by a
+``HerRewardModel``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from easydict import EasyDict
+
+from ding_ray.data.columnar import unstack_batch
+
+logger = logging.getLogger(__name__)
+
+
+def her_data_enhancer(cfg: EasyDict, buffer_: Any, her_reward_model: Any) -> Callable:
+    """Sample episodes from ``buffer_`` and write their HER-relabelled transitions as the batch.
+
+    ``her_reward_model.episode_size`` episodes are sampled (``cfg.policy.learn.batch_size`` when
+    it is None); ``train_data`` is the list of all relabelled transitions of all of them, that is
+    ``episode_size * her_replay_k * sample_per_episode`` items when ``sample_per_episode`` is set.
+    When the buffer holds too few episodes, ``train_data`` is None and a warning says so.
+
+    Reads ctx: train_iter.
+    Writes ctx: train_data.
+    """
+    size = her_reward_model.episode_size or int(cfg.policy.learn.batch_size)
+
+    def _fetch_and_enhance(ctx: Any) -> None:
+        episodes = buffer_.sample(size, ctx.train_iter)
+        if episodes is None:
+            logger.warning(
+                "The episode buffer cannot serve %d episodes yet; this training iteration is skipped "
+                "(collect more episodes per iteration to avoid it).",
+                size,
+            )
+            ctx.train_data = None
+            return
+        train_data = []
+        for episode in episodes:
+            steps = unstack_batch(episode) if isinstance(episode, Mapping) else episode
+            for relabelled in her_reward_model.estimate(steps):
+                train_data.extend(relabelled)
+        ctx.train_data = train_data
+
+    return _fetch_and_enhance
