@@ -33,6 +33,54 @@ __all__ += [
 ]
 
 # --- collect / train / evaluate / control stages (collect.py, train.py, evaluate.py, control.py) ---
+from ding_ray.framework.middleware.collect import (  # noqa: E402
+    EpisodeCollector,
+    StepCollector,
+    TransitionList,
+    collector,
+    inferencer,
+    rolloutor,
+)
+from ding_ray.framework.middleware.control import (  # noqa: E402
+    ckpt_saver,
+    epoch_timer,
+    eps_greedy_handler,
+    eps_greedy_masker,
+    termination_checker,
+)
+from ding_ray.framework.middleware.evaluate import (  # noqa: E402
+    interaction_evaluator,
+    interaction_evaluator_ttorch,
+)
+from ding_ray.framework.middleware.train import (  # noqa: E402
+    OffPolicyLearner,
+    gae_estimator,
+    multistep_trainer,
+    reward_estimator,
+    trainer,
+)
+
+__all__ += [
+    "EpisodeCollector",
+    "OffPolicyLearner",
+    "StepCollector",
+    "TransitionList",
+    "ckpt_saver",
+    "collector",
+    "epoch_timer",
+    "eps_greedy_handler",
+    "eps_greedy_masker",
+    "gae_estimator",
+    "inferencer",
+    "interaction_evaluator",
+    "interaction_evaluator_ttorch",
+    "multistep_trainer",
+    "reward_estimator",
+    "rolloutor",
+    "termination_checker",
+    "trainer",
+]
+
 # --- loggers (logger.py) ---
 from ding_ray.framework.middleware.logger import offline_logger, online_logger  # noqa: E402
 

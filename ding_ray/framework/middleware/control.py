@@ -1,0 +1,168 @@
+"""Control stages: exploration schedule, when to stop, checkpoints, and iteration timing."""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import time
+from collections import deque
+from typing import Any
+
+import numpy as np
+import torch
+
+from ding_ray.errors import ConfigError
+from ding_ray.framework.context import Context, OnlineRLContext
+from ding_ray.framework.task import current_task
+from ding_ray.rl_utils import get_epsilon_greedy_fn
+
+logger = logging.getLogger(__name__)
+
+
+def eps_greedy_handler(cfg: Any):
+    """Epsilon of epsilon-greedy collection from the env steps so far (``cfg.policy.other.eps``:
+    ``start``, ``end``, ``decay``, ``type`` 'exp' or 'linear'), removed again after the iteration.
+
+    Reads ctx: env_step.
+    Writes ctx: collect_kwargs['eps'].
+    """
+    eps_cfg = cfg.policy.get("other", {}).get("eps")
+    if not eps_cfg:
+        raise ConfigError(
+            "eps_greedy_handler needs cfg.policy.other.eps, e.g. "
+            "eps=dict(type='exp', start=0.95, end=0.1, decay=10000)."
+        )
+    epsilon = get_epsilon_greedy_fn(eps_cfg.start, eps_cfg.end, eps_cfg.decay, eps_cfg.get("type", "exp"))
+
+    def _eps_greedy(ctx: OnlineRLContext):
+        ctx.collect_kwargs["eps"] = epsilon(ctx.env_step)
+        yield
+        ctx.collect_kwargs.pop("eps", None)
+
+    return _eps_greedy
+
+
+def eps_greedy_masker():
+    """Turn epsilon-greedy off: ``eps = -1``, so the collect policy acts greedily.
+
+    Writes ctx: collect_kwargs['eps'].
+    """
+
+    def _masker(ctx: OnlineRLContext) -> None:
+        ctx.collect_kwargs["eps"] = -1
+
+    return _masker
+
+
+def termination_checker(max_env_step: int | None = None, max_train_iter: int | None = None):
+    """End the run once more than ``max_env_step`` env steps or ``max_train_iter`` iterations are done
+    (None: no limit).
+
+    Reads ctx: env_step (if the context has it), train_iter.
+    Writes: the task's ``finish``.
+    """
+    max_env_step = np.inf if max_env_step is None else max_env_step
+    max_train_iter = np.inf if max_train_iter is None else max_train_iter
+
+    def _check(ctx: Context) -> None:
+        # '>' as in DI-engine: the iteration that reaches the budget still gets logged
+        if getattr(ctx, "env_step", -np.inf) > max_env_step:
+            current_task().finish = True
+            logger.info("env_step %d is past max_env_step %s: finishing", ctx.env_step, max_env_step)
+        elif ctx.train_iter > max_train_iter:
+            current_task().finish = True
+            logger.info("train_iter %d is past max_train_iter %s: finishing", ctx.train_iter, max_train_iter)
+
+    return _check
+
+
+def _learn_state_dict(policy: Any) -> dict[str, Any]:
+    """The learn state of a ``Policy``, a learn mode or a ``BaseLearner``."""
+    if hasattr(policy, "learn_mode"):
+        return policy.learn_mode.state_dict()
+    if callable(getattr(policy, "state_dict", None)):
+        return policy.state_dict()
+    return policy.policy.state_dict()  # a BaseLearner holds the learn mode
+
+
+def ckpt_saver(cfg: Any, policy: Any, train_freq: int | None = None, save_finish: bool = True):
+    """Save the policy's learn state under ``<cfg.exp_name>/ckpt`` (DI-engine's ``CkptSaver``):
+
+    - ``iteration_<train_iter>.pth.tar`` at iteration 0 and then every ``train_freq`` iterations;
+    - ``eval.pth.tar`` whenever ``ctx.eval_value`` is the best so far;
+    - ``final.pth.tar`` when the run ends (``save_finish``), not when it ends with an error.
+
+    Files are written with ``torch.save`` and load with ``torch.load(path, weights_only=True)``.
+    The iteration that ends the run usually stops before this stage is reached (an evaluator
+    that hit the stop value), so that iteration is checked when the task closes.
+
+    Reads ctx: train_iter, eval_value.
+    Writes: checkpoint files.
+    """
+    if policy is None or not (
+        hasattr(policy, "learn_mode") or hasattr(policy, "state_dict") or hasattr(policy, "policy")
+    ):
+        raise ConfigError(
+            f"ckpt_saver() takes a Policy, its learn mode or a BaseLearner, got {type(policy).__name__}."
+        )
+    save_dir = os.path.normpath(cfg.exp_name)
+    prefix = save_dir if os.path.basename(save_dir) == "ckpt" else os.path.join(save_dir, "ckpt")
+    os.makedirs(prefix, exist_ok=True)
+    state = dict(last_save_iter=0, max_eval_value=-np.inf, task=None, last_ctx=None, final_saved=False)
+
+    def save(name: str) -> None:
+        path = os.path.join(prefix, name)
+        torch.save(_learn_state_dict(policy), path + ".tmp")
+        os.replace(path + ".tmp", path)  # a reader never sees half a file
+
+    def check(ctx: Context) -> None:
+        if train_freq and (ctx.train_iter == 0 or ctx.train_iter - state["last_save_iter"] >= train_freq):
+            save(f"iteration_{ctx.train_iter}.pth.tar")
+            state["last_save_iter"] = ctx.train_iter
+        if ctx.eval_value is not None and ctx.eval_value > state["max_eval_value"]:
+            save("eval.pth.tar")
+            state["max_eval_value"] = ctx.eval_value
+        state["last_ctx"] = ctx
+
+    def finish() -> None:
+        if save_finish and not state["final_saved"]:
+            save("final.pth.tar")
+            state["final_saved"] = True
+
+    def at_close() -> None:
+        if sys.exc_info()[0] is not None:  # the run failed: its weights are not a result
+            return
+        task = state["task"]
+        if task.ctx is not state["last_ctx"]:
+            check(task.ctx)
+        finish()
+
+    def _save(ctx: Context):
+        if state["task"] is None:
+            state["task"] = current_task()
+            state["task"].on_close(at_close)
+        check(ctx)
+        yield
+        if current_task().finish:
+            finish()
+
+    return _save
+
+
+def epoch_timer(print_per: int = 1, smooth_window: int = 10):
+    """Log how long each iteration of the later stages took, and the mean of the recent ones.
+
+    Reads ctx: total_step.
+    """
+    records: deque[float] = deque(maxlen=print_per * smooth_window)
+
+    def _epoch_timer(ctx: Context):
+        start = time.perf_counter()
+        yield
+        cost = time.perf_counter() - start
+        records.append(cost)
+        if ctx.total_step % print_per == 0:
+            logger.info("epoch timer: %.2f ms, mean %.2f ms", cost * 1000, float(np.mean(records)) * 1000)
+
+    return _epoch_timer
