@@ -83,5 +83,6 @@ __all__ += [
 
 # --- loggers (logger.py) ---
 from ding_ray.framework.middleware.logger import offline_logger, online_logger  # noqa: E402
+from ding_ray.framework.middleware.wandb_logger import wandb_offline_logger, wandb_online_logger  # noqa: E402
 
-__all__ += ["offline_logger", "online_logger"]
+__all__ += ["offline_logger", "online_logger", "wandb_offline_logger", "wandb_online_logger"]
