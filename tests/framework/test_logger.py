@@ -8,13 +8,22 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 from tensorboardX import SummaryWriter
 
 import tests.fakes  # noqa: F401 - registers the fake envs
+from ding_ray.config import compile_config
+from ding_ray.data import create_buffer
 from ding_ray.envs import create_env_manager, get_vec_env_setting
 from ding_ray.errors import ConfigError, ShapeError, StageError
 from ding_ray.framework import OfflineRLContext, OnlineRLContext, Task
-from ding_ray.framework.middleware import offline_logger, online_logger
+from ding_ray.framework.middleware import (
+    OffPolicyLearner,
+    StepCollector,
+    data_pusher,
+    interaction_evaluator,
+    offline_logger,
+    online_logger,
+)
 from ding_ray.framework.middleware.logger import UnsupportedLogKeyError
-from ding_ray.policy import DQNPolicy
-from ding_ray.worker import InteractionSerialEvaluator, SampleSerialCollector, metrics
+from ding_ray.policy import DQNPolicy, create_policy
+from ding_ray.worker import BaseLearner, InteractionSerialEvaluator, SampleSerialCollector, metrics
 
 MODEL = dict(obs_shape=2, action_shape=2, encoder_hidden_size_list=[16], dueling=False)
 
@@ -88,6 +97,45 @@ def test_online_logger_writes_eval_train_and_extra_scalars(tmp_path):
     assert got[metrics.learner_key("cur_lr")][0][1] == pytest.approx(outputs[0]["cur_lr"])
     assert got["custom/answer"] == [(s, 42.0) for s in env_steps]
     assert not any(tag.endswith("-train_iter") for tag in got)
+
+
+def test_online_logger_after_ding_rays_own_stages(tmp_path):
+    """DI-engine's DQN pipeline with ding_ray's stages (a BaseLearner on a prioritized buffer)."""
+    main = dict(
+        exp_name=str(tmp_path / "exp"),
+        env=dict(env_id="Countdown-v0", collector_env_num=2, evaluator_env_num=2, n_evaluator_episode=2),
+        policy=dict(
+            model=MODEL,
+            priority=True,
+            learn=dict(update_per_collect=3, batch_size=4),
+            collect=dict(n_sample=6),
+            eval=dict(evaluator=dict(eval_freq=6)),
+            other=dict(replay_buffer=dict(replay_buffer_size=100)),
+        ),
+    )
+    create = dict(env=dict(type="gymnasium"), env_manager=dict(type="base"), policy=dict(type="dqn"))
+    cfg = compile_config(main, seed=0, auto=True, create_cfg=create, save_cfg=False)
+    policy = create_policy(cfg.policy)
+    buffer_ = create_buffer(cfg.policy.other.replay_buffer, exp_name=cfg.exp_name)
+    learner = BaseLearner(cfg.policy.learn.learner, policy.learn_mode, exp_name=cfg.exp_name)
+    with Task(OnlineRLContext()) as task:
+        task.use(interaction_evaluator(cfg, policy.eval_mode, env_manager()))
+        task.use(StepCollector(cfg, policy.collect_mode, env_manager()))
+        task.use(data_pusher(cfg, buffer_))
+        task.use(OffPolicyLearner(cfg, learner, buffer_))
+        task.use(online_logger(record_train_iter=True, train_show_freq=6, exp_name=cfg.exp_name))
+        task.run(max_step=4)
+
+    got, _ = scalars(tmp_path / "exp" / "log" / "task")
+    # evaluations before training at train_iter 0 and 6; the logger, last in the iteration as in
+    # DI-engine, draws them at that iteration's counters (env_step 6, 18; train_iter 3, 9)
+    assert got[metrics.EVAL_RETURN_MEAN] == [(6, 5.0), (18, 5.0)]
+    assert got[metrics.EVAL_RETURN_MEAN + "-train_iter"] == [(3, 5.0), (9, 5.0)]
+    assert got[metrics.EVAL_RETURN_MIN] == [(6, 5.0), (18, 5.0)]
+    # 3 learner steps an iteration: train_iter 3, 6, 9, 12 -> shown at 6 and 12
+    assert [s for s, _ in got[metrics.learner_key("total_loss") + "-train_iter"]] == [6, 12]
+    assert [s for s, _ in got[metrics.learner_key("total_loss")]] == [12, 24]
+    assert not any("priority" in tag for tag in got)
 
 
 def test_online_logger_record_train_iter_histogram_and_given_writer(tmp_path):

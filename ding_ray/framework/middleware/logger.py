@@ -24,8 +24,9 @@ from ding_ray.framework.context import OfflineRLContext, OnlineRLContext
 from ding_ray.framework.task import current_task
 from ding_ray.worker import metrics
 
-# Per-sample priorities the learner hands to a prioritized buffer: arrays, not curves.
-SKIPPED_TRAIN_KEYS = ("priority", "td_error_priority")
+# Per-sample priorities the learner hands to a prioritized buffer: arrays, not curves
+# ("priority_info": what ding_ray's trainer stage passes on from a BaseLearner).
+SKIPPED_TRAIN_KEYS = ("priority", "td_error_priority", "priority_info")
 HISTOGRAM_TAG = "[histogram]"
 SCALARS_TAG = "[scalars]"
 TRAIN_ITER_SUFFIX = "-train_iter"  # DI-engine's suffix of a curve drawn against train iterations
