@@ -205,6 +205,8 @@ def test_offline_logger_draws_against_train_iter(tmp_path, monkeypatch):
     [
         ({"[scalars]losses": {"a": 1.0}}, UnsupportedLogKeyError, "not supported"),
         ({"td": np.ones(4)}, ShapeError, "[histogram]td"),
+        ([{"td": np.ones(4)}, {"td": np.ones(3)}], ShapeError, "[histogram]td"),  # one output per step
+        ([{"loss": "high"}], ShapeError, "must be a number"),
         ("loss", ShapeError, "a dict or a list of dicts"),
     ],
 )

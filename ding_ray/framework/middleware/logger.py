@@ -212,12 +212,26 @@ def merge_train_output(train_output: Any) -> dict[str, Any]:
     merged: dict[str, Any] = {}
     for key in dict.fromkeys(k for output in train_output for k in output):
         values = [output[key] for output in train_output if key in output]
-        arrays = [to_numpy(v) for v in values]
-        if key in SKIPPED_TRAIN_KEYS or key.startswith(HISTOGRAM_TAG) or any(a.size != 1 for a in arrays):
-            merged[key] = values[-1]
-        else:
-            merged[key] = float(np.mean([a.astype(np.float64) for a in arrays]))
+        numbers = None
+        if key not in SKIPPED_TRAIN_KEYS and not key.startswith(HISTOGRAM_TAG):
+            numbers = _numbers(values)
+        # what is not one number per step keeps its latest value (the writer says what it accepts)
+        merged[key] = values[-1] if numbers is None else float(np.mean(numbers))
     return merged
+
+
+def _numbers(values: list[Any]) -> list[float] | None:
+    """``values`` as floats when each is a single number, else None."""
+    numbers = []
+    for value in values:
+        try:
+            array = to_numpy(value).astype(np.float64)
+        except (TypeError, ValueError):
+            return None
+        if array.size != 1:
+            return None
+        numbers.append(float(array.reshape(())))
+    return numbers
 
 
 def _eval_infos(eval_output: Any) -> list[Mapping]:
