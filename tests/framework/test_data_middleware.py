@@ -254,3 +254,38 @@ def test_buffer_saver_writes_msgpack_files_every_envstep(tmp_path):
     for env_step in (0, 10, 20):
         run_stage(latest, OnlineRLContext(env_step=env_step))
     assert os.listdir(tmp_path / "exp2" / "replaybuffer") == ["data_latest.msgpack"]
+
+
+class ColumnarView:
+    """A buffer seen as ding_ray's buffer actor serves it: ``sample`` returns a columnar ``Batch``."""
+
+    def __init__(self, buffer):
+        self.buffer = buffer
+
+    def sample(self, size, train_iter):
+        return self.buffer.sample(size, train_iter, columnar=True)
+
+    def update(self, info):
+        self.buffer.update(info)
+
+
+def test_fetcher_with_columnar_batches_updates_priorities_and_joins_columns():
+    policy = DQNPolicy(dict(model=MODEL, priority=True))
+    buffer = AdvancedReplayBuffer(dict(replay_buffer_size=100))
+    buffer.push(transitions(20), 20)
+
+    def train(ctx):
+        ctx.train_output = policy.learn_mode.forward(ctx.train_data)
+
+    with Task(OnlineRLContext()) as task:
+        task.use(offpolicy_data_fetcher(cfg(batch_size=8), ColumnarView(buffer))).use(train)
+        task.run(max_step=1)
+        ctx = task.ctx
+    assert ctx.train_data["obs"].shape == (8, 2)
+    stored = buffer.state_dict()["priority"][ctx.train_data["replay_buffer_idx"]]
+    assert np.allclose(stored, np.maximum(ctx.train_output["priority"], 1e-6))
+    other = NaiveReplayBuffer(dict(replay_buffer_size=100))
+    other.push(transitions(20), 20)
+    views = [(ColumnarView(other), 0.5), (ColumnarView(other), 0.5)]
+    joined = run_stage(offpolicy_data_fetcher(cfg(batch_size=8), views)).train_data
+    assert joined["obs"].shape == (8, 2) and joined["action"].shape[0] == 8

@@ -23,7 +23,9 @@ from ding_ray.errors import ConfigError, DingRayError, ShapeError
 
 logger = logging.getLogger(__name__)
 
-ENV_ID_KEY = "env_data_id"  # DI-engine's name of the field saying which env a transition came from
+# DI-engine's field naming where a transition came from: the env, or (ding_ray's rolloutor, as
+# DI-engine's) that env's current episode; either way one id per run of consecutive steps.
+ENV_ID_KEY = "env_data_id"
 
 
 # ---------------------------------------------------------------------------- pushing
