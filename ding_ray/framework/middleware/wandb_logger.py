@@ -160,7 +160,7 @@ def _wandb_logger(
                 record[metrics.COLLECTOR_ENV_STEPS] = ctx.env_step
             record.update(_eval_records(wandb, cfg, ctx.eval_output, record_path, uploaded))
         if record:
-            wandb.log(record, step=ctx.trained_env_step if offline else ctx.env_step)
+            run.log(record, step=ctx.trained_env_step if offline else ctx.env_step)
 
     return _plot
 
