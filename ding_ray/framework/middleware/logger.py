@@ -48,7 +48,8 @@ def online_logger(
     ``record_train_iter`` also draws each curve against train iterations (key + ``-train_iter``).
     The learner's outputs are written when at least ``train_show_freq`` iterations have passed
     since the last time (a list of outputs, one per learner step, is averaged key by key). Values
-    under a ``[histogram]name`` key go to a histogram; per-sample priorities are left out.
+    under a ``[histogram]name`` key go to a histogram; per-sample priorities are left out. A writer
+    the stage opened is closed when the task closes; a given ``tb_logger`` is only flushed then.
 
     Reads ctx: ``eval_value``, ``eval_output``, ``train_output``, ``info_for_logging``, ``env_step``,
     ``train_iter``.
