@@ -121,6 +121,21 @@ def test_inferencer_and_rolloutor_fill_the_transition_list(cfg):
     assert {t["env_data_id"] for t in transitions.to_trajectories()[0][-6:]} == {1, 3}  # new episode ids
 
 
+def test_rolloutor_drops_the_episode_an_env_crashed_in(tmp_path):
+    cfg = compiled(tmp_path)
+    cfg.env.env_id = "CountdownCrash-v0"  # raises in its 3rd step, once
+    policy, env = create_policy(cfg.policy), env_manager(cfg, n=1)
+    transitions = TransitionList(1)
+    infer, rollout = inferencer(0, policy, env), rolloutor(policy, env, transitions)
+    ctx = OnlineRLContext()
+    for _ in range(8):
+        infer(ctx)
+        rollout(ctx)
+    # steps 1-2 counted then dropped with the crash; the next episode runs 5 steps (and 0 of a third)
+    assert ctx.env_step == 7 and ctx.env_episode == 1 and env.error_count == 1
+    assert [t["env_data_id"] for t in transitions.to_trajectories()[0]] == [1] * 5
+
+
 def test_step_and_episode_collectors(cfg):
     policy, env = create_policy(cfg.policy), env_manager(cfg)
     ctx = OnlineRLContext()

@@ -131,9 +131,11 @@ def rolloutor(policy: Any, env: Any, transitions: TransitionList, collect_print_
         nonlocal next_episode_id, last_log_iter
         timesteps = env.step(ctx.action)
         for env_id, timestep in timesteps.items():
-            if timestep.info.get("abnormal", False):
+            if timestep.info.get("abnormal", False):  # the manager reset that env: a new episode
                 transitions.drop_unfinished(env_id)
                 policy.reset([env_id])
+                episode_id[env_id] = next_episode_id
+                next_episode_id += 1
                 continue
             transition = policy.process_transition(ctx.obs[env_id], ctx.inference_output[env_id], timestep)
             transition["collect_train_iter"] = ctx.train_iter
