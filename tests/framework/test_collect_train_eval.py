@@ -307,6 +307,18 @@ def test_gae_estimator_matches_hand_worked_advantages(tmp_path):
         gae_estimator(EasyDict(policy=dict(collect=dict(discount_factor=0.9))), CriticPolicy())
 
 
+def test_gae_estimator_after_a_step_collector(cfg):
+    policy = create_policy(cfg.policy)
+    ctx = OnlineRLContext()
+    StepCollector(cfg, policy.collect_mode, env_manager(cfg))(ctx)  # 3 steps of each env's episode
+    assert ctx.trajectory_end_idx == [2, 5]
+    # Countdown: steps left 5, 4, 3 -> value 2.5, 2, 1.5; each delta = 1 + .5 * (left - 1) - .5 * left = .5
+    gae_cfg = EasyDict(policy=dict(collect=dict(discount_factor=1.0, gae_lambda=1.0)))
+    data = run(ctx, gae_estimator(gae_cfg, CriticPolicy())).train_data
+    assert [d["adv"] for d in data] == pytest.approx([1.5, 1.0, 0.5] * 2)
+    assert [d["traj_flag"] for d in data] == [False, False, True] * 2
+
+
 # ----- evaluation -----------------------------------------------------------------------------
 def evaluate_until_stop(stage):
     """Iterations of 4 training steps each after the evaluator; the train_iter of each evaluation."""
