@@ -93,11 +93,11 @@ def main(seed: int = 0, max_env_step: int = 30_000, **env_over) -> OnlineRLConte
     # ----- pipeline -----
     with Task(OnlineRLContext()) as task:
         task.use(interaction_evaluator(cfg, policy.eval_mode, evaluator_env))
+        task.use(ckpt_saver(cfg, policy, train_freq=1000))  # next to the evaluator: the evaluated weights
         task.use(eps_greedy_handler(cfg))
         task.use(collector(cfg, collector_))
         task.use(data_pusher(cfg, buffer_))
         task.use(OffPolicyLearner(cfg, learner, buffer_))
-        task.use(ckpt_saver(cfg, policy, train_freq=1000))
         task.use(termination_checker(max_env_step=max_env_step))
         task.run()
     collector_env.close()

@@ -93,7 +93,9 @@ def ckpt_saver(cfg: Any, policy: Any, train_freq: int | None = None, save_finish
     - ``eval.pth.tar`` whenever ``ctx.eval_value`` is the best so far;
     - ``final.pth.tar`` when the run ends (``save_finish``), not when it ends with an error.
 
-    Files are written with ``torch.save`` and load with ``torch.load(path, weights_only=True)``.
+    Put it right after the evaluator, so that ``eval.pth.tar`` holds the weights that were evaluated
+    rather than those trained later in the iteration. Files are written with ``torch.save`` and
+    load with ``torch.load(path, weights_only=True)``.
     The iteration that ends the run usually stops before this stage is reached (an evaluator
     that hit the stop value), so that iteration is checked when the task closes.
 
