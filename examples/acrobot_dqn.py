@@ -32,7 +32,14 @@ main_config = dict(
         ),
     ),
 )
-create_config = dict(env=dict(type="gymnasium"), env_manager=dict(type="base"), policy=dict(type="dqn"))
+create_config = dict(
+    env=dict(type="gymnasium"),
+    env_manager=dict(type="base"),
+    policy=dict(type="dqn"),
+    # Uniform replay, as tuned: without a type the buffer is DI-engine's default, 'advanced'
+    # (prioritized), with which seed 0 of CartPole needs 20k env steps instead of 4.6k.
+    replay_buffer=dict(type="naive"),
+)
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(
