@@ -159,6 +159,7 @@ def test_collector_stage_with_one_or_several_collectors(cfg):
     ctx = run(OnlineRLContext(), collector(cfg, sample))
     # the sample collector steps past n_sample for its n-step lookahead: env steps are its own count
     assert len(ctx.trajectories) == 12 and ctx.env_step == sample[0].envstep - 6 + sample[1].envstep
+    assert ctx.env_episode == sample[0].envepisode + sample[1].envepisode > 0  # Countdown: 5 steps each
     episode = EpisodeSerialCollector(dict(type="episode", n_episode=2), env_manager(cfg), policy.collect_mode)
     ctx = run(OnlineRLContext(env_episode=1), collector(cfg, episode))
     assert [len(e) for e in ctx.episodes] == [5, 5] and ctx.env_episode == 3 and ctx.env_step == 10

@@ -238,7 +238,7 @@ def collector(cfg: Any, collector: Any | Sequence[Any]):
 
     Reads ctx: train_iter, collect_kwargs.
     Writes ctx: trajectories or episodes, env_step (+ the collectors' new env steps),
-    env_episode (+ the episodes returned, for episode collectors).
+    env_episode (+ the episodes their envs finished).
     """
     collectors = list(collector) if isinstance(collector, (list, tuple)) else [collector]
     if not collectors:
@@ -255,16 +255,16 @@ def collector(cfg: Any, collector: Any | Sequence[Any]):
         samples: list[Any] = []
         episodes: list[Any] = []
         for c in collectors:
-            before = c.envstep
+            before, episodes_before = c.envstep, c.envepisode
             data = c.collect(train_iter=ctx.train_iter, policy_kwargs=dict(ctx.collect_kwargs))
             ctx.env_step += c.envstep - before
+            ctx.env_episode += c.envepisode - episodes_before
             if data and isinstance(data[0], list):  # an episode collector's episodes
                 episodes.extend(data)
             else:
                 samples.extend(data)
         if episodes:
             ctx.episodes = episodes
-            ctx.env_episode += len(episodes)
         if samples or not episodes:
             ctx.trajectories = samples
 

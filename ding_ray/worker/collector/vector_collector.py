@@ -43,6 +43,11 @@ class VectorCollector(EnvRunner, ISerialCollector):
         self._end_flag = False
         self.reset(policy, env)
 
+    @property
+    def envepisode(self) -> int:
+        """Episodes finished in this collector's envs so far."""
+        return self._stats.total_episodes
+
     # ----- reset / close ---------------------------------------------------------------------
     def reset_env(self, _env: Any = None) -> None:
         super().reset_env(_env)
