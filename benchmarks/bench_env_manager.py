@@ -5,7 +5,9 @@ Rows, each with 2 envs (one per core of a 2-core machine):
   busy_1ms   an env whose step burns about 1 ms of CPU (a fixed amount of pure-Python work,
              calibrated here to 1 ms; no sleeping), the case worker processes are for
   cartpole   gymnasium CartPole-v1, microseconds per step: the pipe round trip dominates
-Actions are fixed (no policy), so the figures are the managers' own. The three managers are
+Actions are fixed (no policy), so the figures are the managers' own. On busy_1ms a ``ceiling``
+row runs the same work in 2 plain processes with nothing in between: what the cores give in
+parallel at that moment, which no manager can beat. The three managers are
 timed in turns, window after window (other load on the machine hits them alike), and each
 figure is the best of its ``--windows`` windows; ratios are to ``base`` on the same env.
 
@@ -16,6 +18,7 @@ Prints one ``bench_env_manager name=value ...`` line per figure.
 from __future__ import annotations
 
 import argparse
+import multiprocessing as mp
 import time
 from functools import partial
 
@@ -78,9 +81,45 @@ def calibrate(target_s: float = 1e-3) -> tuple[int, float]:
     return work, fastest(work)
 
 
-def steps_per_s(env_cfg: dict, seconds: float, windows: int) -> dict[str, float]:
+def _burn_worker(conn, work: int) -> None:
+    """Ceiling process: on each request, burn ``work``-sized steps for that many seconds, say how many."""
+    while (duration := conn.recv()) is not None:
+        steps, start = 0, time.perf_counter()
+        while time.perf_counter() - start < duration:
+            burn(work)
+            steps += 1
+        conn.send(steps)
+
+
+class Ceiling:
+    """``ENV_NUM`` plain processes burning the env's work with no env, pipe or manager in between:
+    what this machine's cores give in parallel right now. The managers can only approach it (on a
+    2-vCPU VM whose vCPUs share a physical core, two busy processes run slower than one)."""
+
+    def __init__(self, work: int) -> None:
+        ctx = mp.get_context("spawn")
+        self._conns, self._procs = [], []
+        for _ in range(ENV_NUM):
+            parent, child = ctx.Pipe()
+            proc = ctx.Process(target=_burn_worker, args=(child, work), daemon=True)
+            proc.start()
+            self._conns.append(parent)
+            self._procs.append(proc)
+
+    def window(self, duration: float) -> float:
+        for conn in self._conns:
+            conn.send(duration)
+        return sum(conn.recv() for conn in self._conns) / duration
+
+    def close(self) -> None:
+        for conn, proc in zip(self._conns, self._procs):
+            conn.send(None)
+            proc.join()
+
+
+def steps_per_s(env_cfg: dict, seconds: float, windows: int, work: int | None = None) -> dict[str, float]:
     """Best env steps/s of each manager kind over ``windows`` windows taken in turns, so that
-    other load on the machine hits every kind alike."""
+    other load on the machine hits every kind alike (with ``work``, the parallel ceiling too)."""
     managers = {}
     for kind in KINDS:
         fns = [partial(GymnasiumEnv, cfg=env_cfg) for _ in range(ENV_NUM)]
@@ -97,14 +136,19 @@ def steps_per_s(env_cfg: dict, seconds: float, windows: int) -> dict[str, float]
             steps += len(manager.step({i: action for i in manager.ready_obs}))
         return steps / (time.perf_counter() - start)
 
+    ceiling = Ceiling(work) if work is not None else None
     best = dict.fromkeys(KINDS, 0.0)
     for kind in KINDS:
         window(managers[kind], 0.2)  # warm-up
     for _ in range(windows):
         for kind in KINDS:
             best[kind] = max(best[kind], window(managers[kind], seconds))
+        if ceiling is not None:
+            best["ceiling"] = max(best.get("ceiling", 0.0), ceiling.window(seconds))
     for manager in managers.values():
         manager.close()
+    if ceiling is not None:
+        ceiling.close()
     return best
 
 
@@ -120,9 +164,11 @@ def main() -> None:
         "cartpole": dict(env_id="CartPole-v1"),
     }
     for name, env_cfg in envs.items():
-        rates = steps_per_s(env_cfg, args.seconds, args.windows)
+        rates = steps_per_s(env_cfg, args.seconds, args.windows, work if name == "busy_1ms" else None)
         for kind, rate in rates.items():
             ratio = "" if kind == "base" else f" ratio_to_base={rate / rates['base']:.3f}"
+            if "ceiling" in rates and kind in ("subprocess", "async_subprocess"):
+                ratio += f" ratio_to_ceiling={rate / rates['ceiling']:.3f}"
             print(f"bench_env_manager {name}_{kind}_steps_per_s={rate:.0f} envs={ENV_NUM}{ratio}")
 
 
