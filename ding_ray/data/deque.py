@@ -70,6 +70,10 @@ class DequeBufferWrapper(IBuffer):
     def cfg(self) -> EasyDict:
         return self._cfg
 
+    def seed(self, seed: int) -> None:
+        """Make sampling reproducible."""
+        self._buffer.seed(seed)
+
     def push(self, data: Any, cur_collector_envstep: int = -1) -> None:
         if not self._cfg.priority and isinstance(data, (list, tuple)):
             data = [{k: v for k, v in d.items() if k != "priority"} for d in data]
