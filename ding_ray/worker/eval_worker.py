@@ -30,9 +30,7 @@ class EvalWorker:
         set_pkg_seed(int(cfg.seed))
         env_fn, _, env_cfgs = get_vec_env_setting(cfg.env)
         env = create_env_manager(cfg.env.manager, [partial(env_fn, cfg=c) for c in env_cfgs])
-        env.seed(int(cfg.seed), dynamic_seed=False)
-        if cfg.env.get("replay_path"):
-            env.enable_save_replay(cfg.env.replay_path)
+        env.seed(int(cfg.seed), dynamic_seed=False)  # env.replay_path is the eval entry's, as in DI-engine
         self._policy = create_policy(cfg.policy, enable_field=["eval"])
         self._evaluator = InteractionSerialEvaluator(
             cfg.policy.eval.evaluator, env, self._policy.eval_mode, tb_logger, exp_name=cfg.exp_name

@@ -19,7 +19,7 @@ from ding_ray.policy import create_policy
 from ding_ray.policy.weights import Weights, state_dict_to_numpy
 from ding_ray.utils.runtime import set_pkg_seed
 from ding_ray.worker import metrics
-from ding_ray.worker.learner import BaseLearner, load_checkpoint
+from ding_ray.worker.learner import BaseLearner
 
 
 class LearnWorker:
@@ -34,9 +34,9 @@ class LearnWorker:
 
     def __init__(self, cfg: EasyDict, tb_logger: Any = None) -> None:
         set_pkg_seed(int(cfg.seed), use_cuda=bool(cfg.policy.cuda))
+        # policy.load_path is the eval entry's (as in DI-engine): a run warm-starts only through
+        # the learner's load_ckpt_before_run hook, which logs what it loads.
         self._policy = create_policy(cfg.policy, enable_field=["learn"])
-        if cfg.policy.get("load_path"):
-            self._policy.learn_mode.load_state_dict(load_checkpoint(cfg.policy.load_path))
         self._learner = BaseLearner(
             cfg.policy.learn.learner, self._policy.learn_mode, tb_logger, exp_name=cfg.exp_name
         )

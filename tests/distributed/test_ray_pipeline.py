@@ -159,3 +159,14 @@ def test_collectors_that_never_start_fail_the_run_with_a_clear_error(ray_session
         driver.close()
     finally:
         actors.kill()
+
+
+def test_dizoo_config_file_on_ray_ignores_load_path_and_replay_path(ray_session, tmp_path):
+    """dizoo's cartpole config names a checkpoint that does not exist yet and a video folder (no
+    moviepy here): as in DI-engine, training reads neither; the deque buffer serves the actors."""
+    os.chdir(tmp_path)
+    config = os.path.join(os.path.dirname(__file__), "..", "compat", "configs", "cartpole_dqn_config.py")
+    ray_pipeline(config, seed=0, max_env_step=20_000)
+    result = read_result("cartpole_dqn_seed0")
+    assert result["stop"] is True and result["best_eval_return"] >= 195
+    assert not os.path.exists("cartpole_dqn_seed0/video")
