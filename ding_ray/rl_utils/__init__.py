@@ -2,6 +2,16 @@
 
 from ding_ray.rl_utils.exploration import get_epsilon_greedy_fn
 from ding_ray.rl_utils.gae import gae, gae_data
+from ding_ray.rl_utils.ppo import (
+    ppo_data,
+    ppo_error,
+    ppo_info,
+    ppo_loss,
+    ppo_policy_data,
+    ppo_policy_error,
+    ppo_value_data,
+    ppo_value_error,
+)
 from ding_ray.rl_utils.td import double_dqn_next_value, nstep_td_target, q_nstep_td_error, td_loss
 
 __all__ = [
@@ -10,6 +20,14 @@ __all__ = [
     "gae_data",
     "get_epsilon_greedy_fn",
     "nstep_td_target",
+    "ppo_data",
+    "ppo_error",
+    "ppo_info",
+    "ppo_loss",
+    "ppo_policy_data",
+    "ppo_policy_error",
+    "ppo_value_data",
+    "ppo_value_error",
     "q_nstep_td_error",
     "td_loss",
 ]
