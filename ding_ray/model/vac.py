@@ -1,0 +1,99 @@
+"""``VAC``: a value actor-critic for vector observations (DI-engine's name and kwargs), used by PPO."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from torch import nn
+
+from ding_ray.errors import ConfigError
+from ding_ray.model.common import MLP, FCEncoder
+from ding_ray.utils.registry import MODEL_REGISTRY
+
+
+@MODEL_REGISTRY.register("vac")
+class VAC(nn.Module):
+    """``forward(obs, mode)``: 'compute_actor' -> ``{'logit'}`` [B, A], 'compute_critic' ->
+    ``{'value'}`` [B], 'compute_actor_critic' -> both (one encoder pass when it is shared)."""
+
+    mode = ("compute_actor", "compute_critic", "compute_actor_critic")
+
+    def __init__(
+        self,
+        obs_shape: int | Sequence[int],
+        action_shape: int,
+        action_space: str = "discrete",
+        share_encoder: bool = True,
+        encoder_hidden_size_list: Sequence[int] = (128, 128, 64),
+        actor_head_hidden_size: int = 64,
+        actor_head_layer_num: int = 1,
+        critic_head_hidden_size: int = 64,
+        critic_head_layer_num: int = 1,
+        activation: str | nn.Module | None = "relu",
+        norm_type: str | None = None,
+    ) -> None:
+        """Encoder: an MLP of ``encoder_hidden_size_list`` (one shared, or one each for actor and
+        critic); each head: ``*_head_layer_num`` hidden layers of ``*_head_hidden_size``, then the
+        output layer (action logits, or one value)."""
+        super().__init__()
+        if action_space != "discrete":
+            raise ConfigError(
+                f"VAC action_space={action_space!r} is not supported yet: ding_ray's VAC has a categorical "
+                "head only. Use action_space='discrete' with a Discrete env action space."
+            )
+        self.action_space = action_space
+        self.share_encoder = share_encoder
+        hidden = list(encoder_hidden_size_list)
+        if share_encoder:
+            # Registered once: aliases as module attributes would repeat its weights in state_dict.
+            self.encoder = FCEncoder(obs_shape, hidden, activation, norm_type)
+        else:
+            self.actor_encoder = FCEncoder(obs_shape, hidden, activation, norm_type)
+            self.critic_encoder = FCEncoder(obs_shape, hidden, activation, norm_type)
+        feature = hidden[-1]
+        self.actor_head = MLP(
+            feature,
+            [actor_head_hidden_size] * actor_head_layer_num + [int(action_shape)],
+            activation,
+            last_activation=False,
+            norm_type=norm_type,
+        )
+        self.critic_head = MLP(
+            feature,
+            [critic_head_hidden_size] * critic_head_layer_num + [1],
+            activation,
+            last_activation=False,
+            norm_type=norm_type,
+        )
+
+    @property
+    def _actor_encoder(self) -> nn.Module:
+        return self.encoder if self.share_encoder else self.actor_encoder
+
+    @property
+    def _critic_encoder(self) -> nn.Module:
+        return self.encoder if self.share_encoder else self.critic_encoder
+
+    @property
+    def actor(self) -> nn.ModuleList:
+        """The actor's modules (DI-engine's ``model.actor``), e.g. for its own optimizer or init."""
+        return nn.ModuleList([self._actor_encoder, self.actor_head])
+
+    @property
+    def critic(self) -> nn.ModuleList:
+        return nn.ModuleList([self._critic_encoder, self.critic_head])
+
+    def forward(self, obs: torch.Tensor, mode: str) -> dict[str, torch.Tensor]:
+        if mode == "compute_actor":
+            return {"logit": self.actor_head.forward(self._actor_encoder.forward(obs))}
+        if mode == "compute_critic":
+            return {"value": self.critic_head.forward(self._critic_encoder.forward(obs)).squeeze(-1)}
+        if mode == "compute_actor_critic":
+            actor_feature = self._actor_encoder.forward(obs)
+            critic_feature = actor_feature if self.share_encoder else self._critic_encoder.forward(obs)
+            return {
+                "logit": self.actor_head.forward(actor_feature),
+                "value": self.critic_head.forward(critic_feature).squeeze(-1),
+            }
+        raise ValueError(f"VAC forward mode {mode!r} unknown; choose from {list(self.mode)}.")
