@@ -2,6 +2,15 @@
 
 from ding_ray.policy.base import CommandModePolicy, Policy, create_policy, get_policy_cls
 from ding_ray.policy.dqn import DQNPolicy
+from ding_ray.policy.ppo import PPOPolicy
 from ding_ray.utils.registry import POLICY_REGISTRY
 
-__all__ = ["POLICY_REGISTRY", "CommandModePolicy", "DQNPolicy", "Policy", "create_policy", "get_policy_cls"]
+__all__ = [
+    "POLICY_REGISTRY",
+    "CommandModePolicy",
+    "DQNPolicy",
+    "PPOPolicy",
+    "Policy",
+    "create_policy",
+    "get_policy_cls",
+]

@@ -1,0 +1,352 @@
+"""PPO (on-policy): clipped surrogate, GAE, value clipping, advantage and value normalisation.
+
+Names and config keys are DI-engine's ``PPOPolicy``. One learn call trains on one collect call's
+data: ``epoch_per_collect`` passes in shuffled minibatches of ``batch_size``. Discrete actions.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+
+from ding_ray.errors import ConfigError
+from ding_ray.policy.base import Policy
+from ding_ray.policy.common import check_finite_loss, obs_batch, to_tensor_batch
+from ding_ray.policy.optim import make_adam
+from ding_ray.rl_utils import gae, gae_data, ppo_data, ppo_error
+from ding_ray.utils.registry import POLICY_REGISTRY
+
+_GRAD_CLIP_TYPES = (None, "clip_norm", "clip_value")
+
+
+class RunningMeanStd:
+    """Running mean and variance of a stream of arrays (Chan et al.'s parallel update)."""
+
+    def __init__(self, epsilon: float = 1e-4) -> None:
+        self.mean, self.var, self.count = 0.0, 1.0, epsilon
+
+    def update(self, x: np.ndarray) -> None:
+        x = np.asarray(x, dtype=np.float64).ravel()
+        if x.size == 0:
+            return
+        batch_mean, batch_var, n = float(x.mean()), float(x.var()), x.size
+        total = self.count + n
+        delta = batch_mean - self.mean
+        self.mean += delta * n / total
+        self.var = (self.var * self.count + batch_var * n + delta**2 * self.count * n / total) / total
+        self.count = total
+
+    @property
+    def std(self) -> float:
+        return float(np.sqrt(self.var) + 1e-8)
+
+    def state_dict(self) -> dict[str, float]:
+        return {"mean": self.mean, "var": self.var, "count": self.count}
+
+    def load_state_dict(self, state: dict[str, float]) -> None:
+        self.mean, self.var, self.count = float(state["mean"]), float(state["var"]), float(state["count"])
+
+
+@POLICY_REGISTRY.register("ppo")
+class PPOPolicy(Policy):
+    """Learn: PPO on the data of one collect call. Collect: sample from the categorical policy,
+    and compute GAE per trajectory chunk. Eval: argmax.
+
+    Collect forward returns ``{env_id: {'action': int, 'logit': [A], 'value': float}}``.
+    """
+
+    config = dict(
+        type="ppo",
+        on_policy=True,  # train only on data of the current weights (serial_pipeline_onpolicy)
+        priority=False,  # not used by PPO (kept for DI-engine configs; True is an error)
+        priority_IS_weight=False,  # not used by PPO (True is an error)
+        recompute_adv=True,  # recompute values and GAE with the current critic before every epoch
+        action_space="discrete",  # 'discrete' only so far
+        nstep_return=False,  # DI-engine's n-step value target (not supported yet; True is an error)
+        multi_agent=False,  # MAPPO (not supported yet; True is an error)
+        transition_with_policy_data=True,  # random_collect_size steps use the policy
+        learn=dict(
+            epoch_per_collect=10,  # passes over one collect call's data
+            batch_size=64,  # minibatch size
+            learning_rate=3e-4,
+            # None, or dict(epoch_num=N, min_lr_lambda=m): the lr falls linearly to m * lr over N
+            # learn calls (one per collect), then stays there
+            lr_scheduler=None,
+            value_weight=0.5,  # weight of the value loss (the policy loss has weight 1)
+            entropy_weight=0.0,  # weight of the entropy bonus
+            clip_ratio=0.2,  # epsilon of the clipped ratio (and of value clipping)
+            adv_norm=True,  # normalise advantages per minibatch
+            value_norm=True,  # the critic predicts returns divided by their running std
+            ppo_param_init=True,  # orthogonal weights and zero biases for every linear layer
+            grad_clip_type="clip_norm",  # None, 'clip_norm' (global norm) or 'clip_value'
+            grad_clip_value=0.5,  # the norm or value bound of grad_clip_type
+            ignore_done=False,  # bootstrap through terminal states too (envs that only time out)
+            num_threads=1,  # torch intra-op threads of the process that trains
+        ),
+        collect=dict(
+            n_sample=None,  # transitions per collect call
+            unroll_len=1,  # only 1 so far
+            discount_factor=0.99,  # gamma
+            gae_lambda=0.95,  # lambda of GAE
+        ),
+        eval=dict(),
+        other=dict(),
+    )
+
+    def default_model(self) -> tuple[str, list[str]]:
+        return "vac", ["ding_ray.model.vac"]
+
+    def __init__(self, cfg: dict, model: torch.nn.Module | None = None, enable_field: Any = None) -> None:
+        _check_supported(cfg)
+        super().__init__(cfg, model, enable_field)
+
+    # ----- learn ------------------------------------------------------------------------------
+    def _init_learn(self) -> None:
+        learn = self._cfg.learn
+        if self._cfg.learn.ppo_param_init:
+            for module in self._model.modules():
+                if isinstance(module, torch.nn.Linear):
+                    torch.nn.init.orthogonal_(module.weight)
+                    torch.nn.init.zeros_(module.bias)
+        self._learn_model = self._model
+        self._optimizer = make_adam(self._model.parameters(), learn.learning_rate)
+        self._lr_scheduler = None
+        if learn.lr_scheduler:
+            epoch_num, min_lambda = (
+                float(learn.lr_scheduler["epoch_num"]),
+                learn.lr_scheduler["min_lr_lambda"],
+            )
+            self._lr_scheduler = torch.optim.lr_scheduler.LambdaLR(
+                self._optimizer, lambda epoch: max(1.0 - epoch * (1.0 - min_lambda) / epoch_num, min_lambda)
+            )
+        self._gamma = float(self._cfg.collect.discount_factor)
+        self._gae_lambda = float(self._cfg.collect.gae_lambda)
+        self._running_mean_std = RunningMeanStd() if learn.value_norm else None
+        self._generator = torch.Generator().manual_seed(int(np.random.randint(2**31)))
+
+    def _forward_learn(self, data: Any) -> dict[str, Any]:
+        learn = self._cfg.learn
+        batch = to_tensor_batch(data, self._device)
+        obs, action, reward = batch["obs"], batch["action"].reshape(-1), batch["reward"].reshape(-1)
+        done = torch.zeros_like(reward) if learn.ignore_done else batch["done"].reshape(-1)
+        traj_flag = batch.get("traj_flag")
+        logit_old = batch["logit"]
+        n = len(obs)
+        model = self._learn_model
+        if not model.training:
+            model.train()
+        rms = self._running_mean_std
+        logs: list[list[float]] = []
+        for epoch in range(learn.epoch_per_collect):
+            if self._cfg.recompute_adv:
+                with torch.no_grad():
+                    scale = rms.std if rms is not None else 1.0
+                    value = model(obs, "compute_critic")["value"] * scale
+                    next_value = model(batch["next_obs"], "compute_critic")["value"] * scale
+                    adv = gae(
+                        gae_data(value, next_value, reward, done, traj_flag), self._gamma, self._gae_lambda
+                    )
+                    value_old, return_ = value / scale, (value + adv) / scale
+                    if rms is not None:
+                        rms.update((value + adv).cpu().numpy())
+            elif epoch == 0:
+                adv, value_old = batch["adv"], batch["value"].reshape(-1)
+                scale = rms.std if rms is not None else 1.0
+                return_ = (adv + value_old * scale) / scale
+                if rms is not None:
+                    rms.update((adv + value_old * scale).cpu().numpy())
+            for index in _minibatches(n, learn.batch_size, self._generator):
+                logs.append(
+                    self._train_minibatch(
+                        obs[index],
+                        logit_old[index],
+                        action[index],
+                        value_old[index],
+                        adv[index],
+                        return_[index],
+                    )
+                )
+        if self._lr_scheduler is not None:
+            self._lr_scheduler.step()
+        stats = np.mean(np.asarray(logs), axis=0)
+        out = dict(zip(_LOG_KEYS, stats.tolist()))
+        out["cur_lr"] = self._optimizer.param_groups[0]["lr"]
+        return out
+
+    def _train_minibatch(self, obs, logit_old, action, value_old, adv, return_) -> list[float]:
+        learn = self._cfg.learn
+        if learn.adv_norm:
+            adv = (adv - adv.mean()) / (adv.std() + 1e-8) if len(adv) > 1 else adv - adv.mean()
+        output = self._learn_model(obs, "compute_actor_critic")
+        loss, info = ppo_error(
+            ppo_data(output["logit"], logit_old, action, output["value"], value_old, adv, return_, None),
+            learn.clip_ratio,
+        )
+        total_loss = (
+            loss.policy_loss + learn.value_weight * loss.value_loss - learn.entropy_weight * loss.entropy_loss
+        )
+        check_finite_loss(total_loss, {"obs": obs, "adv": adv, "return": return_}, "PPO learn")
+        self._optimizer.zero_grad(set_to_none=True)
+        total_loss.backward()
+        if learn.grad_clip_type == "clip_norm":
+            torch.nn.utils.clip_grad_norm_(self._learn_model.parameters(), learn.grad_clip_value)
+        elif learn.grad_clip_type == "clip_value":
+            torch.nn.utils.clip_grad_value_(self._learn_model.parameters(), learn.grad_clip_value)
+        self._optimizer.step()
+        value = output["value"].detach()
+        stats = torch.stack(
+            [
+                total_loss.detach(),
+                loss.policy_loss.detach(),
+                loss.value_loss.detach(),
+                loss.entropy_loss.detach(),
+                adv.max(),
+                adv.mean(),
+                value.mean(),
+                value.max(),
+            ]
+        ).tolist()
+        return stats + [info.approx_kl, info.clipfrac]
+
+    def _monitor_vars_learn(self) -> list[str]:
+        return ["cur_lr", *_LOG_KEYS]
+
+    def _state_dict_learn(self) -> dict[str, Any]:
+        state = {"model": self._learn_model.state_dict(), "optimizer": self._optimizer.state_dict()}
+        if self._running_mean_std is not None:
+            state["value_norm"] = self._running_mean_std.state_dict()
+        return state
+
+    def _load_state_dict_learn(self, state_dict: dict[str, Any]) -> None:
+        super()._load_state_dict_learn(state_dict)
+        if self._running_mean_std is not None and "value_norm" in state_dict:
+            self._running_mean_std.load_state_dict(state_dict["value_norm"])
+
+    # ----- collect ----------------------------------------------------------------------------
+    def _init_collect(self) -> None:
+        self._collect_model = self._model
+        self._gamma = float(self._cfg.collect.discount_factor)
+        self._gae_lambda = float(self._cfg.collect.gae_lambda)
+        self._ignore_done = bool(self._cfg.learn.ignore_done)
+
+    @torch.inference_mode()
+    def _forward_collect(self, data: dict[int, Any], **kwargs: Any) -> dict[int, dict[str, Any]]:
+        env_ids, obs = obs_batch(data)
+        model = self._collect_model
+        if model.training:  # the learner shares this model and leaves it in train mode
+            model.eval()
+        output = model(torch.from_numpy(obs).to(self._device), "compute_actor_critic")
+        logit = output["logit"]
+        actions = torch.multinomial(torch.softmax(logit, dim=-1), 1).squeeze(-1).tolist()
+        logits, values = logit.cpu().numpy(), output["value"].cpu().tolist()
+        return {
+            env_id: {"action": a, "logit": lg, "value": v}
+            for env_id, a, lg, v in zip(env_ids, actions, logits, values)
+        }
+
+    def _process_transition(self, obs: Any, policy_output: dict[str, Any], timestep: Any) -> dict[str, Any]:
+        # 'done' is a real termination only: a time-limit truncation bootstraps from V(next_obs).
+        return {
+            "obs": obs,
+            "next_obs": timestep.obs,
+            "action": policy_output["action"],
+            "logit": policy_output["logit"],
+            "value": policy_output["value"],
+            "reward": timestep.reward,
+            "done": bool(timestep.done and not timestep.info.get("truncated", False)),
+        }
+
+    def _get_train_sample(self, transitions: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Each transition with its GAE advantage ``adv`` and ``traj_flag`` (True on the last step).
+
+        ``transitions`` is one env's consecutive steps; only the last one can end its episode. After a
+        termination nothing is bootstrapped; after a truncation or a cut, the last step bootstraps
+        from the critic's value of its ``next_obs``.
+        """
+        last = transitions[-1]
+        terminated = bool(last["done"]) and not self._ignore_done
+        value = torch.tensor([t["value"] for t in transitions], dtype=torch.float32)
+        reward = torch.tensor([float(np.asarray(t["reward"]).reshape(())) for t in transitions])
+        if terminated:
+            last_value = torch.zeros(1)
+        else:
+            with torch.inference_mode():
+                next_obs = torch.as_tensor(np.asarray(last["next_obs"], dtype=np.float32)).unsqueeze(0)
+                last_value = self._collect_model(next_obs.to(self._device), "compute_critic")["value"].cpu()
+        rms = getattr(self, "_running_mean_std", None)
+        scale = rms.std if rms is not None else 1.0
+        next_value = torch.cat([value[1:], last_value.reshape(1)]) * scale
+        done = torch.zeros(len(transitions))
+        done[-1] = float(terminated)
+        adv = gae(gae_data(value * scale, next_value, reward, done, None), self._gamma, self._gae_lambda)
+        samples = []
+        for i, (transition, a) in enumerate(zip(transitions, adv.tolist())):
+            sample = dict(transition)
+            sample["adv"] = a
+            sample["traj_flag"] = i == len(transitions) - 1
+            samples.append(sample)
+        return samples
+
+    # ----- eval -------------------------------------------------------------------------------
+    def _init_eval(self) -> None:
+        self._eval_model = self._model
+
+    @torch.inference_mode()
+    def _forward_eval(self, data: dict[int, Any]) -> dict[int, dict[str, Any]]:
+        env_ids, obs = obs_batch(data)
+        if self._eval_model.training:
+            self._eval_model.eval()
+        logit = self._eval_model(torch.from_numpy(obs).to(self._device), "compute_actor")["logit"]
+        actions, logits = logit.argmax(-1).tolist(), logit.cpu().numpy()
+        return {env_id: {"action": a, "logit": lg} for env_id, a, lg in zip(env_ids, actions, logits)}
+
+
+_LOG_KEYS = (
+    "total_loss",
+    "policy_loss",
+    "value_loss",
+    "entropy_loss",
+    "adv_max",
+    "adv_mean",
+    "value_mean",
+    "value_max",
+    "approx_kl",
+    "clipfrac",
+)
+
+
+def _minibatches(n: int, batch_size: int, generator: torch.Generator) -> list[torch.Tensor]:
+    """Shuffled index sets of ``batch_size`` covering all ``n`` rows; the last one takes the final
+    ``batch_size`` of the permutation (overlapping the one before) so that every set is full."""
+    order = torch.randperm(n, generator=generator)
+    if n <= batch_size:
+        return [order]
+    starts = list(range(0, n - batch_size + 1, batch_size))
+    if starts[-1] + batch_size < n:
+        starts.append(n - batch_size)
+    return [order[s : s + batch_size] for s in starts]
+
+
+def _check_supported(cfg: dict) -> None:
+    """Refuse the DI-engine PPO options ding_ray does not implement yet, by name."""
+    get = cfg.get
+    if get("action_space", "discrete") != "discrete":
+        raise ConfigError(
+            f"policy.action_space={get('action_space')!r} is not supported yet: ding_ray's PPO has "
+            "discrete (categorical) actions only. Use a Discrete action space and action_space='discrete'."
+        )
+    for key in ("nstep_return", "multi_agent", "priority", "priority_IS_weight"):
+        if get(key):
+            raise ConfigError(f"policy.{key}=True is not supported by ding_ray's PPO yet; set it to False.")
+    learn, collect = get("learn") or {}, get("collect") or {}
+    if learn.get("grad_clip_type", "clip_norm") not in _GRAD_CLIP_TYPES:
+        raise ConfigError(
+            f"policy.learn.grad_clip_type={learn.get('grad_clip_type')!r} is not supported; "
+            f"choose from {list(_GRAD_CLIP_TYPES)}."
+        )
+    if collect.get("unroll_len", 1) != 1:
+        raise ConfigError(
+            "policy.collect.unroll_len must be 1 for ding_ray's PPO (longer unrolls not supported yet)."
+        )

@@ -1,0 +1,151 @@
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from ding_ray.envs import BaseEnvTimestep
+from ding_ray.errors import ConfigError
+from ding_ray.policy import PPOPolicy, create_policy
+
+MODEL = dict(
+    obs_shape=4,
+    action_shape=2,
+    encoder_hidden_size_list=[32, 32],
+    actor_head_hidden_size=32,
+    critic_head_hidden_size=32,
+)
+
+
+class Stub(torch.nn.Module):
+    """Critic: V(obs) = obs[0]. Actor: fixed logits [0, ln 3] (p = .25 / .75)."""
+
+    def __init__(self):
+        super().__init__()
+        self.scale = torch.nn.Parameter(torch.ones(()))
+
+    def forward(self, obs, mode):
+        logit = torch.tensor([0.0, math.log(3.0)]).expand(len(obs), 2) * self.scale
+        return {"logit": logit, "value": obs[:, 0] * self.scale}
+
+
+def transition(v, reward=1.0, done=False, next_v=0.0):
+    return dict(
+        obs=np.array([v, 0, 0, 0], np.float32),
+        next_obs=np.array([next_v, 0, 0, 0], np.float32),
+        action=0,
+        logit=np.zeros(2, np.float32),
+        value=float(v),
+        reward=reward,
+        done=done,
+    )
+
+
+def collect_policy(**collect):
+    cfg = dict(model=MODEL, collect=dict(discount_factor=0.5, gae_lambda=0.5, **collect))
+    return PPOPolicy(cfg, model=Stub(), enable_field=["collect"])
+
+
+def test_gae_per_chunk_termination_does_not_bootstrap():
+    # gamma = lambda = .5, V = [1, 2, 3], r = 1, terminal at the end:
+    # deltas 1 + .5*2 - 1 = 1, 1 + .5*3 - 2 = .5, 1 + 0 - 3 = -2; A2 = -2, A1 = .5 - .5 = 0, A0 = 1
+    policy = collect_policy()
+    chunk = [transition(1), transition(2), transition(3, done=True, next_v=100)]
+    samples = policy.collect_mode.get_train_sample(chunk)
+    assert [s["adv"] for s in samples] == pytest.approx([1.0, 0.0, -2.0])
+    assert [s["traj_flag"] for s in samples] == [False, False, True]
+
+
+def test_gae_per_chunk_truncation_or_cut_bootstraps_from_next_obs():
+    # the same chunk cut (or truncated) with V(next_obs) = 4: last delta 1 + .5*4 - 3 = 0
+    # A2 = 0, A1 = .5, A0 = 1 + .25 * .5 = 1.125
+    policy = collect_policy()
+    chunk = [transition(1), transition(2), transition(3, next_v=4)]
+    assert [s["adv"] for s in policy.collect_mode.get_train_sample(chunk)] == pytest.approx([1.125, 0.5, 0.0])
+
+
+def test_process_transition_marks_only_real_terminations():
+    policy = collect_policy()
+    out = {"action": 1, "logit": np.zeros(2), "value": 0.5}
+    obs = np.zeros(4, np.float32)
+    truncated = BaseEnvTimestep(obs, 1.0, True, {"truncated": True})
+    terminated = BaseEnvTimestep(obs, 1.0, True, {})
+    assert policy.collect_mode.process_transition(obs, out, truncated)["done"] is False
+    t = policy.collect_mode.process_transition(obs, out, terminated)
+    assert t["done"] is True and t["value"] == 0.5 and t["action"] == 1
+
+
+def test_collect_samples_from_the_categorical_and_eval_takes_argmax():
+    torch.manual_seed(0)
+    policy = PPOPolicy(dict(model=MODEL), model=Stub(), enable_field=["collect", "eval"])
+    obs = {i: np.full(4, 2.0, np.float32) for i in range(2000)}
+    out = policy.collect_mode.forward(obs)
+    assert set(out[0]) == {"action", "logit", "value"} and out[0]["value"] == pytest.approx(2.0)
+    share = np.mean([o["action"] for o in out.values()])
+    assert abs(share - 0.75) < 0.04  # p(action 1) = .75
+    assert all(o["action"] == 1 for o in policy.eval_mode.forward(obs).values())
+
+
+def rollout(n=64, seed=0):
+    rng = np.random.default_rng(seed)
+    return [
+        dict(
+            obs=rng.normal(size=4).astype(np.float32),
+            next_obs=rng.normal(size=4).astype(np.float32),
+            action=int(rng.integers(2)),
+            logit=np.zeros(2, np.float32),
+            value=0.0,
+            adv=float(rng.normal()),
+            reward=float(rng.normal()),
+            done=bool(rng.random() < 0.1),
+            traj_flag=bool(i % 16 == 15),
+        )
+        for i in range(n)
+    ]
+
+
+@pytest.mark.parametrize("recompute_adv", [True, False])
+def test_learn_trains_and_reports(recompute_adv):
+    torch.manual_seed(0)
+    policy = create_policy(
+        dict(
+            type="ppo",
+            model=MODEL,
+            recompute_adv=recompute_adv,
+            learn=dict(epoch_per_collect=3, batch_size=16, lr_scheduler=dict(epoch_num=4, min_lr_lambda=0.5)),
+        )
+    )
+    before = [p.detach().clone() for p in policy._model.parameters()]
+    info = policy.learn_mode.forward(rollout())
+    assert set(policy.learn_mode.monitor_vars()) <= set(info)
+    assert all(math.isfinite(v) for v in info.values())
+    assert any(not torch.equal(a, b) for a, b in zip(before, policy._model.parameters()))
+    # lr: linear from 3e-4 towards .5 * 3e-4 over 4 learn calls, one step per call
+    assert policy._optimizer.param_groups[0]["lr"] == pytest.approx(3e-4 * (1 - 0.5 / 4))
+    assert policy._running_mean_std.count > 1  # value_norm (DI-engine's default) saw the returns
+    state = policy.learn_mode.state_dict()
+    other = create_policy(dict(type="ppo", model=MODEL), enable_field=["learn"])
+    other.learn_mode.load_state_dict(state)
+    assert other._running_mean_std.std == pytest.approx(policy._running_mean_std.std)
+
+
+def test_ppo_param_init_is_orthogonal_with_zero_bias():
+    policy = PPOPolicy(dict(model=MODEL), enable_field=["learn"])
+    linear = next(m for m in policy._model.modules() if isinstance(m, torch.nn.Linear))
+    w = linear.weight.detach()
+    assert w.shape == (32, 4)  # a tall orthogonal matrix: orthonormal columns
+    assert torch.allclose(w.T @ w, torch.eye(4), atol=1e-5) and not linear.bias.any()
+
+
+def test_defaults_and_unsupported_options():
+    policy = PPOPolicy(dict(model=MODEL), enable_field=["eval"])
+    assert policy.cfg.on_policy is True and policy.default_collector_type == "sample"
+    assert policy.default_model()[0] == "vac"
+    with pytest.raises(ConfigError, match="discrete"):
+        PPOPolicy(dict(model=MODEL, action_space="continuous"))
+    with pytest.raises(ConfigError, match="unroll_len"):
+        PPOPolicy(dict(model=MODEL, collect=dict(unroll_len=4)))
+    with pytest.raises(ConfigError, match="grad_clip_type"):
+        PPOPolicy(dict(model=MODEL, learn=dict(grad_clip_type="clip_momentum")))
+    with pytest.raises(ConfigError, match="learnig_rate"):
+        PPOPolicy(dict(model=MODEL, learn=dict(learnig_rate=1e-3)))
