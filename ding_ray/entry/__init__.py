@@ -11,6 +11,7 @@ _EXPORTS = {
     "eval": "eval_entry",
     "ray_pipeline": "ray_entry",
     "serial_pipeline": "serial_entry",
+    "serial_pipeline_onpolicy": "serial_entry_onpolicy",
     "write_result": "result",
 }
 

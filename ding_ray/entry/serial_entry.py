@@ -88,6 +88,16 @@ def serial_pipeline(
     start = time.perf_counter()
     setup_logging()
     main_cfg, create_cfg = split_input_cfg(input_cfg)
+    from ding_ray.entry.serial_entry_onpolicy import is_on_policy  # that module imports this one
+
+    if is_on_policy(main_cfg, create_cfg):
+        # A replay buffer would train on data of old weights again and again: wrong for on-policy
+        # algorithms. DI-engine has a separate entry for them, and so does ding_ray.
+        raise ConfigError(
+            "serial_pipeline is for off-policy policies, and this config's policy is on-policy "
+            "(policy.on_policy=True, e.g. PPO). Use ding_ray.entry.serial_pipeline_onpolicy with the "
+            "same arguments, as in DI-engine."
+        )
     resume = bool(main_cfg.get("policy", {}).get("learn", {}).get("resume_training", False))
     cfg = compile_config(
         main_cfg,
