@@ -1,0 +1,36 @@
+"""DI-engine's dizoo cartpole_ppo_config.py through serial_pipeline_onpolicy, values unchanged."""
+
+import json
+import os
+
+import pytest
+
+from ding_ray.config import ConfigError, read_config
+from ding_ray.entry import serial_pipeline, serial_pipeline_onpolicy
+
+CARTPOLE_PPO = os.path.join(os.path.dirname(__file__), "configs", "cartpole_ppo_config.py")
+
+
+def test_cartpole_ppo_config_file_reaches_its_stop_value(tmp_path):
+    """eval_freq=100 collects of 256: the second evaluation comes after 25.6k env steps."""
+    os.chdir(tmp_path)
+    serial_pipeline_onpolicy(CARTPOLE_PPO, seed=0, max_env_step=30_000)
+    result = json.load(open("cartpole_ppo_seed0/result.json"))
+    assert result["stop"] and result["best_eval_return"] >= 195, result
+    assert result["train_iter"] == 100 and result["pipeline"] == "serial_onpolicy"
+    cfg = json.load(open("cartpole_ppo_seed0/total_config.json"))
+    learn = cfg["policy"]["learn"]
+    assert cfg["policy"]["type"] == "ppo" and cfg["policy"]["on_policy"] is True
+    assert learn["value_norm"] is True and learn["ppo_param_init"] is True and learn["epoch_per_collect"] == 2
+    assert os.path.isfile("cartpole_ppo_seed0/ckpt/ckpt_best.pth.tar")
+
+
+def test_command_policy_type_and_the_wrong_entry(tmp_path):
+    os.chdir(tmp_path)
+    main, create = read_config(CARTPOLE_PPO)
+    create.policy.type = "ppo_command"  # what DI-engine's serial_pipeline_onpolicy asks for
+    serial_pipeline_onpolicy((main, create), seed=0, max_env_step=1000)
+    result = json.load(open("cartpole_ppo_seed0/result.json"))
+    assert result["env_steps"] >= 1000 and result["train_iter"] == 4
+    with pytest.raises(ConfigError, match="serial_pipeline_onpolicy"):
+        serial_pipeline(CARTPOLE_PPO, seed=0)
