@@ -149,3 +149,13 @@ def test_defaults_and_unsupported_options():
         PPOPolicy(dict(model=MODEL, learn=dict(grad_clip_type="clip_momentum")))
     with pytest.raises(ConfigError, match="learnig_rate"):
         PPOPolicy(dict(model=MODEL, learn=dict(learnig_rate=1e-3)))
+
+
+def test_a_box_action_space_is_refused_by_name():
+    from ding_ray.errors import EnvError
+
+    policy = PPOPolicy(dict(model=MODEL), enable_field=["eval"])
+    with pytest.raises(EnvError, match="discrete action space, but the env's is continuous"):
+        policy.check_spaces((4,), "continuous", 1)
+    with pytest.raises(EnvError, match="action_shape=3"):
+        policy.check_spaces((4,), "discrete", 3)
