@@ -12,6 +12,14 @@ from ding_ray.rl_utils.ppo import (
     ppo_value_data,
     ppo_value_error,
 )
+from ding_ray.rl_utils.sac import (
+    sac_alpha_loss,
+    sac_critic_loss,
+    sac_policy_loss,
+    soft_q_target,
+    soft_update,
+    tanh_gaussian_sample,
+)
 from ding_ray.rl_utils.td import double_dqn_next_value, nstep_td_target, q_nstep_td_error, td_loss
 
 __all__ = [
@@ -29,5 +37,11 @@ __all__ = [
     "ppo_value_data",
     "ppo_value_error",
     "q_nstep_td_error",
+    "sac_alpha_loss",
+    "sac_critic_loss",
+    "sac_policy_loss",
+    "soft_q_target",
+    "soft_update",
+    "tanh_gaussian_sample",
     "td_loss",
 ]

@@ -1,0 +1,108 @@
+"""``ContinuousQAC``: a Q actor-critic for continuous actions (DI-engine's name and kwargs), used by SAC."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from torch import nn
+
+from ding_ray.errors import ConfigError
+from ding_ray.model.common import MLP
+from ding_ray.utils.registry import MODEL_REGISTRY
+
+# DI-engine's bounds on the conditioned log standard deviation: exp(-20) to exp(2).
+LOG_SIGMA_MIN, LOG_SIGMA_MAX = -20.0, 2.0
+
+
+class GaussianActor(nn.Module):
+    """Observation -> ``mu`` and ``sigma`` of a diagonal Gaussian (sigma conditioned on the observation)."""
+
+    def __init__(
+        self, obs_dim: int, action_dim: int, hidden_size: int, layer_num: int, activation, norm_type
+    ) -> None:
+        super().__init__()
+        # DI-engine's layout: one input layer, then ``layer_num`` hidden layers, then the two outputs.
+        self.trunk = MLP(obs_dim, [hidden_size] * (1 + layer_num), activation, True, norm_type)
+        self.mu = nn.Linear(hidden_size, action_dim)
+        self.log_sigma_layer = nn.Linear(hidden_size, action_dim)
+
+    def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        x = self.trunk.forward(obs)
+        log_sigma = self.log_sigma_layer(x).clamp(LOG_SIGMA_MIN, LOG_SIGMA_MAX)
+        return self.mu(x), log_sigma.exp()
+
+
+@MODEL_REGISTRY.register("continuous_qac")
+class ContinuousQAC(nn.Module):
+    """``forward(inputs, mode)``: 'compute_actor' (obs) -> ``{'logit': [mu, sigma]}``, each [B, A];
+    'compute_critic' (``{'obs', 'action'}``) -> ``{'q_value'}``: [B], or a list of two [B] with
+    ``twin_critic``.
+
+    Only ``action_space='reparameterization'`` (SAC's tanh-squashed Gaussian) and vector
+    observations are supported.
+    """
+
+    mode = ("compute_actor", "compute_critic")
+
+    def __init__(
+        self,
+        obs_shape: int | Sequence[int],
+        action_shape: int | Sequence[int],
+        action_space: str = "reparameterization",
+        twin_critic: bool = False,
+        actor_head_hidden_size: int = 64,
+        actor_head_layer_num: int = 1,
+        critic_head_hidden_size: int = 64,
+        critic_head_layer_num: int = 1,
+        activation: str | nn.Module | None = "relu",
+        norm_type: str | None = None,
+    ) -> None:
+        super().__init__()
+        if action_space != "reparameterization":
+            raise ConfigError(
+                f"ContinuousQAC action_space={action_space!r} is not supported yet: ding_ray has the "
+                "'reparameterization' (SAC) actor only."
+            )
+        obs_dim, action_dim = _flat_size(obs_shape, "obs_shape"), _flat_size(action_shape, "action_shape")
+        activation = "relu" if activation is None else activation
+        self.action_space, self.twin_critic = action_space, twin_critic
+        self.obs_dim, self.action_dim = obs_dim, action_dim
+        self.actor = GaussianActor(
+            obs_dim, action_dim, actor_head_hidden_size, actor_head_layer_num, activation, norm_type
+        )
+        widths = [critic_head_hidden_size] * (1 + critic_head_layer_num) + [1]
+        critics = [
+            MLP(obs_dim + action_dim, widths, activation, False, norm_type) for _ in range(1 + twin_critic)
+        ]
+        # A ModuleList either way, so that ``critic.parameters()`` feeds one optimizer (as DI-engine).
+        self.critic = nn.ModuleList(critics)
+
+    def forward(self, inputs: torch.Tensor | dict[str, torch.Tensor], mode: str) -> dict[str, object]:
+        if mode == "compute_actor":
+            return self.compute_actor(inputs)
+        if mode == "compute_critic":
+            return self.compute_critic(inputs)
+        raise ValueError(f"ContinuousQAC mode {mode!r} unknown; use one of {self.mode}.")
+
+    def compute_actor(self, obs: torch.Tensor) -> dict[str, list[torch.Tensor]]:
+        mu, sigma = self.actor(obs.reshape(obs.shape[0], self.obs_dim))
+        return {"logit": [mu, sigma]}
+
+    def compute_critic(self, inputs: dict[str, torch.Tensor]) -> dict[str, torch.Tensor | list[torch.Tensor]]:
+        obs, action = inputs["obs"], inputs["action"]
+        x = torch.cat([obs.reshape(obs.shape[0], self.obs_dim), action.reshape(action.shape[0], -1)], dim=1)
+        q = [critic.forward(x).squeeze(-1) for critic in self.critic]
+        return {"q_value": q if self.twin_critic else q[0]}
+
+
+def _flat_size(shape: int | Sequence[int], name: str) -> int:
+    if isinstance(shape, int):
+        return shape
+    shape = list(shape)
+    if len(shape) != 1:
+        raise ConfigError(
+            f"ContinuousQAC takes vector {name}s (an int or a 1-element list), got {shape}; image "
+            "observations need an encoder ding_ray's ContinuousQAC does not have yet."
+        )
+    return int(shape[0])

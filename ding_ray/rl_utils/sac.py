@@ -1,0 +1,95 @@
+"""Soft actor-critic math: the tanh-squashed Gaussian, the soft TD target, the three losses."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+
+import torch
+
+# Added inside the log of the tanh correction, as DI-engine does: at |a| -> 1 the Jacobian
+# 1 - tanh(u)^2 underflows to 0 in float32 and its log would be -inf.
+TANH_EPS = 1e-6
+_HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
+
+
+def tanh_gaussian_sample(
+    mu: torch.Tensor, sigma: torch.Tensor, noise: torch.Tensor | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``a = tanh(mu + sigma * noise)`` and its log-density, summed over the action dims ([B, A], [B]).
+
+    ``noise`` is standard normal (drawn when not given); the sample is reparameterized, so the
+    gradient flows into ``mu`` and ``sigma``. The log-density of the squashed action is the
+    Gaussian's minus ``sum log(1 - a^2 + eps)``, the log-Jacobian of tanh.
+    """
+    if noise is None:
+        noise = torch.randn_like(mu)
+    pre_tanh = mu + sigma * noise
+    action = torch.tanh(pre_tanh)
+    gaussian_log_prob = (-0.5 * noise.pow(2) - sigma.log() - _HALF_LOG_2PI).sum(-1)
+    log_prob = gaussian_log_prob - torch.log(1.0 - action.pow(2) + TANH_EPS).sum(-1)
+    return action, log_prob
+
+
+def soft_q_target(
+    next_q: torch.Tensor | Sequence[torch.Tensor],
+    next_log_prob: torch.Tensor,
+    reward: torch.Tensor,
+    done: torch.Tensor,
+    gamma: float,
+    alpha: float | torch.Tensor,
+) -> torch.Tensor:
+    """``r + gamma * (1 - done) * (min_i Q_i(s', a') - alpha * log pi(a'|s'))``, all [B].
+
+    ``next_q`` is one [B] tensor or the twin critics' list (their minimum is taken).
+    """
+    if not isinstance(next_q, torch.Tensor):
+        next_q = torch.min(*next_q) if len(next_q) == 2 else next_q[0]
+    soft_value = next_q - alpha * next_log_prob
+    return reward + gamma * (1.0 - done.to(reward.dtype)) * soft_value
+
+
+def sac_critic_loss(
+    q_value: torch.Tensor | Sequence[torch.Tensor],
+    q_target: torch.Tensor,
+    weight: torch.Tensor | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Sum over the critics of the mean (weighted) squared TD error; also the per-sample TD error
+    averaged over the critics (a priority for a prioritized buffer)."""
+    q_values = [q_value] if isinstance(q_value, torch.Tensor) else list(q_value)
+    q_target = q_target.detach()
+    loss, td_error = 0.0, 0.0
+    for q in q_values:
+        delta = q - q_target
+        squared = delta.pow(2) if weight is None else delta.pow(2) * weight
+        loss = loss + squared.mean()
+        td_error = td_error + delta.detach()
+    return loss, td_error / len(q_values)
+
+
+def sac_policy_loss(
+    log_prob: torch.Tensor, q_new: torch.Tensor | Sequence[torch.Tensor], alpha: float | torch.Tensor
+) -> torch.Tensor:
+    """``mean(alpha * log pi(a|s) - min_i Q_i(s, a))`` for actions ``a`` freshly sampled from the actor."""
+    if not isinstance(q_new, torch.Tensor):
+        q_new = torch.min(*q_new) if len(q_new) == 2 else q_new[0]
+    return (alpha * log_prob - q_new).mean()
+
+
+def sac_alpha_loss(alpha_param: torch.Tensor, log_prob: torch.Tensor, target_entropy: float) -> torch.Tensor:
+    """``-mean(alpha_param * (log pi + target_entropy))``, with ``log pi`` held fixed.
+
+    ``alpha_param`` is log(alpha) (DI-engine's ``log_space=True``) or alpha itself. Its gradient
+    raises alpha while the policy's entropy ``-log pi`` is below ``target_entropy`` and lowers
+    it above.
+    """
+    return -(alpha_param * (log_prob.detach() + target_entropy)).mean()
+
+
+@torch.no_grad()
+def soft_update(target: Iterable[torch.Tensor], source: Iterable[torch.Tensor], theta: float) -> None:
+    """Polyak averaging in place: ``target <- (1 - theta) * target + theta * source``."""
+    target, source = list(target), list(source)
+    if len(target) != len(source):
+        raise ValueError(f"soft_update: {len(target)} target tensors but {len(source)} source tensors.")
+    torch._foreach_lerp_(target, source, theta)
