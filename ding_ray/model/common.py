@@ -1,4 +1,4 @@
-"""Building blocks: MLP, fully connected encoder, Q-value heads.
+"""Building blocks: MLP, fully connected encoder, Q-value heads, a Gaussian head.
 
 Small networks on a CPU spend most of their forward time in Python, not in the matrix
 multiplies: a collector steps 8 envs with one forward per step. So these blocks call ``F.linear``
@@ -187,3 +187,65 @@ class DuelingHead(nn.Module):
         advantage = self.advantage.forward(advantage_in)
         value = self.value.forward(value_in)
         return torch.addmm(value, advantage, self.centering)
+
+
+class ReparameterizationHead(nn.Module):
+    """Features -> ``{'mu', 'sigma'}`` [B, A] of a diagonal Gaussian (DI-engine's name and kwargs).
+
+    ``sigma_type``: 'independent' (a learned log std per action dimension, the same for every
+    state: PPO's default), 'conditioned' (log std from the features, clamped to [-20, 2]) or
+    'fixed' (``fixed_sigma_value``). ``bound_type='tanh'`` squashes ``mu`` into [-1, 1]; the
+    sampled action itself stays unbounded (whoever sends it to the env clips or scales it).
+    """
+
+    sigma_types = ("fixed", "independent", "conditioned")
+    bound_types = (None, "tanh")
+
+    def __init__(
+        self,
+        input_size: int,
+        output_size: int,
+        layer_num: int = 2,
+        sigma_type: str = "independent",
+        fixed_sigma_value: float = 1.0,
+        activation: str | nn.Module = "relu",
+        norm_type: str | None = None,
+        bound_type: str | None = None,
+        hidden_size: int | None = None,
+    ) -> None:
+        super().__init__()
+        if sigma_type not in self.sigma_types:
+            raise ConfigError(f"sigma_type={sigma_type!r} unknown; choose from {list(self.sigma_types)}.")
+        if bound_type not in self.bound_types:
+            raise ConfigError(f"bound_type={bound_type!r} unknown; choose from {list(self.bound_types)}.")
+        hidden_size = input_size if hidden_size is None else hidden_size
+        self.sigma_type, self.bound_type = sigma_type, bound_type
+        # layer_num hidden layers (none when 0), then the mu layer
+        self.main = (
+            MLP(input_size, [hidden_size] * layer_num, activation, True, norm_type) if layer_num else None
+        )
+        feature = hidden_size if layer_num else input_size
+        self.mu = nn.Linear(feature, output_size)
+        if sigma_type == "independent":
+            self.log_sigma_param = nn.Parameter(torch.zeros(1, output_size))
+        elif sigma_type == "conditioned":
+            self.log_sigma_layer = nn.Linear(feature, output_size)
+        else:
+            self.register_buffer(
+                "sigma", torch.full((1, output_size), float(fixed_sigma_value)), persistent=False
+            )
+
+    def forward(self, x: torch.Tensor) -> dict[str, torch.Tensor]:
+        if self.main is not None:
+            x = self.main.forward(x)
+        mu = F.linear(x, self.mu.weight, self.mu.bias)
+        if self.bound_type == "tanh":
+            mu = torch.tanh(mu)
+        if self.sigma_type == "independent":
+            sigma = self.log_sigma_param.exp().expand_as(mu)
+        elif self.sigma_type == "conditioned":
+            log_sigma = F.linear(x, self.log_sigma_layer.weight, self.log_sigma_layer.bias)
+            sigma = log_sigma.clamp(-20.0, 2.0).exp()
+        else:
+            sigma = self.sigma.expand_as(mu)
+        return {"mu": mu, "sigma": sigma}

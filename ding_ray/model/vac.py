@@ -1,4 +1,7 @@
-"""``VAC``: a value actor-critic for vector observations (DI-engine's name and kwargs), used by PPO."""
+"""``VAC``: a value actor-critic for vector observations (DI-engine's name and kwargs), used by PPO.
+
+Discrete actions get a categorical head (logits); continuous ones a diagonal Gaussian head
+(``ReparameterizationHead``: ``{'mu', 'sigma'}``)."""
 
 from __future__ import annotations
 
@@ -8,14 +11,15 @@ import torch
 from torch import nn
 
 from ding_ray.errors import ConfigError
-from ding_ray.model.common import MLP, FCEncoder
+from ding_ray.model.common import MLP, FCEncoder, ReparameterizationHead
 from ding_ray.utils.registry import MODEL_REGISTRY
 
 
 @MODEL_REGISTRY.register("vac")
 class VAC(nn.Module):
-    """``forward(obs, mode)``: 'compute_actor' -> ``{'logit'}`` [B, A], 'compute_critic' ->
-    ``{'value'}`` [B], 'compute_actor_critic' -> both (one encoder pass when it is shared)."""
+    """``forward(obs, mode)``: 'compute_actor' -> ``{'logit'}``, 'compute_critic' -> ``{'value'}``
+    [B], 'compute_actor_critic' -> both (one encoder pass when it is shared). ``logit`` is [B, A]
+    for discrete actions and ``{'mu': [B, A], 'sigma': [B, A]}`` for continuous ones."""
 
     mode = ("compute_actor", "compute_critic", "compute_actor_critic")
 
@@ -32,15 +36,19 @@ class VAC(nn.Module):
         critic_head_layer_num: int = 1,
         activation: str | nn.Module | None = "relu",
         norm_type: str | None = None,
+        sigma_type: str = "independent",
+        fixed_sigma_value: float = 0.3,
+        bound_type: str | None = None,
     ) -> None:
         """Encoder: an MLP of ``encoder_hidden_size_list`` (one shared, or one each for actor and
         critic); each head: ``*_head_layer_num`` hidden layers of ``*_head_hidden_size``, then the
-        output layer (action logits, or one value)."""
+        output layer (action logits, Gaussian mu (and sigma), or one value). ``sigma_type``,
+        ``fixed_sigma_value`` and ``bound_type`` shape the continuous head (``ReparameterizationHead``)."""
         super().__init__()
-        if action_space != "discrete":
+        if action_space not in ("discrete", "continuous"):
             raise ConfigError(
-                f"VAC action_space={action_space!r} is not supported yet: ding_ray's VAC has a categorical "
-                "head only. Use action_space='discrete' with a Discrete env action space."
+                f"VAC action_space={action_space!r} is not supported: choose 'discrete' (a Discrete env "
+                "action space) or 'continuous' (a Box one)."
             )
         self.action_space = action_space
         self.share_encoder = share_encoder
@@ -52,13 +60,26 @@ class VAC(nn.Module):
             self.actor_encoder = FCEncoder(obs_shape, hidden, activation, norm_type)
             self.critic_encoder = FCEncoder(obs_shape, hidden, activation, norm_type)
         feature = hidden[-1]
-        self.actor_head = MLP(
-            feature,
-            [actor_head_hidden_size] * actor_head_layer_num + [int(action_shape)],
-            activation,
-            last_activation=False,
-            norm_type=norm_type,
-        )
+        if action_space == "continuous":
+            self.actor_head = ReparameterizationHead(
+                feature,
+                int(action_shape),
+                actor_head_layer_num,
+                sigma_type=sigma_type,
+                fixed_sigma_value=fixed_sigma_value,
+                activation=activation,
+                norm_type=norm_type,
+                bound_type=bound_type,
+                hidden_size=actor_head_hidden_size,
+            )
+        else:
+            self.actor_head = MLP(
+                feature,
+                [actor_head_hidden_size] * actor_head_layer_num + [int(action_shape)],
+                activation,
+                last_activation=False,
+                norm_type=norm_type,
+            )
         self.critic_head = MLP(
             feature,
             [critic_head_hidden_size] * critic_head_layer_num + [1],

@@ -1,7 +1,15 @@
 """PPO (on-policy): clipped surrogate, GAE, value clipping, advantage and value normalisation.
 
 Names and config keys are DI-engine's ``PPOPolicy``. One learn call trains on one collect call's
-data: ``epoch_per_collect`` passes in shuffled minibatches of ``batch_size``. Discrete actions.
+data: ``epoch_per_collect`` passes in shuffled minibatches of ``batch_size``. Discrete
+(categorical) or continuous (diagonal Gaussian) actions, and optional observation normalisation.
+
+Continuous actions go to the env as sampled, unclipped, exactly as DI-engine's PPO sends them:
+the transition's ``action`` is that sample, so its log-probability under the old and the new
+Gaussian is what the ratio compares. Bounding is the env's business, because only the env knows
+its bounds: gymnasium's Pendulum clips the torque itself (MuJoCo clamps to its ``ctrlrange``), and
+a ``bound_type='tanh'`` model (mu in [-1, 1]) pairs with ``env.act_scale=True``, DI-engine's env
+switch that clips to [-1, 1] and maps onto the Box's [low, high].
 """
 
 from __future__ import annotations
@@ -14,11 +22,14 @@ import torch
 from ding_ray.errors import ConfigError
 from ding_ray.policy.base import Policy
 from ding_ray.policy.common import check_finite_loss, obs_batch, to_tensor_batch
+from ding_ray.policy.obs_norm import ObsNormalizer, split_state
 from ding_ray.policy.optim import make_adam
 from ding_ray.rl_utils import gae, gae_data, ppo_data, ppo_error
+from ding_ray.rl_utils.ppo import ppo_error_continuous
 from ding_ray.utils.registry import POLICY_REGISTRY
 
 _GRAD_CLIP_TYPES = (None, "clip_norm", "clip_value")
+_ACTION_SPACES = ("discrete", "continuous")
 
 
 class RunningMeanStd:
@@ -51,10 +62,11 @@ class RunningMeanStd:
 
 @POLICY_REGISTRY.register("ppo")
 class PPOPolicy(Policy):
-    """Learn: PPO on the data of one collect call. Collect: sample from the categorical policy,
-    and compute GAE per trajectory chunk. Eval: argmax.
+    """Learn: PPO on the data of one collect call. Collect: sample from the categorical (or
+    Gaussian) policy, and compute GAE per trajectory chunk. Eval: argmax (or the Gaussian's mean).
 
-    Collect forward returns ``{env_id: {'action': int, 'logit': [A], 'value': float}}``.
+    Collect forward returns ``{env_id: {'action': int, 'logit': [A], 'value': float}}``; with
+    continuous actions ``action`` is a float32 [A] sample and ``logit`` is ``{'mu', 'sigma'}``.
     """
 
     config = dict(
@@ -63,7 +75,10 @@ class PPOPolicy(Policy):
         priority=False,  # not used by PPO (kept for DI-engine configs; True is an error)
         priority_IS_weight=False,  # not used by PPO (True is an error)
         recompute_adv=True,  # recompute values and GAE with the current critic before every epoch
-        action_space="discrete",  # 'discrete' only so far
+        action_space="discrete",  # 'discrete' (categorical head) or 'continuous' (Gaussian head)
+        # ding_ray's key (DI-engine's PPO has none): normalise observations by a running mean/std
+        # per feature, updated by the learner, saved with the weights (state_dict()['model'])
+        obs_norm=False,
         nstep_return=False,  # DI-engine's n-step value target (not supported yet; True is an error)
         multi_agent=False,  # MAPPO (not supported yet; True is an error)
         transition_with_policy_data=True,  # random_collect_size steps use the policy
@@ -100,7 +115,56 @@ class PPOPolicy(Policy):
 
     def __init__(self, cfg: dict, model: torch.nn.Module | None = None, enable_field: Any = None) -> None:
         _check_supported(cfg)
+        self.action_space = cfg.get("action_space", "discrete")  # what check_spaces asks of the env
+        self._obs_norm: ObsNormalizer | None = None
         super().__init__(cfg, model, enable_field)
+
+    def _create_model(self, cfg: Any, model: torch.nn.Module | None) -> torch.nn.Module:
+        if model is None and "type" not in cfg.model:
+            # the default VAC takes the policy's action space unless its config names one
+            model_space = cfg.model.setdefault("action_space", cfg.action_space)
+            if model_space != cfg.action_space:
+                raise ConfigError(
+                    f"policy.action_space={cfg.action_space!r} but policy.model.action_space="
+                    f"{model_space!r}; set both to the same value."
+                )
+        if cfg.obs_norm:
+            if cfg.model.get("obs_shape") is None:
+                raise ConfigError(
+                    "policy.obs_norm=True needs policy.model.obs_shape (the observation shape)."
+                )
+            self._obs_norm = ObsNormalizer(cfg.model.obs_shape)
+        return super()._create_model(cfg, model)
+
+    @property
+    def _continuous(self) -> bool:
+        return self.action_space == "continuous"
+
+    def _normalize(self, obs: torch.Tensor) -> torch.Tensor:
+        return obs if self._obs_norm is None else self._obs_norm.normalize(obs)
+
+    def _model_state(self, model: torch.nn.Module) -> dict[str, Any]:
+        """The model's state dict, plus the observation statistics when ``obs_norm`` is on."""
+        state = model.state_dict()
+        if self._obs_norm is not None:
+            state = {**state, **self._obs_norm.state_dict()}
+        return state
+
+    def _load_model_state(self, model: torch.nn.Module, state: dict[str, Any]) -> None:
+        model_state, norm_state = split_state(state)
+        if self._obs_norm is not None:
+            if not norm_state:
+                raise ConfigError(
+                    "policy.obs_norm=True but the state dict has no obs_norm statistics (saved with "
+                    "obs_norm=False?): load a checkpoint trained with obs_norm=True, or set it False."
+                )
+            self._obs_norm.load_state_dict(norm_state)
+        elif norm_state:
+            raise ConfigError(
+                "The state dict carries obs_norm statistics but policy.obs_norm=False: set "
+                "policy.obs_norm=True to use the weights as they were trained."
+            )
+        model.load_state_dict(model_state, strict=True)
 
     # ----- learn ------------------------------------------------------------------------------
     def _init_learn(self) -> None:
@@ -110,6 +174,8 @@ class PPOPolicy(Policy):
                 if isinstance(module, torch.nn.Linear):
                     torch.nn.init.orthogonal_(module.weight)
                     torch.nn.init.zeros_(module.bias)
+            if self._continuous:
+                _continuous_param_init(self._model)
         self._learn_model = self._model
         self._optimizer = make_adam(self._model.parameters(), learn.learning_rate)
         self._lr_scheduler = None
@@ -129,11 +195,14 @@ class PPOPolicy(Policy):
     def _forward_learn(self, data: Any) -> dict[str, Any]:
         learn = self._cfg.learn
         batch = to_tensor_batch(data, self._device)
-        obs, action, reward = batch["obs"], batch["action"].reshape(-1), batch["reward"].reshape(-1)
+        raw_obs, reward = batch["obs"], batch["reward"].reshape(-1)
+        n = len(raw_obs)
+        action = batch["action"].reshape(n, -1) if self._continuous else batch["action"].reshape(-1)
+        # the statistics the collector used: they change only after this call's training
+        obs, next_obs = self._normalize(raw_obs), self._normalize(batch["next_obs"])
         done = torch.zeros_like(reward) if learn.ignore_done else batch["done"].reshape(-1)
         traj_flag = batch.get("traj_flag")
         logit_old = batch["logit"]
-        n = len(obs)
         model = self._learn_model
         if not model.training:
             model.train()
@@ -144,7 +213,7 @@ class PPOPolicy(Policy):
                 with torch.no_grad():
                     scale = rms.std if rms is not None else 1.0
                     value = model(obs, "compute_critic")["value"] * scale
-                    next_value = model(batch["next_obs"], "compute_critic")["value"] * scale
+                    next_value = model(next_obs, "compute_critic")["value"] * scale
                     adv = gae(
                         gae_data(value, next_value, reward, done, traj_flag), self._gamma, self._gae_lambda
                     )
@@ -161,7 +230,7 @@ class PPOPolicy(Policy):
                 logs.append(
                     self._train_minibatch(
                         obs[index],
-                        logit_old[index],
+                        _rows(logit_old, index),
                         action[index],
                         value_old[index],
                         adv[index],
@@ -170,6 +239,8 @@ class PPOPolicy(Policy):
                 )
         if self._lr_scheduler is not None:
             self._lr_scheduler.step()
+        if self._obs_norm is not None:
+            self._obs_norm.update(raw_obs)
         stats = np.mean(np.asarray(logs), axis=0)
         out = dict(zip(_LOG_KEYS, stats.tolist()))
         out["cur_lr"] = self._optimizer.param_groups[0]["lr"]
@@ -180,7 +251,8 @@ class PPOPolicy(Policy):
         if learn.adv_norm:
             adv = (adv - adv.mean()) / (adv.std() + 1e-8) if len(adv) > 1 else adv - adv.mean()
         output = self._learn_model(obs, "compute_actor_critic")
-        loss, info = ppo_error(
+        error = ppo_error_continuous if self._continuous else ppo_error
+        loss, info = error(
             ppo_data(output["logit"], logit_old, action, output["value"], value_old, adv, return_, None),
             learn.clip_ratio,
         )
@@ -214,13 +286,15 @@ class PPOPolicy(Policy):
         return ["cur_lr", *_LOG_KEYS]
 
     def _state_dict_learn(self) -> dict[str, Any]:
-        state = {"model": self._learn_model.state_dict(), "optimizer": self._optimizer.state_dict()}
+        state = {"model": self._model_state(self._learn_model), "optimizer": self._optimizer.state_dict()}
         if self._running_mean_std is not None:
             state["value_norm"] = self._running_mean_std.state_dict()
         return state
 
     def _load_state_dict_learn(self, state_dict: dict[str, Any]) -> None:
-        super()._load_state_dict_learn(state_dict)
+        self._load_model_state(self._learn_model, state_dict["model"])
+        if "optimizer" in state_dict:  # the base class loads the optimizer (and the model once more)
+            super()._load_state_dict_learn({**state_dict, "model": self._learn_model.state_dict()})
         if self._running_mean_std is not None and "value_norm" in state_dict:
             self._running_mean_std.load_state_dict(state_dict["value_norm"])
 
@@ -237,8 +311,20 @@ class PPOPolicy(Policy):
         model = self._collect_model
         if model.training:  # the learner shares this model and leaves it in train mode
             model.eval()
-        output = model(torch.from_numpy(obs).to(self._device), "compute_actor_critic")
+        output = model(self._normalize(torch.from_numpy(obs).to(self._device)), "compute_actor_critic")
         logit = output["logit"]
+        if self._continuous:
+            mu, sigma = logit["mu"], logit["sigma"]
+            actions = (mu + sigma * torch.randn_like(mu)).cpu().numpy()
+            mus, sigmas, values = mu.cpu().numpy(), sigma.cpu().numpy(), output["value"].cpu().tolist()
+            return {
+                env_id: {
+                    "action": actions[i],
+                    "logit": {"mu": mus[i], "sigma": sigmas[i]},
+                    "value": values[i],
+                }
+                for i, env_id in enumerate(env_ids)
+            }
         actions = torch.multinomial(torch.softmax(logit, dim=-1), 1).squeeze(-1).tolist()
         logits, values = logit.cpu().numpy(), output["value"].cpu().tolist()
         return {
@@ -274,7 +360,8 @@ class PPOPolicy(Policy):
         else:
             with torch.inference_mode():
                 next_obs = torch.as_tensor(np.asarray(last["next_obs"], dtype=np.float32)).unsqueeze(0)
-                last_value = self._collect_model(next_obs.to(self._device), "compute_critic")["value"].cpu()
+                next_obs = self._normalize(next_obs.to(self._device))
+                last_value = self._collect_model(next_obs, "compute_critic")["value"].cpu()
         rms = getattr(self, "_running_mean_std", None)
         scale = rms.std if rms is not None else 1.0
         next_value = torch.cat([value[1:], last_value.reshape(1)]) * scale
@@ -298,9 +385,26 @@ class PPOPolicy(Policy):
         env_ids, obs = obs_batch(data)
         if self._eval_model.training:
             self._eval_model.eval()
-        logit = self._eval_model(torch.from_numpy(obs).to(self._device), "compute_actor")["logit"]
+        obs_t = self._normalize(torch.from_numpy(obs).to(self._device))
+        logit = self._eval_model(obs_t, "compute_actor")["logit"]
+        if self._continuous:  # the Gaussian's mean
+            mus = logit["mu"].cpu().numpy()
+            return {env_id: {"action": mus[i]} for i, env_id in enumerate(env_ids)}
         actions, logits = logit.argmax(-1).tolist(), logit.cpu().numpy()
         return {env_id: {"action": a, "logit": lg} for env_id, a, lg in zip(env_ids, actions, logits)}
+
+    # ----- state dicts: the model plus the observation statistics ---------------------------------
+    def _state_dict_collect(self) -> dict[str, Any]:
+        return {"model": self._model_state(self._collect_model)}
+
+    def _load_state_dict_collect(self, state_dict: dict[str, Any]) -> None:
+        self._load_model_state(self._collect_model, state_dict["model"])
+
+    def _state_dict_eval(self) -> dict[str, Any]:
+        return {"model": self._model_state(self._eval_model)}
+
+    def _load_state_dict_eval(self, state_dict: dict[str, Any]) -> None:
+        self._load_model_state(self._eval_model, state_dict["model"])
 
 
 _LOG_KEYS = (
@@ -315,6 +419,30 @@ _LOG_KEYS = (
     "approx_kl",
     "clipfrac",
 )
+
+
+def _rows(x: Any, index: torch.Tensor) -> Any:
+    """``x[index]`` for a tensor or a dict of tensors (a Gaussian's ``{'mu', 'sigma'}``)."""
+    return {k: v[index] for k, v in x.items()} if isinstance(x, dict) else x[index]
+
+
+def _continuous_param_init(model: torch.nn.Module) -> None:
+    """DI-engine's extra init for Gaussian actors: log std -0.5, orthogonal gain sqrt(2) in actor and
+    critic, then the actor's layers scaled by 0.01 so that the first actions have mean near 0
+    (Andrychowicz et al. 2020, arXiv:2006.05990)."""
+    head = getattr(model, "actor_head", None)
+    if head is not None and hasattr(head, "log_sigma_param"):
+        torch.nn.init.constant_(head.log_sigma_param, -0.5)
+    if not (hasattr(model, "actor") and hasattr(model, "critic")):
+        return
+    for module in list(model.critic.modules()) + list(model.actor.modules()):
+        if isinstance(module, torch.nn.Linear):
+            torch.nn.init.orthogonal_(module.weight, gain=float(np.sqrt(2)))
+            torch.nn.init.zeros_(module.bias)
+    with torch.no_grad():
+        for module in model.actor.modules():
+            if isinstance(module, torch.nn.Linear):
+                module.weight.mul_(0.01)
 
 
 def _minibatches(n: int, batch_size: int, generator: torch.Generator) -> list[torch.Tensor]:
@@ -332,10 +460,10 @@ def _minibatches(n: int, batch_size: int, generator: torch.Generator) -> list[to
 def _check_supported(cfg: dict) -> None:
     """Refuse the DI-engine PPO options ding_ray does not implement yet, by name."""
     get = cfg.get
-    if get("action_space", "discrete") != "discrete":
+    if get("action_space", "discrete") not in _ACTION_SPACES:
         raise ConfigError(
-            f"policy.action_space={get('action_space')!r} is not supported yet: ding_ray's PPO has "
-            "discrete (categorical) actions only. Use a Discrete action space and action_space='discrete'."
+            f"policy.action_space={get('action_space')!r} is not supported: ding_ray's PPO takes "
+            f"{list(_ACTION_SPACES)} (DI-engine's 'hybrid' is not supported yet)."
         )
     for key in ("nstep_return", "multi_agent", "priority", "priority_IS_weight"):
         if get(key):

@@ -1,7 +1,8 @@
-"""PPO's clipped objectives for categorical policies (Schulman et al., 2017, arXiv:1707.06347).
+"""PPO's clipped objectives (Schulman et al., 2017, arXiv:1707.06347).
 
 Names follow DI-engine: ``ppo_error`` takes a ``ppo_data`` and returns ``(ppo_loss, ppo_info)``;
-``ppo_policy_error`` and ``ppo_value_error`` are its two halves.
+``ppo_policy_error`` and ``ppo_value_error`` are its two halves. The ``*_continuous`` forms take
+diagonal Gaussians (``{'mu', 'sigma'}`` dicts) where the others take categorical logits.
 """
 
 from __future__ import annotations
@@ -38,10 +39,35 @@ def ppo_policy_error(
     ``|r - 1| > clip_ratio``. Both are Python floats, for logging.
     """
     logit_new, logit_old, action, adv, weight = data
-    if dual_clip is not None and dual_clip <= 1.0:
-        raise ValueError(f"dual_clip must be greater than 1 (or None), got {dual_clip}.")
     dist_new = torch.distributions.Categorical(logits=logit_new)
     dist_old = torch.distributions.Categorical(logits=logit_old)
+    return _clipped_surrogate(dist_new, dist_old, action, adv, weight, clip_ratio, dual_clip)
+
+
+def ppo_policy_error_continuous(
+    data: ppo_policy_data, clip_ratio: float = 0.2, dual_clip: float | None = None
+) -> tuple[ppo_policy_loss, ppo_info]:
+    """``ppo_policy_error`` for a diagonal Gaussian policy: ``logit_new`` / ``logit_old`` are
+    ``{'mu': [B, A], 'sigma': [B, A]}``, ``action`` [B, A] the sampled (unclipped) actions. The
+    log-probability and the entropy are sums over the action dimensions."""
+    logit_new, logit_old, action, adv, weight = data
+    dist_new = _gaussian(logit_new)
+    dist_old = _gaussian(logit_old)
+    if action.dim() == 1:
+        action = action.unsqueeze(-1)
+    return _clipped_surrogate(dist_new, dist_old, action, adv, weight, clip_ratio, dual_clip)
+
+
+def _gaussian(logit: dict) -> torch.distributions.Distribution:
+    mu, sigma = logit["mu"], logit["sigma"]
+    if mu.dim() == 1:  # one action dimension stored without its axis
+        mu, sigma = mu.unsqueeze(-1), sigma.unsqueeze(-1)
+    return torch.distributions.Independent(torch.distributions.Normal(mu, sigma), 1)
+
+
+def _clipped_surrogate(dist_new, dist_old, action, adv, weight, clip_ratio, dual_clip):
+    if dual_clip is not None and dual_clip <= 1.0:
+        raise ValueError(f"dual_clip must be greater than 1 (or None), got {dual_clip}.")
     logp_new = dist_new.log_prob(action)
     logp_old = dist_old.log_prob(action)
     entropy_loss = _weighted_mean(dist_new.entropy(), weight)
@@ -78,6 +104,20 @@ def ppo_error(
     (``policy_loss + value_weight * value_loss - entropy_weight * entropy_loss``)."""
     logit_new, logit_old, action, value_new, value_old, adv, return_, weight = data
     policy, info = ppo_policy_error(
+        ppo_policy_data(logit_new, logit_old, action, adv, weight), clip_ratio, dual_clip
+    )
+    value_loss = ppo_value_error(
+        ppo_value_data(value_new, value_old, return_, weight), clip_ratio, use_value_clip
+    )
+    return ppo_loss(policy.policy_loss, value_loss, policy.entropy_loss), info
+
+
+def ppo_error_continuous(
+    data: ppo_data, clip_ratio: float = 0.2, use_value_clip: bool = True, dual_clip: float | None = None
+) -> tuple[ppo_loss, ppo_info]:
+    """``ppo_error`` for a diagonal Gaussian policy (``logit_*`` are ``{'mu', 'sigma'}`` dicts)."""
+    logit_new, logit_old, action, value_new, value_old, adv, return_, weight = data
+    policy, info = ppo_policy_error_continuous(
         ppo_policy_data(logit_new, logit_old, action, adv, weight), clip_ratio, dual_clip
     )
     value_loss = ppo_value_error(

@@ -1,5 +1,7 @@
 """VAC: the modes return what their layers compute; shared and separate encoders; bad kwargs."""
 
+import math
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -70,7 +72,49 @@ def test_bad_mode_action_space_and_kwarg():
     net = VAC(4, 2)
     with pytest.raises(ValueError, match="compute_actor_critic"):
         net(torch.zeros(1, 4), "compute_q")
-    with pytest.raises(ConfigError, match="discrete"):
-        VAC(4, 2, action_space="continuous")
+    with pytest.raises(ConfigError, match="continuous"):
+        VAC(4, 2, action_space="hybrid")
+    with pytest.raises(ConfigError, match="sigma_type"):
+        VAC(4, 2, action_space="continuous", sigma_type="happo")
+    with pytest.raises(ConfigError, match="bound_type"):
+        VAC(4, 2, action_space="continuous", bound_type="sigmoid")
     with pytest.raises(ConfigError, match="critic_head_hidden_size"):
         create_model(dict(type="vac", obs_shape=4, action_shape=2, critic_head_hiden_size=3))
+
+
+def test_continuous_gaussian_head_written_out():
+    torch.manual_seed(0)
+    net = VAC(
+        3,
+        2,
+        action_space="continuous",
+        encoder_hidden_size_list=[16, 8],
+        actor_head_layer_num=0,
+        critic_head_layer_num=0,
+        bound_type="tanh",
+    )
+    p = dict(net.named_parameters())
+    with torch.no_grad():
+        p["actor_head.log_sigma_param"].copy_(torch.tensor([[0.0, -1.0]]))
+    obs = torch.randn(5, 3)
+    feature = _mlp(obs, p, "encoder.mlp", 2, True)
+    mu = torch.tanh(F.linear(feature, p["actor_head.mu.weight"], p["actor_head.mu.bias"]))
+    out = net(obs, "compute_actor_critic")
+    assert torch.allclose(out["logit"]["mu"], mu)
+    # 'independent' sigma: the same exp(log_sigma_param) for every state
+    assert torch.allclose(out["logit"]["sigma"], torch.tensor([[1.0, math.exp(-1.0)]]).expand(5, 2))
+    assert out["value"].shape == (5,)
+    assert torch.allclose(net(obs, "compute_actor")["logit"]["mu"], mu)
+
+
+def test_continuous_conditioned_and_fixed_sigma():
+    net = VAC(3, 2, action_space="continuous", sigma_type="conditioned", actor_head_hidden_size=16)
+    out = net(torch.randn(4, 3), "compute_actor")["logit"]
+    assert out["sigma"].shape == (4, 2) and (out["sigma"] > 0).all()
+    assert "actor_head.log_sigma_layer.weight" in net.state_dict()
+    assert len(net.actor_head.main.layers) == 1  # actor_head_layer_num=1 hidden layer, then mu
+    fixed = VAC(3, 2, action_space="continuous", sigma_type="fixed", fixed_sigma_value=0.3)
+    assert torch.allclose(
+        fixed(torch.randn(4, 3), "compute_actor")["logit"]["sigma"], torch.full((4, 2), 0.3)
+    )
+    assert not any("sigma" in k for k in fixed.state_dict())  # nothing learned, nothing saved

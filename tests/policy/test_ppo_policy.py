@@ -141,8 +141,10 @@ def test_defaults_and_unsupported_options():
     policy = PPOPolicy(dict(model=MODEL), enable_field=["eval"])
     assert policy.cfg.on_policy is True and policy.default_collector_type == "sample"
     assert policy.default_model()[0] == "vac"
-    with pytest.raises(ConfigError, match="discrete"):
-        PPOPolicy(dict(model=MODEL, action_space="continuous"))
+    with pytest.raises(ConfigError, match="hybrid"):
+        PPOPolicy(dict(model=MODEL, action_space="hybrid"))
+    with pytest.raises(ConfigError, match="set both"):
+        PPOPolicy(dict(model=dict(MODEL, action_space="discrete"), action_space="continuous"))
     with pytest.raises(ConfigError, match="unroll_len"):
         PPOPolicy(dict(model=MODEL, collect=dict(unroll_len=4)))
     with pytest.raises(ConfigError, match="grad_clip_type"):
