@@ -3,6 +3,7 @@
 from ding_ray.policy.base import CommandModePolicy, Policy, create_policy, get_policy_cls
 from ding_ray.policy.dqn import DQNPolicy
 from ding_ray.policy.ppo import PPOPolicy
+from ding_ray.policy.sac import SACPolicy
 from ding_ray.utils.registry import POLICY_REGISTRY
 
 __all__ = [
@@ -11,6 +12,7 @@ __all__ = [
     "DQNPolicy",
     "PPOPolicy",
     "Policy",
+    "SACPolicy",
     "create_policy",
     "get_policy_cls",
 ]

@@ -1,0 +1,158 @@
+"""SACPolicy: output shapes, a learn step, the temperature, state dicts, refused configs."""
+
+import io
+
+import numpy as np
+import pytest
+import torch
+
+from ding_ray.envs import BaseEnvTimestep
+from ding_ray.errors import ConfigError, EnvError
+from ding_ray.policy import SACPolicy, create_policy
+
+MODEL = dict(obs_shape=3, action_shape=2, actor_head_hidden_size=16, critic_head_hidden_size=16)
+
+
+def make(**overrides):
+    torch.manual_seed(0)
+    cfg = dict(type="sac", model=dict(MODEL), learn=dict(batch_size=8))
+    for key, value in overrides.items():
+        if isinstance(value, dict):
+            cfg.setdefault(key, {}).update(value)
+        else:
+            cfg[key] = value
+    return create_policy(cfg, enable_field=["learn", "collect", "eval"])
+
+
+def batch(n=8, seed=0):
+    rng = np.random.default_rng(seed)
+    return {
+        "obs": rng.normal(size=(n, 3)).astype(np.float32),
+        "next_obs": rng.normal(size=(n, 3)).astype(np.float32),
+        "action": rng.uniform(-1, 1, size=(n, 2)).astype(np.float32),
+        "reward": rng.normal(size=n).astype(np.float32),
+        "done": np.zeros(n, dtype=bool),
+    }
+
+
+def test_defaults_are_di_engine_s():
+    policy = make()
+    assert isinstance(policy, SACPolicy) and policy.action_space == "continuous"
+    cfg = SACPolicy.default_config()
+    assert cfg.learn.learning_rate_q == 3e-4 and cfg.learn.target_theta == 0.005
+    assert cfg.learn.auto_alpha and cfg.learn.log_space and cfg.learn.init_w == 3e-3
+    assert cfg.random_collect_size == 10000 and cfg.other.replay_buffer.replay_buffer_size == 1000000
+    assert policy._model.twin_critic and len(policy._model.critic) == 2  # twin_critic defaults to True
+    assert policy._target_entropy == -2.0  # -action_dim
+    # init_w: the actor's output layers start within [-3e-3, 3e-3]
+    assert policy._model.actor.mu.weight.abs().max().item() <= 3e-3
+
+
+def test_collect_samples_in_minus_one_one_and_eval_is_tanh_mu():
+    policy = make()
+    obs = {0: np.zeros(3, np.float32), 5: np.ones(3, np.float32)}
+    out = policy.collect_mode.forward(obs)
+    assert sorted(out) == [0, 5]
+    for o in out.values():
+        assert o["action"].shape == (2,) and o["action"].dtype == np.float32
+        assert np.all(np.abs(o["action"]) < 1) and len(o["logit"]) == 2
+    samples = np.stack([policy.collect_mode.forward(obs)[0]["action"] for _ in range(50)])
+    assert samples.std(0).min() > 0.2  # sigma starts near 1: exploration
+    evaluated = policy.eval_mode.forward(obs)
+    mu = evaluated[5]["logit"][0]
+    assert np.allclose(evaluated[5]["action"], np.tanh(mu), atol=1e-6)
+    assert np.array_equal(policy.eval_mode.forward(obs)[5]["action"], evaluated[5]["action"])
+
+
+def test_process_transition_marks_only_real_terminations():
+    policy = make()
+    obs, out = np.zeros(3, np.float32), {"action": np.zeros(2, np.float32)}
+    truncated = BaseEnvTimestep(np.ones(3), -1.0, True, {"truncated": True})
+    terminated = BaseEnvTimestep(np.ones(3), -1.0, True, {"truncated": False})
+    assert policy.collect_mode.process_transition(obs, out, truncated)["done"] is False
+    assert policy.collect_mode.process_transition(obs, out, terminated)["done"] is True
+    transitions = [policy.collect_mode.process_transition(obs, out, terminated)]
+    assert policy.collect_mode.get_train_sample(transitions) == transitions
+
+
+def test_learn_step_changes_actor_and_critics_and_moves_targets_by_theta():
+    policy = make()
+    before = {k: v.clone() for k, v in policy._model.state_dict().items()}
+    target_before = {k: v.clone() for k, v in policy._target_model.state_dict().items()}
+    out = policy.learn_mode.forward(batch())
+    for key in ("critic_loss", "policy_loss", "alpha_loss", "alpha", "target_q_value", "total_loss"):
+        assert np.isfinite(out[key]), key
+    after = policy._model.state_dict()
+    for name in (
+        "actor.mu.weight",
+        "actor.trunk.layers.0.weight",
+        "critic.0.layers.0.weight",
+        "critic.1.layers.2.bias",
+    ):
+        assert not torch.equal(before[name], after[name]), name
+    name = "critic.0.layers.0.weight"
+    expected = target_before[name] + 0.005 * (after[name] - target_before[name])
+    assert torch.allclose(policy._target_model.state_dict()[name], expected, atol=1e-7)
+    assert set(policy.learn_mode.monitor_vars()) >= {"critic_loss", "policy_loss", "alpha", "cur_lr_q"}
+
+
+def test_alpha_adapts_toward_the_target_entropy():
+    # With a target entropy far above what a near-deterministic policy has, alpha must grow;
+    # far below, it must shrink.
+    up = make(learn=dict(target_entropy=10.0, learning_rate_alpha=0.01))
+    down = make(learn=dict(target_entropy=-10.0, learning_rate_alpha=0.01))
+    for _ in range(5):
+        up_out = up.learn_mode.forward(batch())
+        down_out = down.learn_mode.forward(batch())
+    assert up_out["alpha"] > 0.2 > down_out["alpha"]
+    fixed = make(learn=dict(auto_alpha=False, alpha=0.3))
+    for _ in range(3):
+        assert fixed.learn_mode.forward(batch())["alpha"] == pytest.approx(0.3)
+    linear = make(learn=dict(log_space=False, target_entropy=-10.0, learning_rate_alpha=0.01))
+    assert linear.learn_mode.forward(batch())["alpha"] < 0.2
+
+
+def test_state_dict_round_trip_with_weights_only():
+    trained = make()
+    for i in range(3):
+        trained.learn_mode.forward(batch(seed=i))
+    buffer = io.BytesIO()
+    torch.save(trained.learn_mode.state_dict(), buffer)
+    buffer.seek(0)
+    state = torch.load(buffer, weights_only=True)
+    fresh = make()
+    fresh.learn_mode.load_state_dict(state)
+    assert fresh._alpha.item() == pytest.approx(trained._alpha.item())
+    obs = {0: np.ones(3, np.float32)}
+    assert np.array_equal(
+        fresh.eval_mode.forward(obs)[0]["action"], trained.eval_mode.forward(obs)[0]["action"]
+    )
+    for a, b in zip(fresh._target_model.parameters(), trained._target_model.parameters()):
+        assert torch.equal(a, b)
+    # the next step is the same in both (same optimizer moments, alpha and targets)
+    torch.manual_seed(7)
+    out_trained = trained.learn_mode.forward(batch(seed=9))
+    torch.manual_seed(7)
+    out_fresh = fresh.learn_mode.forward(batch(seed=9))
+    assert out_fresh["critic_loss"] == pytest.approx(out_trained["critic_loss"], rel=1e-5)
+    assert out_fresh["alpha"] == pytest.approx(out_trained["alpha"], rel=1e-6)
+
+
+def test_priority_is_reported_when_asked():
+    out = make(priority=True).learn_mode.forward(batch())
+    assert out["priority"].shape == (8,) and np.all(out["priority"] >= 0)
+
+
+def test_unsupported_configs_and_spaces_are_refused_by_name():
+    with pytest.raises(ConfigError, match="multi_agent=True"):
+        make(multi_agent=True)
+    with pytest.raises(ConfigError, match="unroll_len=2"):
+        make(collect=dict(unroll_len=2))
+    with pytest.raises(ConfigError, match="learning_rate_q"):
+        make(learn=dict(learning_rate=1e-3))
+    policy = make()
+    with pytest.raises(EnvError, match="continuous action space.*discrete"):
+        policy.check_spaces((3,), "discrete", 2)
+    with pytest.raises(EnvError, match="action_shape=1"):
+        policy.check_spaces((3,), "continuous", 1)
+    policy.check_spaces((3,), "continuous", 2)
