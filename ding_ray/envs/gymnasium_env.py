@@ -75,6 +75,9 @@ class GymnasiumEnv:
         stop_value=None,  # evaluation mean return that ends training; None: never stop early
         max_episode_steps=None,  # override the env's time limit
         replay_path=None,  # folder for videos of evaluation episodes (needs moviepy)
+        # Box actions: the policy acts in [-1, 1] (SAC's tanh) and the env maps that affinely onto
+        # [low, high]; random actions are then drawn in [-1, 1] too (DI-engine's dizoo option)
+        act_scale=False,
         kwargs=dict(),  # extra keyword arguments of gymnasium.make
     )
 
@@ -97,7 +100,19 @@ class GymnasiumEnv:
         self.observation_space = one_hot_space(raw_space)
         self.action_space = self._env.action_space
         self._discrete = isinstance(self.action_space, gym.spaces.Discrete)
+        self._act_scale = self._scale_of(self.action_space) if cfg.act_scale else None
         self._episode_return = 0.0
+
+    @staticmethod
+    def _scale_of(space: gym.Space) -> tuple[np.ndarray, np.ndarray]:
+        """``(center, half width)`` of a bounded Box, for ``env.act_scale``."""
+        if not isinstance(space, gym.spaces.Box) or not space.is_bounded():
+            raise EnvError(
+                f"env.act_scale=True needs a bounded Box action space, but the env's is {space}. "
+                "Set act_scale=False."
+            )
+        low, high = space.low.astype(np.float64), space.high.astype(np.float64)
+        return (high + low) / 2, (high - low) / 2
 
     def _observe(self, obs: Any) -> np.ndarray:
         if self._obs_n is None:
@@ -130,6 +145,10 @@ class GymnasiumEnv:
     def step(self, action: Any) -> BaseEnvTimestep:
         if self._discrete:
             action = int(action)
+        elif self._act_scale is not None:
+            center, half = self._act_scale
+            unit = np.clip(np.asarray(action, dtype=np.float64).reshape(center.shape), -1.0, 1.0)
+            action = (center + half * unit).astype(self.action_space.dtype)
         obs, reward, terminated, truncated, info = self._env.step(action)
         self._episode_return += reward
         done = terminated or truncated
@@ -139,6 +158,9 @@ class GymnasiumEnv:
         return BaseEnvTimestep(self._observe(obs), float(reward), bool(done), info)
 
     def random_action(self) -> Any:
+        if self._act_scale is not None:  # in the policy's units, as the replay buffer stores them
+            unit = self.action_space.np_random.uniform(-1.0, 1.0, self.action_space.shape)
+            return unit.astype(self.action_space.dtype)
         return self.action_space.sample()
 
     def enable_save_replay(self, replay_path: str) -> None:
@@ -205,7 +227,7 @@ class DingEnvWrapper(GymnasiumEnv):
                 f"DingEnvWrapper env_wrapper={wrapper!r} is not supported; ding_ray has only 'default'. "
                 "Apply gymnasium wrappers to the env before wrapping it."
             )
-        for key in ("act_scale", "rew_clip"):
+        for key in ("rew_clip",):
             if cfg.pop(key, False):
                 raise EnvError(
                     f"DingEnvWrapper {key}=True is not supported; use a gymnasium wrapper instead."
