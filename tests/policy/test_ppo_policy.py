@@ -161,3 +161,67 @@ def test_a_box_action_space_is_refused_by_name():
         policy.check_spaces((4,), "continuous", 1)
     with pytest.raises(EnvError, match="action_shape=3"):
         policy.check_spaces((4,), "discrete", 3)
+
+
+class GaussianStub(torch.nn.Module):
+    """Actor: mu = obs[0], sigma = 0.5. Critic: V(obs) = obs[1]."""
+
+    def __init__(self):
+        super().__init__()
+        self.scale = torch.nn.Parameter(torch.ones(()))
+
+    def forward(self, obs, mode):
+        mu = obs[:, :1] * self.scale
+        return {"logit": {"mu": mu, "sigma": torch.full_like(mu, 0.5)}, "value": obs[:, 1] * self.scale}
+
+
+def test_continuous_collect_samples_the_gaussian_unclipped_and_eval_takes_the_mean():
+    torch.manual_seed(0)
+    cfg = dict(action_space="continuous", model=dict(MODEL, action_shape=1))
+    policy = PPOPolicy(cfg, model=GaussianStub(), enable_field=["collect", "eval"])
+    obs = {i: np.array([3.0, 7.0, 0, 0], np.float32) for i in range(4000)}
+    out = policy.collect_mode.forward(obs)
+    actions = np.stack([o["action"] for o in out.values()])
+    assert actions.shape == (4000, 1) and actions.dtype == np.float32
+    assert abs(actions.mean() - 3.0) < 0.03 and abs(actions.std() - 0.5) < 0.03
+    assert actions.max() > 4.0  # nothing clipped: an env bounded at 2 would clip, not the policy
+    assert out[0]["logit"]["mu"] == pytest.approx([3.0]) and out[0]["logit"]["sigma"] == pytest.approx([0.5])
+    assert out[0]["value"] == pytest.approx(7.0)
+    t = policy.collect_mode.process_transition(obs[0], out[0], BaseEnvTimestep(obs[0], -1.0, False, {}))
+    assert t["action"] is out[0]["action"] and set(t["logit"]) == {"mu", "sigma"}
+    assert policy.eval_mode.forward({0: obs[0]})[0]["action"] == pytest.approx([3.0])
+
+
+def continuous_rollout(n=64, seed=0):
+    rng = np.random.default_rng(seed)
+    data = rollout(n, seed)
+    for d in data:
+        d["action"] = rng.normal(size=1).astype(np.float32)
+        d["logit"] = dict(mu=np.zeros(1, np.float32), sigma=np.ones(1, np.float32))
+    return data
+
+
+def test_continuous_learn_trains_and_default_model_follows_the_action_space():
+    torch.manual_seed(0)
+    policy = create_policy(
+        dict(
+            type="ppo",
+            action_space="continuous",
+            model=dict(MODEL, action_shape=1),
+            learn=dict(epoch_per_collect=2, batch_size=16),
+        )
+    )
+    assert policy.cfg.model.action_space == "continuous" and policy.action_space == "continuous"
+    head = policy._model.actor_head
+    # DI-engine's continuous ppo_param_init: log std -0.5, actor layers scaled down by 0.01
+    assert torch.allclose(head.log_sigma_param, torch.full((1, 1), -0.5))
+    assert head.mu.weight.abs().max() < 0.05
+    before = [p.detach().clone() for p in policy._model.parameters()]
+    info = policy.learn_mode.forward(continuous_rollout())
+    assert all(math.isfinite(v) for v in info.values())
+    assert any(not torch.equal(a, b) for a, b in zip(before, policy._model.parameters()))
+    policy.check_spaces((4,), "continuous", 1)  # a Box env fits
+    from ding_ray.errors import EnvError
+
+    with pytest.raises(EnvError, match="continuous action space, but the env's is discrete"):
+        policy.check_spaces((4,), "discrete", 2)
