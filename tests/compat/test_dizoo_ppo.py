@@ -34,3 +34,20 @@ def test_command_policy_type_and_the_wrong_entry(tmp_path):
     assert result["env_steps"] >= 1000 and result["train_iter"] == 4
     with pytest.raises(ConfigError, match="serial_pipeline_onpolicy"):
         serial_pipeline(CARTPOLE_PPO, seed=0)
+
+
+PENDULUM_PPO = os.path.join(os.path.dirname(__file__), "configs", "pendulum_ppo_config.py")
+
+
+def test_pendulum_ppo_config_file_runs_continuous_ppo(tmp_path):
+    """One collect call of n_sample=5000 (10 envs: whole 200-step episodes, 6,000 env steps) and
+    one learn call of 10 epochs; the tanh-bounded Gaussian acts through env.act_scale."""
+    os.chdir(tmp_path)
+    serial_pipeline_onpolicy(PENDULUM_PPO, seed=0, max_env_step=5000)
+    result = json.load(open("pendulum_ppo_seed0/result.json"))
+    assert result["train_iter"] == 1 and result["env_steps"] == 6000, result
+    assert -2000 < result["best_eval_return"] < 0
+    cfg = json.load(open("pendulum_ppo_seed0/total_config.json"))
+    policy = cfg["policy"]
+    assert policy["action_space"] == "continuous" and policy["model"]["bound_type"] == "tanh"
+    assert policy["obs_norm"] is False and cfg["env"]["act_scale"] is True
