@@ -24,8 +24,7 @@ from ding_ray.policy.base import Policy
 from ding_ray.policy.common import check_finite_loss, obs_batch, to_tensor_batch
 from ding_ray.policy.obs_norm import ObsNormalizer, split_state
 from ding_ray.policy.optim import make_adam
-from ding_ray.rl_utils import gae, gae_data, ppo_data, ppo_error
-from ding_ray.rl_utils.ppo import ppo_error_continuous
+from ding_ray.rl_utils import gae, gae_data, ppo_data, ppo_error, ppo_error_continuous
 from ding_ray.utils.registry import POLICY_REGISTRY
 
 _GRAD_CLIP_TYPES = (None, "clip_norm", "clip_value")
