@@ -241,7 +241,7 @@ class PPOPolicy(Policy):
         if self._obs_norm is not None:
             self._obs_norm.update(raw_obs)
         stats = np.mean(np.asarray(logs), axis=0)
-        out = dict(zip(_LOG_KEYS, stats.tolist()))
+        out = dict(zip(self._log_keys, stats.tolist()))
         out["cur_lr"] = self._optimizer.param_groups[0]["lr"]
         return out
 
@@ -279,10 +279,20 @@ class PPOPolicy(Policy):
                 value.max(),
             ]
         ).tolist()
-        return stats + [info.approx_kl, info.clipfrac]
+        stats += [info.approx_kl, info.clipfrac]
+        if self._continuous:  # DI-engine's mu_mean and sigma_mean: is the policy still exploring?
+            stats += [
+                output["logit"]["mu"].detach().mean().item(),
+                output["logit"]["sigma"].detach().mean().item(),
+            ]
+        return stats
 
     def _monitor_vars_learn(self) -> list[str]:
-        return ["cur_lr", *_LOG_KEYS]
+        return ["cur_lr", *self._log_keys]
+
+    @property
+    def _log_keys(self) -> tuple[str, ...]:
+        return (*_LOG_KEYS, "mu_mean", "sigma_mean") if self._continuous else _LOG_KEYS
 
     def _state_dict_learn(self) -> dict[str, Any]:
         state = {"model": self._model_state(self._learn_model), "optimizer": self._optimizer.state_dict()}

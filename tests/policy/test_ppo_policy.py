@@ -219,6 +219,7 @@ def test_continuous_learn_trains_and_default_model_follows_the_action_space():
     before = [p.detach().clone() for p in policy._model.parameters()]
     info = policy.learn_mode.forward(continuous_rollout())
     assert all(math.isfinite(v) for v in info.values())
+    assert set(policy.learn_mode.monitor_vars()) <= set(info) and 0.5 < info["sigma_mean"] < 0.7
     assert any(not torch.equal(a, b) for a, b in zip(before, policy._model.parameters()))
     policy.check_spaces((4,), "continuous", 1)  # a Box env fits
     from ding_ray.errors import EnvError
