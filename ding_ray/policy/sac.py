@@ -164,18 +164,13 @@ class SACPolicy(Policy):
         model, alpha = self._learn_model, self._alpha
         if not model.training:
             model.train()
-        n = len(obs)
-
-        # One actor pass over obs and next_obs: the actor changes only after the critic step, so
-        # its next-state half (held fixed) and its state half (for the policy loss) are the same
-        # numbers DI-engine's two separate passes give.
-        mu, sigma = model.compute_actor(torch.cat([obs, next_obs]))["logit"]
-        sampled, log_prob_all = tanh_gaussian_sample(mu, sigma)
-        new_action, log_prob = sampled[:n], log_prob_all[:n]
-        next_action, next_log_prob = sampled[n:].detach(), log_prob_all[n:].detach()
 
         # ----- critic
         with torch.no_grad():
+            # Two actor passes, as DI-engine: one pass over [obs; next_obs] would also backpropagate
+            # (zeros) through the next-state half, twice the backward work of the actor.
+            next_mu, next_sigma = model.compute_actor(next_obs)["logit"]
+            next_action, next_log_prob = tanh_gaussian_sample(next_mu, next_sigma)
             next_q = self._target_model.compute_critic({"obs": next_obs, "action": next_action})["q_value"]
             q_target = soft_q_target(next_q, next_log_prob, reward, done, self._gamma, alpha)
         q_value = model.compute_critic({"obs": obs, "action": action})["q_value"]
@@ -185,7 +180,9 @@ class SACPolicy(Policy):
         critic_loss.backward()
         self._optimizer_q.step()
 
-        # ----- actor: the critics just updated judge the fresh actions; their weights stay put
+        # ----- actor: the critics just updated judge fresh actions; their weights stay put
+        mu, sigma = model.compute_actor(obs)["logit"]
+        new_action, log_prob = tanh_gaussian_sample(mu, sigma)
         for p in self._critic_params:
             p.requires_grad_(False)
         q_new = model.compute_critic({"obs": obs, "action": new_action})["q_value"]
