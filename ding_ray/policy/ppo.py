@@ -119,7 +119,7 @@ class PPOPolicy(Policy):
         super().__init__(cfg, model, enable_field)
 
     def _create_model(self, cfg: Any, model: torch.nn.Module | None) -> torch.nn.Module:
-        if model is None and "type" not in cfg.model:
+        if model is None and cfg.model.get("type", "vac") == "vac":
             # the default VAC takes the policy's action space unless its config names one
             model_space = cfg.model.setdefault("action_space", cfg.action_space)
             if model_space != cfg.action_space:

@@ -145,6 +145,10 @@ def test_defaults_and_unsupported_options():
         PPOPolicy(dict(model=MODEL, action_space="hybrid"))
     with pytest.raises(ConfigError, match="set both"):
         PPOPolicy(dict(model=dict(MODEL, action_space="discrete"), action_space="continuous"))
+    with pytest.raises(ConfigError, match="set both"):
+        PPOPolicy(dict(model=dict(MODEL, type="vac", action_space="continuous")))
+    named = PPOPolicy(dict(model=dict(MODEL, type="vac", action_shape=1), action_space="continuous"))
+    assert named._model.action_space == "continuous"
     with pytest.raises(ConfigError, match="unroll_len"):
         PPOPolicy(dict(model=MODEL, collect=dict(unroll_len=4)))
     with pytest.raises(ConfigError, match="grad_clip_type"):
