@@ -50,3 +50,12 @@ def test_pendulum_sac_learns_well_above_random(tmp_path):
     assert result["stop"] and result["best_eval_return"] >= -600, result
     # one gradient step per env step after the random_collect_size=1000 random steps
     assert result["train_iter"] == result["env_steps"] - 1000
+
+
+def test_sac_on_a_discrete_action_space_is_refused_by_name(tmp_path):
+    os.chdir(tmp_path)
+    cfg = copy.deepcopy(main_config)
+    cfg["env"] = dict(env_id="CartPole-v1", collector_env_num=1, evaluator_env_num=1)
+    cfg["policy"]["model"] = dict()
+    with pytest.raises(EnvError, match="SACPolicy needs a continuous action space.*discrete"):
+        serial_pipeline((cfg, create_config), seed=0, max_env_step=100)
