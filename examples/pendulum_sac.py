@@ -10,6 +10,7 @@ onto Pendulum's torque range [-2, 2] (DI-engine's pendulum env does the same). R
 """
 
 import argparse
+import glob
 import json
 import os
 
@@ -73,5 +74,7 @@ if __name__ == "__main__":
     args = parser.parse_args()
     main_config["exp_name"] = f"pendulum_sac_seed{args.seed}"
     serial_pipeline((main_config, create_config), seed=args.seed, max_env_step=args.max_env_step)
-    with open(os.path.join(main_config["exp_name"], "result.json")) as f:
+    # an existing folder is kept and the run writes to "<exp_name>_<date>_<time>": read the newest
+    result = max(glob.glob(main_config["exp_name"] + "*/result.json"), key=os.path.getmtime)
+    with open(result) as f:
         print(json.dumps(json.load(f)))
