@@ -7,6 +7,8 @@ import time
 from functools import partial
 from typing import Any
 
+import gymnasium as gym
+import numpy as np
 import torch
 from easydict import EasyDict
 from tensorboardX import SummaryWriter
@@ -18,6 +20,7 @@ from ding_ray.envs import create_env_manager, get_vec_env_setting, space_info
 from ding_ray.errors import ConfigError
 from ding_ray.policy import create_policy
 from ding_ray.rl_utils import get_epsilon_greedy_fn
+from ding_ray.utils.registry import POLICY_REGISTRY
 from ding_ray.utils.runtime import set_pkg_seed, set_torch_threads, setup_logging
 from ding_ray.worker import (
     BaseLearner,
@@ -28,13 +31,27 @@ from ding_ray.worker import (
 
 
 def fill_model_shapes(cfg: EasyDict, observation_space: Any, action_space: Any) -> None:
-    """Take ``obs_shape`` / ``action_shape`` from the env when the config leaves them out."""
+    """Take ``obs_shape`` / ``action_shape`` from the env when the config leaves them out, and
+    check that a policy whose actions lie in [-1, 1] can reach the whole of the env's action range."""
     model = cfg.policy.model
     if model.get("obs_shape") is None:
         shape = tuple(observation_space.shape)
         model.obs_shape = shape[0] if len(shape) == 1 else list(shape)
     if model.get("action_shape") is None:
         model.action_shape = space_info(action_space)[1]
+    _check_action_scale(cfg, action_space)
+
+
+def _check_action_scale(cfg: EasyDict, action_space: Any) -> None:
+    squashed = getattr(POLICY_REGISTRY.get(cfg.policy.type), "squashed_actions", False)
+    if not squashed or cfg.env.get("act_scale") or not isinstance(action_space, gym.spaces.Box):
+        return
+    if np.any(action_space.low != -1.0) or np.any(action_space.high != 1.0):
+        raise ConfigError(
+            f"policy '{cfg.policy.type}' acts in [-1, 1] but the env's actions range over "
+            f"[{action_space.low.min()}, {action_space.high.max()}]: set env.act_scale=True to map "
+            "[-1, 1] onto the env's bounds (dizoo's configs do), or the policy never uses the rest."
+        )
 
 
 def build_envs(cfg: EasyDict, dynamic_seed: bool = True, env_setting: Any = None):

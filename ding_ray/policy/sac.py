@@ -49,6 +49,7 @@ class SACPolicy(Policy):
     """
 
     action_space = "continuous"
+    squashed_actions = True  # actions in [-1, 1]: a wider Box needs env.act_scale=True
     config = dict(
         type="sac",
         on_policy=False,

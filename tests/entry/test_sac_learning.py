@@ -59,3 +59,14 @@ def test_sac_on_a_discrete_action_space_is_refused_by_name(tmp_path):
     cfg["policy"]["model"] = dict()
     with pytest.raises(EnvError, match="SACPolicy needs a continuous action space.*discrete"):
         serial_pipeline((cfg, create_config), seed=0, max_env_step=100)
+
+
+def test_sac_on_a_wider_box_without_act_scale_is_a_clear_error(tmp_path):
+    """Without env.act_scale SAC's [-1, 1] actions would reach only half of Pendulum's torque."""
+    from ding_ray.config import ConfigError
+
+    os.chdir(tmp_path)
+    cfg = copy.deepcopy(main_config)
+    cfg["env"]["act_scale"] = False
+    with pytest.raises(ConfigError, match="env.act_scale=True"):
+        serial_pipeline((cfg, create_config), seed=0, max_env_step=10)
