@@ -8,9 +8,8 @@ Stops when the evaluation mean reaches -100 (a random policy scores about -500).
 
 import argparse
 import json
-import os
 
-from ding_ray.entry import serial_pipeline
+from ding_ray.entry import read_result, serial_pipeline
 
 main_config = dict(
     exp_name="acrobot_dqn",
@@ -50,5 +49,4 @@ if __name__ == "__main__":
     args = parser.parse_args()
     main_config["exp_name"] = f"acrobot_dqn_seed{args.seed}"
     serial_pipeline((main_config, create_config), seed=args.seed, max_env_step=args.max_env_step)
-    with open(os.path.join(main_config["exp_name"], "result.json")) as f:
-        print(json.dumps(json.load(f)))
+    print(json.dumps(read_result(main_config["exp_name"])))

@@ -10,9 +10,8 @@ logs under ``log/``, checkpoints under ``ckpt/``, ``result.json``).
 
 import argparse
 import json
-import os
 
-from ding_ray.entry import serial_pipeline
+from ding_ray.entry import read_result, serial_pipeline
 
 main_config = dict(
     exp_name="cartpole_dqn",
@@ -64,5 +63,4 @@ if __name__ == "__main__":
     args = parser.parse_args()
     main_config["exp_name"] = f"cartpole_dqn_seed{args.seed}"
     serial_pipeline((main_config, create_config), seed=args.seed, max_env_step=args.max_env_step)
-    with open(os.path.join(main_config["exp_name"], "result.json")) as f:
-        print(json.dumps(json.load(f)))
+    print(json.dumps(read_result(main_config["exp_name"])))

@@ -12,9 +12,8 @@ Results land in
 
 import argparse
 import json
-import os
 
-from ding_ray.entry import serial_pipeline_onpolicy
+from ding_ray.entry import read_result, serial_pipeline_onpolicy
 
 main_config = dict(
     exp_name="cartpole_ppo",
@@ -73,5 +72,4 @@ if __name__ == "__main__":
     args = parser.parse_args()
     main_config["exp_name"] = f"cartpole_ppo_seed{args.seed}"
     serial_pipeline_onpolicy((main_config, create_config), seed=args.seed, max_env_step=args.max_env_step)
-    with open(os.path.join(main_config["exp_name"], "result.json")) as f:
-        print(json.dumps(json.load(f)))
+    print(json.dumps(read_result(main_config["exp_name"])))

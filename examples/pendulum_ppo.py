@@ -12,11 +12,9 @@ Results land in ``pendulum_ppo_seed<seed>/`` (config, TensorBoard logs, checkpoi
 """
 
 import argparse
-import glob
 import json
-import os
 
-from ding_ray.entry import serial_pipeline_onpolicy
+from ding_ray.entry import read_result, serial_pipeline_onpolicy
 
 main_config = dict(
     exp_name="pendulum_ppo",
@@ -80,7 +78,4 @@ if __name__ == "__main__":
     args = parser.parse_args()
     main_config["exp_name"] = f"pendulum_ppo_seed{args.seed}"
     serial_pipeline_onpolicy((main_config, create_config), seed=args.seed, max_env_step=args.max_env_step)
-    # an existing folder is kept and the run writes to "<exp_name>_<date>_<time>": read the newest
-    folder = max(glob.glob(main_config["exp_name"] + "*/result.json"), key=os.path.getmtime)
-    with open(folder) as f:
-        print(json.dumps(json.load(f)))
+    print(json.dumps(read_result(main_config["exp_name"])))

@@ -10,11 +10,9 @@ onto Pendulum's torque range [-2, 2] (DI-engine's pendulum env does the same). R
 """
 
 import argparse
-import glob
 import json
-import os
 
-from ding_ray.entry import serial_pipeline
+from ding_ray.entry import read_result, serial_pipeline
 
 main_config = dict(
     exp_name="pendulum_sac",
@@ -74,7 +72,4 @@ if __name__ == "__main__":
     args = parser.parse_args()
     main_config["exp_name"] = f"pendulum_sac_seed{args.seed}"
     serial_pipeline((main_config, create_config), seed=args.seed, max_env_step=args.max_env_step)
-    # an existing folder is kept and the run writes to "<exp_name>_<date>_<time>": read the newest
-    result = max(glob.glob(main_config["exp_name"] + "*/result.json"), key=os.path.getmtime)
-    with open(result) as f:
-        print(json.dumps(json.load(f)))
+    print(json.dumps(read_result(main_config["exp_name"])))

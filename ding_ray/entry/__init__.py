@@ -10,6 +10,7 @@ _EXPORTS = {
     "compile_ray_config": "ray_entry",
     "eval": "eval_entry",
     "ray_pipeline": "ray_entry",
+    "read_result": "result",
     "serial_pipeline": "serial_entry",
     "serial_pipeline_onpolicy": "serial_entry_onpolicy",
     "write_result": "result",

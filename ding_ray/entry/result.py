@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import glob
 import json
 import os
 from typing import Any
@@ -36,6 +37,17 @@ def write_result(
         json.dump(record, f, indent=2)
     os.replace(path + ".tmp", path)
     return record
+
+
+def read_result(exp_name: str) -> dict[str, Any]:
+    """The record of the latest run of ``exp_name``: a run into an existing folder writes to a
+    renewed ``<exp_name>_<yymmdd_HHMMSS>`` one (DI-engine's ``renew_dir``), so the newest wins."""
+    paths = [os.path.join(exp_name, "result.json")] + glob.glob(glob.escape(exp_name) + "_*/result.json")
+    paths = [p for p in paths if os.path.isfile(p)]
+    if not paths:
+        raise FileNotFoundError(f"No result.json for experiment '{exp_name}' (nor a renewed folder of it).")
+    with open(max(paths, key=os.path.getmtime)) as f:
+        return json.load(f)
 
 
 def _finite_or_none(x: float | None) -> float | None:

@@ -82,6 +82,9 @@ def test_training_ignores_load_path_and_replay_path_and_never_clobbers_a_run(tmp
     assert len(renewed) == 1 and json.load(open("serial_test/result.json")) == first
     second = json.load(open(os.path.join(renewed[0], "result.json")))
     assert second["train_iter"] == first["train_iter"] and not os.path.exists("serial_test/video")
+    from ding_ray.entry import read_result
+
+    assert read_result("serial_test") == second  # the latest run's record
 
 
 def test_max_env_step_budget(tmp_path):
