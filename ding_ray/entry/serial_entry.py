@@ -115,64 +115,32 @@ def serial_pipeline(
             "(policy.on_policy=True, e.g. PPO). Use ding_ray.entry.serial_pipeline_onpolicy with the "
             "same arguments, as in DI-engine."
         )
-    resume = bool(main_cfg.get("policy", {}).get("learn", {}).get("resume_training", False))
-    cfg = compile_config(
+    # A buffer of transitions takes an episode collector's train samples, not whole episodes.
+    run = SerialRun(
         main_cfg,
-        seed=seed,
-        env=None if env_setting is None else check_env_setting(env_setting)[0],
-        auto=True,
-        create_cfg=create_cfg,
-        save_cfg=True,
-        renew_dir=not resume,
+        create_cfg,
+        seed,
+        env_setting,
+        model,
+        dynamic_seed,
+        episodes_as_samples=lambda cfg: cfg.policy.other.replay_buffer.type != "episode",
     )
-    set_torch_threads(cfg.policy.learn.get("num_threads", 1))
-    set_pkg_seed(cfg.seed, use_cuda=cfg.policy.cuda)
-    collector_env, evaluator_env = build_envs(cfg, dynamic_seed, env_setting)
-    fill_model_shapes(cfg, collector_env.observation_space, collector_env.action_space)
-
-    policy = create_policy(cfg.policy, model=model, enable_field=["learn", "collect", "eval"])
-    policy.check_spaces(collector_env.observation_space.shape, *space_info(collector_env.action_space))
-
-    collector_cfg = cfg.policy.collect.collector
-    if collector_cfg.type == "episode" and cfg.policy.other.replay_buffer.type != "episode":
-        # A buffer of transitions takes the episodes' train samples, not the episodes themselves.
-        collector_cfg.get_train_sample = True
-    tb_logger = SummaryWriter(os.path.join(cfg.exp_name, "log", "serial"))
-    learner = BaseLearner(cfg.policy.learn.learner, policy.learn_mode, tb_logger, exp_name=cfg.exp_name)
-    collector = create_serial_collector(
-        cfg.policy.collect.collector,
-        env=collector_env,
-        policy=policy.collect_mode,
-        tb_logger=tb_logger,
-        exp_name=cfg.exp_name,
+    cfg, learner, collector = run.cfg, run.learner, run.collector
+    replay_buffer = create_buffer(
+        cfg.policy.other.replay_buffer, tb_logger=run.tb_logger, exp_name=cfg.exp_name
     )
-    evaluator = InteractionSerialEvaluator(
-        cfg.policy.eval.evaluator, evaluator_env, policy.eval_mode, tb_logger, exp_name=cfg.exp_name
-    )
-    replay_buffer = create_buffer(cfg.policy.other.replay_buffer, tb_logger=tb_logger, exp_name=cfg.exp_name)
+    run.closers.append(replay_buffer.close)
     eps = cfg.policy.other.get("eps")
     epsilon_greedy = get_epsilon_greedy_fn(eps.start, eps.end, eps.decay, eps.type) if eps else None
     batch_size = learner.policy.get_attribute("batch_size")
     priority = learner.policy.get_attribute("priority")
 
-    learner.call_hook("before_run")
-    if resume:
-        collector.envstep = learner.collector_envstep
+    run.before_run()
     if cfg.policy.get("random_collect_size", 0) > 0:
         data = collector.collect(n_sample=cfg.policy.random_collect_size, random_collect=True)
         replay_buffer.push(data, cur_collector_envstep=collector.envstep)
 
-    stop, last_eval = False, None
-    while True:
-        if evaluator.should_eval(learner.train_iter):
-            stop, episode_info = evaluator.eval(
-                learner.save_checkpoint, learner.train_iter, collector.envstep
-            )
-            last_eval = episode_info["eval_episode_return_mean"]
-            if stop:
-                break
-        if _budget_spent(learner.train_iter, collector.envstep, max_train_iter, max_env_step):
-            break
+    while not run.evaluate() and not run.budget_spent(max_train_iter, max_env_step):
         policy_kwargs = {"eps": epsilon_greedy(collector.envstep)} if epsilon_greedy else {}
         new_data = collector.collect(train_iter=learner.train_iter, policy_kwargs=policy_kwargs)
         replay_buffer.push(new_data, cur_collector_envstep=collector.envstep)
@@ -183,23 +151,99 @@ def serial_pipeline(
             learner.train(train_data, collector.envstep)
             if priority:
                 replay_buffer.update(learner.priority_info)
-    learner.call_hook("after_run")
+    run.finish(start, "serial")
+    return run.policy
 
-    write_result(
-        cfg.exp_name,
-        env_steps=collector.envstep,
-        train_iter=learner.train_iter,
-        best_eval_return=evaluator.best_return,
-        last_eval_return=last_eval,
-        stop=stop,
-        wall_s=time.perf_counter() - start,
-        seed=cfg.seed,
-        pipeline="serial",
-    )
-    for component in (collector, evaluator, learner, replay_buffer):
-        component.close()
-    tb_logger.close()
-    return policy
+
+class SerialRun:
+    """What both serial entries share: the compiled config, envs, policy, learner, collector and
+    evaluator built as DI-engine's entries build them, the evaluation step, and the end of a run
+    (after_run hooks, ``result.json``, closing)."""
+
+    def __init__(
+        self,
+        main_cfg: EasyDict,
+        create_cfg: EasyDict,
+        seed: int,
+        env_setting: Any,
+        model: torch.nn.Module | None,
+        dynamic_seed: bool,
+        episodes_as_samples: Any,
+    ) -> None:
+        """``episodes_as_samples(cfg)``: whether an episode collector hands the learner side the
+        episodes' train samples (not the episodes)."""
+        self.resume = bool(main_cfg.get("policy", {}).get("learn", {}).get("resume_training", False))
+        cfg = compile_config(
+            main_cfg,
+            seed=seed,
+            env=None if env_setting is None else check_env_setting(env_setting)[0],
+            auto=True,
+            create_cfg=create_cfg,
+            save_cfg=True,
+            renew_dir=not self.resume,
+        )
+        set_torch_threads(cfg.policy.learn.get("num_threads", 1))
+        set_pkg_seed(cfg.seed, use_cuda=cfg.policy.cuda)
+        collector_env, evaluator_env = build_envs(cfg, dynamic_seed, env_setting)
+        fill_model_shapes(cfg, collector_env.observation_space, collector_env.action_space)
+        policy = create_policy(cfg.policy, model=model, enable_field=["learn", "collect", "eval"])
+        policy.check_spaces(collector_env.observation_space.shape, *space_info(collector_env.action_space))
+        collector_cfg = cfg.policy.collect.collector
+        if collector_cfg.type == "episode" and episodes_as_samples(cfg):
+            collector_cfg.get_train_sample = True
+        tb_logger = SummaryWriter(os.path.join(cfg.exp_name, "log", "serial"))
+        self.cfg, self.policy, self.tb_logger = cfg, policy, tb_logger
+        self.learner = BaseLearner(
+            cfg.policy.learn.learner, policy.learn_mode, tb_logger, exp_name=cfg.exp_name
+        )
+        self.collector = create_serial_collector(
+            collector_cfg,
+            env=collector_env,
+            policy=policy.collect_mode,
+            tb_logger=tb_logger,
+            exp_name=cfg.exp_name,
+        )
+        self.evaluator = InteractionSerialEvaluator(
+            cfg.policy.eval.evaluator, evaluator_env, policy.eval_mode, tb_logger, exp_name=cfg.exp_name
+        )
+        self.closers = [self.collector.close, self.evaluator.close, self.learner.close]
+        self.stop, self.last_eval = False, None
+
+    def before_run(self) -> None:
+        self.learner.call_hook("before_run")
+        if self.resume:
+            self.collector.envstep = self.learner.collector_envstep
+
+    def evaluate(self) -> bool:
+        """Evaluate when due; True once the stop value is reached."""
+        learner, collector = self.learner, self.collector
+        if self.evaluator.should_eval(learner.train_iter):
+            self.stop, info = self.evaluator.eval(
+                learner.save_checkpoint, learner.train_iter, collector.envstep
+            )
+            self.last_eval = info["eval_episode_return_mean"]
+        return self.stop
+
+    def budget_spent(self, max_train_iter: int | None, max_env_step: int | None) -> bool:
+        return _budget_spent(self.learner.train_iter, self.collector.envstep, max_train_iter, max_env_step)
+
+    def finish(self, start: float, pipeline: str) -> None:
+        """after_run hooks, ``result.json``, then close everything."""
+        self.learner.call_hook("after_run")
+        write_result(
+            self.cfg.exp_name,
+            env_steps=self.collector.envstep,
+            train_iter=self.learner.train_iter,
+            best_eval_return=self.evaluator.best_return,
+            last_eval_return=self.last_eval,
+            stop=self.stop,
+            wall_s=time.perf_counter() - start,
+            seed=self.cfg.seed,
+            pipeline=pipeline,
+        )
+        for close in self.closers:
+            close()
+        self.tb_logger.close()
 
 
 def _budget_spent(
