@@ -236,7 +236,7 @@ class Policy:
         raise NotImplementedError
 
     def _init_eval(self) -> None:
-        raise NotImplementedError
+        self._eval_model = self._model  # one model for every mode; subclasses may keep their own
 
     def _forward_learn(self, data: Any) -> dict[str, Any]:
         raise NotImplementedError

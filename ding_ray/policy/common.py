@@ -12,6 +12,14 @@ from ding_ray.data.columnar import stack_items
 from ding_ray.errors import NonFiniteError, ShapeError
 
 
+def set_mode(model: torch.nn.Module, training: bool) -> torch.nn.Module:
+    """Put ``model`` in train or eval mode, only if it is not there already: the three modes share
+    one model, and ``train()`` walks every submodule on each call of a hot forward."""
+    if model.training != training:
+        model.train(training)
+    return model
+
+
 def to_tensor_batch(data: Any, device: str | torch.device = "cpu") -> dict[str, Any]:
     """A list of transition dicts or a columnar batch -> dict of tensors with a leading batch axis.
 

@@ -10,7 +10,7 @@ import numpy as np
 import torch
 
 from ding_ray.policy.base import Policy
-from ding_ray.policy.common import check_finite_loss, obs_batch, to_tensor_batch
+from ding_ray.policy.common import check_finite_loss, obs_batch, set_mode, to_tensor_batch
 from ding_ray.policy.optim import make_adam
 from ding_ray.rl_utils import q_nstep_td_error
 from ding_ray.utils.registry import POLICY_REGISTRY
@@ -76,8 +76,7 @@ class DQNPolicy(Policy):
         learn = self._cfg.learn
         batch = to_tensor_batch(data, self._device)
         obs, next_obs = batch["obs"], batch["next_obs"]
-        if not self._learn_model.training:
-            self._learn_model.train()
+        set_mode(self._learn_model, True)
         # One forward over obs and next_obs: the online net's next-state values only pick the
         # double-DQN action, so the extra rows cost nothing but a wider matrix multiply.
         q_all = self._learn_model(torch.cat([obs, next_obs]))["logit"]
@@ -155,8 +154,7 @@ class DQNPolicy(Policy):
     def _forward_collect(self, data: dict[int, Any], eps: float = 0.0) -> dict[int, dict[str, Any]]:
         env_ids, obs = obs_batch(data)
         model = self._collect_model
-        if model.training:  # the learner may share this model and left it in train mode
-            model.eval()
+        set_mode(model, False)  # the learner may share this model and left it in train mode
         q = model(torch.from_numpy(obs).to(self._device))["logit"]
         actions = q.argmax(-1).tolist()
         if eps > 0:
@@ -207,14 +205,11 @@ class DQNPolicy(Policy):
         return samples
 
     # ----- eval -------------------------------------------------------------------------------
-    def _init_eval(self) -> None:
-        self._eval_model = self._model
 
     @torch.inference_mode()
     def _forward_eval(self, data: dict[int, Any]) -> dict[int, dict[str, Any]]:
         env_ids, obs = obs_batch(data)
-        if self._eval_model.training:
-            self._eval_model.eval()
+        set_mode(self._eval_model, False)
         q = self._eval_model(torch.from_numpy(obs).to(self._device))["logit"]
         actions, logits = q.argmax(-1).tolist(), q.cpu().numpy()
         return {env_id: {"action": a, "logit": logit} for env_id, a, logit in zip(env_ids, actions, logits)}

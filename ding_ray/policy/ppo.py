@@ -21,7 +21,7 @@ import torch
 
 from ding_ray.errors import ConfigError
 from ding_ray.policy.base import Policy
-from ding_ray.policy.common import check_finite_loss, obs_batch, to_tensor_batch
+from ding_ray.policy.common import check_finite_loss, obs_batch, set_mode, to_tensor_batch
 from ding_ray.policy.obs_norm import ObsNormalizer, split_state
 from ding_ray.policy.optim import make_adam
 from ding_ray.rl_utils import gae, gae_data, ppo_data, ppo_error, ppo_error_continuous
@@ -203,8 +203,7 @@ class PPOPolicy(Policy):
         traj_flag = batch.get("traj_flag")
         logit_old = batch["logit"]
         model = self._learn_model
-        if not model.training:
-            model.train()
+        set_mode(model, True)
         rms = self._running_mean_std
         logs: list[list[float]] = []
         for epoch in range(learn.epoch_per_collect):
@@ -318,8 +317,7 @@ class PPOPolicy(Policy):
     def _forward_collect(self, data: dict[int, Any], **kwargs: Any) -> dict[int, dict[str, Any]]:
         env_ids, obs = obs_batch(data)
         model = self._collect_model
-        if model.training:  # the learner shares this model and leaves it in train mode
-            model.eval()
+        set_mode(model, False)  # the learner shares this model and leaves it in train mode
         output = model(self._normalize(torch.from_numpy(obs).to(self._device)), "compute_actor_critic")
         logit = output["logit"]
         if self._continuous:
@@ -386,14 +384,11 @@ class PPOPolicy(Policy):
         return samples
 
     # ----- eval -------------------------------------------------------------------------------
-    def _init_eval(self) -> None:
-        self._eval_model = self._model
 
     @torch.inference_mode()
     def _forward_eval(self, data: dict[int, Any]) -> dict[int, dict[str, Any]]:
         env_ids, obs = obs_batch(data)
-        if self._eval_model.training:
-            self._eval_model.eval()
+        set_mode(self._eval_model, False)
         obs_t = self._normalize(torch.from_numpy(obs).to(self._device))
         logit = self._eval_model(obs_t, "compute_actor")["logit"]
         if self._continuous:  # the Gaussian's mean

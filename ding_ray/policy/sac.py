@@ -16,7 +16,7 @@ import torch
 
 from ding_ray.errors import ConfigError
 from ding_ray.policy.base import Policy
-from ding_ray.policy.common import check_finite_loss, obs_batch, to_tensor_batch
+from ding_ray.policy.common import check_finite_loss, obs_batch, set_mode, to_tensor_batch
 from ding_ray.policy.optim import make_adam
 from ding_ray.rl_utils import (
     sac_alpha_loss,
@@ -163,8 +163,7 @@ class SACPolicy(Policy):
         weight = batch.get("IS") if self._cfg.priority_IS_weight else None
         action = batch["action"].reshape(len(obs), -1)
         model, alpha = self._learn_model, self._alpha
-        if not model.training:
-            model.train()
+        set_mode(model, True)
 
         # ----- critic
         with torch.no_grad():
@@ -274,8 +273,7 @@ class SACPolicy(Policy):
     def _forward_collect(self, data: dict[int, Any], **kwargs: Any) -> dict[int, dict[str, Any]]:
         env_ids, obs = obs_batch(data)
         model = self._collect_model
-        if model.training:  # the learner may share this model and left it in train mode
-            model.eval()
+        set_mode(model, False)  # the learner may share this model and left it in train mode
         mu, sigma = model.compute_actor(torch.from_numpy(obs).to(self._device))["logit"]
         noise = torch.randn(mu.shape, generator=self._collect_generator, device=mu.device)
         action = torch.tanh(mu + sigma * noise)
@@ -299,14 +297,11 @@ class SACPolicy(Policy):
         return transitions  # unroll_len is 1: one sample per transition
 
     # ----- eval -------------------------------------------------------------------------------
-    def _init_eval(self) -> None:
-        self._eval_model = self._model
 
     @torch.inference_mode()
     def _forward_eval(self, data: dict[int, Any]) -> dict[int, dict[str, Any]]:
         env_ids, obs = obs_batch(data)
-        if self._eval_model.training:
-            self._eval_model.eval()
+        set_mode(self._eval_model, False)
         mu, sigma = self._eval_model.compute_actor(torch.from_numpy(obs).to(self._device))["logit"]
         return _outputs(env_ids, torch.tanh(mu), mu, sigma)
 
