@@ -55,25 +55,13 @@ def online_logger(
     ``train_iter``.
     Writes ctx: nothing (TensorBoard events under ``<exp_name>/log/task`` or to ``tb_logger``).
     """
-    _check_show_freq(train_show_freq)
-    writer = _LazyWriter(exp_name, tb_logger)
-    last_train_show_iter = -1
 
-    def _logger(ctx: OnlineRLContext) -> None:
-        nonlocal last_train_show_iter
-        tb = writer.get()
-        steps = {"": ctx.env_step}
-        if record_train_iter:
-            steps[TRAIN_ITER_SUFFIX] = ctx.train_iter
-        if not np.isinf(ctx.eval_value):
-            _write_scalars(tb, eval_scalars(ctx.eval_value, ctx.eval_output), steps)
-        if _has_output(ctx.train_output) and ctx.train_iter - last_train_show_iter >= train_show_freq:
-            last_train_show_iter = ctx.train_iter
-            _write_train_output(tb, ctx.train_output, steps)
-        if ctx.info_for_logging:
-            _write_scalars(tb, scalars_of(ctx.info_for_logging, "info_for_logging"), steps)
+    def steps(ctx: OnlineRLContext) -> dict[str, int]:
+        return (
+            {"": ctx.env_step, TRAIN_ITER_SUFFIX: ctx.train_iter} if record_train_iter else {"": ctx.env_step}
+        )
 
-    return _logger
+    return _tensorboard_stage("online_logger", steps, train_show_freq, exp_name, tb_logger)
 
 
 def offline_logger(
@@ -90,14 +78,27 @@ def offline_logger(
     Reads ctx: ``eval_value``, ``eval_output``, ``train_output``, ``info_for_logging``, ``train_iter``.
     Writes ctx: nothing (TensorBoard events under ``<exp_name>/log/task`` or to ``tb_logger``).
     """
+    return _tensorboard_stage(
+        "offline_logger", lambda ctx: {"": ctx.train_iter}, train_show_freq, exp_name, tb_logger
+    )
+
+
+def _tensorboard_stage(
+    factory: str,
+    steps_of: Callable[[Any], dict[str, int]],
+    train_show_freq: int,
+    exp_name: Any,
+    tb_logger: Any,
+) -> Callable[[Any], None]:
+    """The stage both loggers are: they differ only in the x axes (``steps_of(ctx)``, suffix -> step)."""
     _check_show_freq(train_show_freq)
     writer = _LazyWriter(exp_name, tb_logger)
     last_train_show_iter = -1
 
-    def _logger(ctx: OfflineRLContext) -> None:
+    def _logger(ctx: Any) -> None:
         nonlocal last_train_show_iter
         tb = writer.get()
-        steps = {"": ctx.train_iter}
+        steps = steps_of(ctx)
         if not np.isinf(ctx.eval_value):
             _write_scalars(tb, eval_scalars(ctx.eval_value, ctx.eval_output), steps)
         if _has_output(ctx.train_output) and ctx.train_iter - last_train_show_iter >= train_show_freq:
@@ -106,6 +107,7 @@ def offline_logger(
         if ctx.info_for_logging:
             _write_scalars(tb, scalars_of(ctx.info_for_logging, "info_for_logging"), steps)
 
+    _logger.__qualname__ = f"{factory}.<locals>._logger"  # a failure names the user's factory
     return _logger
 
 
