@@ -9,8 +9,9 @@ from typing import Any
 import numpy as np
 import torch
 
+from ding_ray.policy.action_mask import explore, mask_q, split_obs, split_obs_tensor
 from ding_ray.policy.base import Policy
-from ding_ray.policy.common import check_finite_loss, obs_batch, set_mode, to_tensor_batch
+from ding_ray.policy.common import check_finite_loss, set_mode, to_tensor_batch
 from ding_ray.policy.optim import make_adam
 from ding_ray.rl_utils import q_nstep_td_error
 from ding_ray.utils.registry import POLICY_REGISTRY
@@ -21,6 +22,8 @@ class DQNPolicy(Policy):
     """Learn: double-DQN n-step TD loss. Collect: epsilon-greedy (``eps`` kwarg). Eval: greedy.
 
     Collect and eval forwards return ``{env_id: {'action': int, 'logit': Q-values}}`` (DI-engine's).
+    Observations ``{'observation', 'action_mask'}`` restrict every choice to the legal actions:
+    greedy and random actions, and the double-DQN target's next action.
     """
 
     config = dict(
@@ -75,12 +78,12 @@ class DQNPolicy(Policy):
     def _forward_learn(self, data: Any) -> dict[str, Any]:
         learn = self._cfg.learn
         batch = to_tensor_batch(data, self._device)
-        obs, next_obs = batch["obs"], batch["next_obs"]
+        (obs, _), (next_obs, next_mask) = split_obs_tensor(batch["obs"]), split_obs_tensor(batch["next_obs"])
         set_mode(self._learn_model, True)
         # One forward over obs and next_obs: the online net's next-state values only pick the
         # double-DQN action, so the extra rows cost nothing but a wider matrix multiply.
         q_all = self._learn_model(torch.cat([obs, next_obs]))["logit"]
-        q, next_q_online = q_all[: len(obs)], q_all[len(obs) :].detach()
+        q, next_q_online = q_all[: len(obs)], mask_q(q_all[len(obs) :].detach(), next_mask)
         with torch.no_grad():
             next_q_target = self._target_model(next_obs)["logit"]
         done = torch.zeros_like(batch["done"]) if learn.ignore_done else batch["done"]
@@ -152,16 +155,14 @@ class DQNPolicy(Policy):
 
     @torch.inference_mode()
     def _forward_collect(self, data: dict[int, Any], eps: float = 0.0) -> dict[int, dict[str, Any]]:
-        env_ids, obs = obs_batch(data)
+        env_ids, obs, mask = split_obs(data)
         model = self._collect_model
         set_mode(model, False)  # the learner may share this model and left it in train mode
         q = model(torch.from_numpy(obs).to(self._device))["logit"]
-        actions = q.argmax(-1).tolist()
+        actions = mask_q(q, None if mask is None else torch.from_numpy(mask)).argmax(-1).tolist()
         if eps > 0:
-            # Per env: explore with probability eps, then a uniform action (floor of u * n).
             # Python's generator beats numpy calls by far at a few envs per step.
-            draw, n_actions = self._collect_rng.random, q.shape[-1]
-            actions = [int(draw() * n_actions) if draw() < eps else a for a in actions]
+            actions = explore(actions, mask, q.shape[-1], eps, self._collect_rng)
         logits = q.cpu().numpy()
         return {env_id: {"action": a, "logit": logit} for env_id, a, logit in zip(env_ids, actions, logits)}
 
@@ -208,8 +209,9 @@ class DQNPolicy(Policy):
 
     @torch.inference_mode()
     def _forward_eval(self, data: dict[int, Any]) -> dict[int, dict[str, Any]]:
-        env_ids, obs = obs_batch(data)
+        env_ids, obs, mask = split_obs(data)
         set_mode(self._eval_model, False)
         q = self._eval_model(torch.from_numpy(obs).to(self._device))["logit"]
-        actions, logits = q.argmax(-1).tolist(), q.cpu().numpy()
+        actions = mask_q(q, None if mask is None else torch.from_numpy(mask)).argmax(-1).tolist()
+        logits = q.cpu().numpy()
         return {env_id: {"action": a, "logit": logit} for env_id, a, logit in zip(env_ids, actions, logits)}
