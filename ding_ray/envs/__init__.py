@@ -1,5 +1,6 @@
 """Environments: gymnasium by id, and the vectorized env manager."""
 
+from ding_ray.envs.board_game import TicTacToeEnv
 from ding_ray.envs.env_manager import BaseEnvManager, create_env_manager, get_env_manager_cls
 from ding_ray.envs.gymnasium_env import (
     BaseEnvTimestep,
@@ -18,6 +19,7 @@ __all__ = [
     "DingEnvWrapper",
     "GymnasiumEnv",
     "SyncSubprocessEnvManager",
+    "TicTacToeEnv",
     "create_env_manager",
     "get_env_manager_cls",
     "get_vec_env_setting",
