@@ -80,16 +80,16 @@ class TicTacToeEnv:
 
     # ----- DI-engine env interface ----------------------------------------------------------------
     def seed(self, seed: int, dynamic_seed: bool = True) -> None:
-        """Seeds who moves first (``first_player='random'``) and ``random_action``. Without
-        ``dynamic_seed`` every ``reset`` starts over from ``seed`` (the evaluator's fixed games)."""
+        """Seeds who moves first (``first_player='random'``) and ``random_action``, and restarts the
+        count of games that ``'alternate'`` follows. Without ``dynamic_seed`` every ``reset`` starts
+        the generator over from ``seed`` (the evaluator's fixed games)."""
         self._seed, self._dynamic_seed = int(seed), dynamic_seed
         self._rng = np.random.default_rng(self._seed)
         self._games = 0
 
     def reset(self) -> list[dict[str, np.ndarray]]:
         if self._seed is not None and not self._dynamic_seed:
-            self._rng = np.random.default_rng(self._seed)
-            self._games = 0
+            self._rng = np.random.default_rng(self._seed)  # 'alternate' still alternates: see seed()
         first = self._cfg.first_player
         if first == "alternate":
             first = self._games % 2

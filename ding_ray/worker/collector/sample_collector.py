@@ -48,7 +48,6 @@ class SampleSerialCollector(VectorCollector):
             raise ConfigError("SampleSerialCollector.collect needs n_sample > 0 (policy.collect.n_sample).")
         policy_kwargs = policy_kwargs or {}
         get_train_sample = self._policy.get_train_sample
-        keep_back = self._lookahead
         return_data: list[dict[str, Any]] = []
         with self._timer():
             while len(return_data) < n_sample:
@@ -56,16 +55,21 @@ class SampleSerialCollector(VectorCollector):
                     traj = self._traj[env_id]
                     if transition is not None:
                         traj.append(transition)
+                    samples, self._traj[env_id] = self._ready_samples(traj, episode_over, get_train_sample)
+                    return_data.extend(samples)
                     if episode_over:
-                        if traj:
-                            return_data.extend(get_train_sample(traj))
-                        self._traj[env_id] = []
                         self._policy.reset([env_id])
-                    elif not self._traj_len_inf and len(traj) >= self._traj_len + keep_back:
-                        samples = get_train_sample(traj)
-                        ready = len(traj) - keep_back
-                        return_data.extend(samples[:ready])
-                        self._traj[env_id] = traj[ready:]
         if not random_collect or record_random_collect:
             self._maybe_report(train_iter)
         return return_data[:n_sample] if drop_extra else return_data
+
+    def _ready_samples(
+        self, traj: list[dict[str, Any]], episode_over: bool, get_train_sample: Any
+    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """``(train samples ready now, the trajectory kept for later)`` of one env's trajectory."""
+        if episode_over:
+            return (get_train_sample(traj) if traj else []), []
+        if self._traj_len_inf or len(traj) < self._traj_len + self._lookahead:
+            return [], traj
+        ready = len(traj) - self._lookahead
+        return get_train_sample(traj)[:ready], traj[ready:]

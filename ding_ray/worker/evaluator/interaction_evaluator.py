@@ -212,11 +212,7 @@ class InteractionSerialEvaluator(EnvRunner, ISerialEvaluator):
             },
             max(envstep, 0),
         )
-        if mean > self._max_episode_return:
-            if save_ckpt_fn is not None:
-                save_ckpt_fn("ckpt_best.pth.tar")
-            self._max_episode_return = mean
-        stop_flag = self._stop_value is not None and mean >= self._stop_value and train_iter > 0
+        stop_flag = self._judge(mean, save_ckpt_fn, train_iter)
         logger.info(
             "[%s] iter %d envstep %d eval return %.2f +- %.2f (best %.2f)%s",
             self._instance_name,
@@ -228,6 +224,14 @@ class InteractionSerialEvaluator(EnvRunner, ISerialEvaluator):
             " -> stop value reached" if stop_flag else "",
         )
         return stop_flag, info
+
+    def _judge(self, mean: float, save_ckpt_fn: Callable[[str], Any] | None, train_iter: int) -> bool:
+        """Save ``ckpt_best`` at a new best mean return; True once the mean reaches ``stop_value``."""
+        if mean > self._max_episode_return:
+            if save_ckpt_fn is not None:
+                save_ckpt_fn("ckpt_best.pth.tar")
+            self._max_episode_return = mean
+        return self._stop_value is not None and mean >= self._stop_value and train_iter > 0
 
     @property
     def best_return(self) -> float:
