@@ -139,3 +139,15 @@ def test_greedy_dqn_is_judged_as_player_zero():
     _, return_info = evaluator.eval()
     assert all(info["first"] == 1.0 for info in return_info[0])
     assert evaluator.last_summary["episode_count"] == 20
+
+
+def test_opponent_pool_keeps_the_last_copies():
+    from ding_ray.worker.selfplay import OpponentPool
+
+    pool = OpponentPool(max_size=2, seed=0)
+    with pytest.raises(ConfigError, match="empty"):
+        pool.sample()
+    for version in range(4):
+        pool.add({"w": np.full(1, version)})
+    assert len(pool) == 2
+    assert {int(pool.sample()["w"][0]) for _ in range(30)} == {2, 3}
