@@ -17,7 +17,6 @@ run stops, and a last, independent evaluation (other seeds) gives the reported w
 import argparse
 import copy
 import json
-import time
 
 from ding_ray.config import compile_config
 from ding_ray.data import create_buffer
@@ -68,49 +67,28 @@ def make_config(seed: int = 0, **over) -> dict:
 
 def main(seed: int = 0, max_env_step: int = 200_000, **over) -> dict:
     """Train until the target win rate or ``max_env_step``; returns the figures of the run."""
-    start = time.perf_counter()
     set_torch_threads(1)
     cfg = make_config(seed, **over)
     sp = selfplay_config
 
     # ----- components -----
-    learner = SelfPlayLearner(cfg, refresh_freq=sp["refresh_freq"], pool_size=sp["pool_size"])
+    learner = SelfPlayLearner(cfg, sp["refresh_freq"], sp["pool_size"], sp["target_win_rate"])
     worker = BattleRolloutWorker(cfg, index=0)
     buffer_ = create_buffer(cfg.policy.other.replay_buffer)
-    eval_freq, batch_size = cfg.policy.eval.evaluator.eval_freq, cfg.policy.learn.batch_size
+    batch_size = cfg.policy.learn.batch_size
 
-    # ----- loop: collect against a pool opponent, train, evaluate against the random player -----
-    last_eval, evaluations = -eval_freq, []
-    while worker.envstep < max_env_step:
-        if learner.train_iter - last_eval >= eval_freq:
-            last_eval = learner.train_iter
-            summary = learner.evaluate(worker.envstep)
-            evaluations.append((learner.train_iter, worker.envstep, summary["win_mean"]))
-            if summary["win_mean"] >= sp["target_win_rate"]:
-                break
+    # ----- loop: evaluate when due, collect against a pool opponent, train -----
+    while not learner.should_stop(worker.envstep, max_env_step):
         worker.load_weights(learner.train_iter, learner.weights())
-        worker.set_opponent(learner.pool.sample())
-        batch, _ = worker.rollout(
-            train_iter=learner.train_iter, policy_kwargs={"eps": learner.eps(worker.envstep)}
-        )
+        worker.set_opponent(*learner.pool.sample())
+        eps = learner.eps(worker.envstep)
+        batch, _ = worker.rollout(train_iter=learner.train_iter, policy_kwargs={"eps": eps})
         buffer_.push(batch, worker.envstep)
         for _ in range(sp["update_per_collect"]):
             learner.train(buffer_.sample(batch_size, learner.train_iter, columnar=True))
 
-    # ----- report: 200 new games against the random player, other seeds than the evaluations -----
-    final = learner.evaluate(worker.envstep, n_episode=cfg.env.n_evaluator_episode, seed=seed + 12345)
-    result = dict(
-        seed=seed,
-        win_rate=final["win_mean"],
-        draw_rate=final["draw_mean"],
-        loss_rate=final["loss_mean"],
-        games=final["episode_count"],
-        env_steps=worker.envstep,
-        train_iter=learner.train_iter,
-        pool_size=len(learner.pool),
-        evaluations=evaluations,
-        wall_s=round(time.perf_counter() - start, 1),
-    )
+    # ----- report: 200 new games against the random player -----
+    result = learner.final_report(worker.envstep)
     worker.close()
     learner.close()
     return result

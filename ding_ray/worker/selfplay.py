@@ -7,13 +7,14 @@ actors feeding one buffer actor)::
 
     side = SelfPlayLearner(cfg)
     worker = BattleRolloutWorker(cfg, index=0)
-    while side.train_iter < max_iter:
+    while not side.should_stop(worker.envstep):   # evaluates against the random player when due
         worker.load_weights(side.train_iter, side.weights())
-        worker.set_opponent(side.pool.sample())
-        batch, info = worker.rollout(policy_kwargs={'eps': side.eps(envstep)})
+        worker.set_opponent(*side.pool.sample())
+        batch, info = worker.rollout(policy_kwargs={'eps': side.eps(worker.envstep)})
         buffer.push(batch)
         for _ in range(update_per_collect):
             side.train(buffer.sample(batch_size, side.train_iter, columnar=True))
+    result = side.final_report(worker.envstep)
 """
 
 from __future__ import annotations
@@ -41,24 +42,30 @@ SEED_STRIDE = 1000  # battle worker i seeds its envs from cfg.seed + i * SEED_ST
 
 
 class OpponentPool:
-    """The last ``max_size`` frozen copies of the learning policy; an opponent is one of them,
-    drawn uniformly, so the learner keeps beating its older selves and not just the newest."""
+    """The last ``max_size`` frozen copies of the learning policy, each with its version (the
+    training iteration it was taken at). An opponent is one of them, drawn uniformly, so the
+    learner keeps beating its older selves and not just the newest."""
 
     def __init__(self, max_size: int = 5, seed: int = 0) -> None:
         if max_size < 1:
             raise ConfigError(f"The opponent pool needs max_size >= 1, got {max_size}.")
         self._max_size = max_size
-        self._members: list[Weights] = []
+        self._members: list[tuple[int, Weights]] = []
         self._rng = random.Random(seed)
 
-    def add(self, weights: Weights) -> None:
-        self._members.append(weights)
+    def add(self, version: int, weights: Weights) -> None:
+        self._members.append((int(version), weights))
         del self._members[: -self._max_size]
 
-    def sample(self) -> Weights:
+    def sample(self) -> tuple[int, Weights]:
+        """``(version, weights)`` of a member drawn uniformly."""
         if not self._members:
             raise ConfigError("The opponent pool is empty: add the learner's weights first.")
         return self._members[self._rng.randrange(len(self._members))]
+
+    @property
+    def versions(self) -> set[int]:
+        return {version for version, _ in self._members}
 
     def __len__(self) -> int:
         return len(self._members)
@@ -95,6 +102,7 @@ class BattleRolloutWorker:
             instance_name=self.name,
         )
         self.version = -1  # -1: the policy's own random initial weights
+        self.opponent_version: int | None = None
 
     def load_weights(self, version: int, weights: Weights) -> bool:
         """Load the learner's ``weights`` if ``version`` is newer than the one held."""
@@ -104,8 +112,11 @@ class BattleRolloutWorker:
         self.version = int(version)
         return True
 
-    def set_opponent(self, weights: Weights) -> None:
-        load_weights(self._opponent.collect_mode, weights)
+    def set_opponent(self, version: int, weights: Weights) -> None:
+        """Play against the pool member ``version`` from now on (loaded unless already held)."""
+        if version != self.opponent_version:
+            load_weights(self._opponent.collect_mode, weights)
+            self.opponent_version = int(version)
 
     def rollout(
         self, n_sample: int | None = None, train_iter: int = 0, policy_kwargs: dict | None = None
@@ -138,16 +149,20 @@ class BattleRolloutWorker:
 
 class SelfPlayLearner:
     """The learning side: the policy's learn mode, its opponent pool (a frozen copy added every
-    ``refresh_freq`` training iterations) and its evaluation against a uniformly random player."""
+    ``refresh_freq`` training iterations) and its evaluation against a uniformly random player
+    every ``policy.eval.evaluator.eval_freq`` iterations, which ends the run at ``target_win_rate``."""
 
-    def __init__(self, cfg: EasyDict, refresh_freq: int = 200, pool_size: int = 5) -> None:
+    def __init__(
+        self, cfg: EasyDict, refresh_freq: int = 500, pool_size: int = 5, target_win_rate: float = 0.9
+    ) -> None:
+        self._start = time.perf_counter()
         set_pkg_seed(int(cfg.seed))
         self.cfg = cfg
         self.policy = create_policy(cfg.policy, enable_field=["learn", "eval"])
         self.pool = OpponentPool(pool_size, seed=int(cfg.seed))
-        self.pool.add(self.weights())
-        self.refresh_freq = refresh_freq
         self.train_iter = 0
+        self.pool.add(self.train_iter, self.weights())
+        self.refresh_freq, self.target_win_rate = refresh_freq, target_win_rate
         eps = cfg.policy.other.eps
         self.eps = get_epsilon_greedy_fn(eps.start, eps.end, eps.decay, eps.type)
         self._evaluator_env = _env_manager(cfg, "evaluator")
@@ -158,6 +173,7 @@ class SelfPlayLearner:
             [self.policy.eval_mode, RandomLegalPolicy(seed=int(cfg.seed))],
             exp_name=cfg.exp_name,
         )
+        self.evaluations: list[tuple[int, int, float]] = []  # (train_iter, envstep, win rate)
 
     def weights(self) -> Weights:
         return state_dict_to_numpy(self.policy.learn_mode.state_dict()["model"])
@@ -167,8 +183,18 @@ class SelfPlayLearner:
         out = self.policy.learn_mode.forward(batch)
         self.train_iter += 1
         if self.train_iter % self.refresh_freq == 0:
-            self.pool.add(self.weights())
+            self.pool.add(self.train_iter, self.weights())
         return out
+
+    def should_stop(self, envstep: int, max_env_step: int | float = float("inf")) -> bool:
+        """True past ``max_env_step``, or when an evaluation (run here when due) reaches the target."""
+        if envstep >= max_env_step:
+            return True
+        if not self.evaluator.should_eval(self.train_iter):
+            return False
+        win_rate = self.evaluate(envstep)["win_mean"]
+        self.evaluations.append((self.train_iter, envstep, win_rate))
+        return win_rate >= self.target_win_rate
 
     def evaluate(self, envstep: int = -1, n_episode: int | None = None, seed: int | None = None) -> dict:
         """Games against the random player; returns the evaluator's summary (``win_mean`` is the
@@ -178,6 +204,23 @@ class SelfPlayLearner:
             self._evaluator_env.seed(seed, dynamic_seed=False)
         self.evaluator.eval(train_iter=self.train_iter, envstep=envstep, n_episode=n_episode)
         return self.evaluator.last_summary
+
+    def final_report(self, envstep: int) -> dict[str, Any]:
+        """A last evaluation of ``env.n_evaluator_episode`` new games (other seeds than the ones
+        the run stopped on), and the figures of the run."""
+        final = self.evaluate(envstep, self.cfg.env.n_evaluator_episode, seed=int(self.cfg.seed) + 12345)
+        return dict(
+            seed=int(self.cfg.seed),
+            win_rate=final["win_mean"],
+            draw_rate=final["draw_mean"],
+            loss_rate=final["loss_mean"],
+            games=final["episode_count"],
+            env_steps=envstep,
+            train_iter=self.train_iter,
+            pool_size=len(self.pool),
+            evaluations=self.evaluations,
+            wall_s=round(time.perf_counter() - self._start, 1),
+        )
 
     def close(self) -> None:
         self.evaluator.close()

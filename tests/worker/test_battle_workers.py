@@ -148,6 +148,6 @@ def test_opponent_pool_keeps_the_last_copies():
     with pytest.raises(ConfigError, match="empty"):
         pool.sample()
     for version in range(4):
-        pool.add({"w": np.full(1, version)})
+        pool.add(version, {"w": np.full(1, version)})
     assert len(pool) == 2
-    assert {int(pool.sample()["w"][0]) for _ in range(30)} == {2, 3}
+    assert {pool.sample()[0] for _ in range(30)} == {2, 3}
