@@ -2,6 +2,7 @@
 
 The collectors stream into the replay actor; the learner trains from it and publishes its weights
 through Ray's object store.
+
 Seeds 0-2 reached 475 in 29-41 s from launch on 2 cores. ``max_env_step`` and ``mode`` are the
 budget and pipeline ``ding-ray train`` uses by default.
 """
