@@ -85,6 +85,8 @@ def test_episode_collector_returns_whole_games_per_player():
     assert episodes_1 == []  # the random player keeps no data
     # one env, stopped as the 5th game ended: every env step is in a returned episode
     assert sum(len(e) for e in episodes_0) == collector.envstep
+    collector.reset_policy()  # resets the policies, keeps the counts
+    assert collector.envepisode == 5
     for episode, info_0, info_1 in zip(episodes_0, infos_0, infos_1):
         assert 5 <= len(episode) <= 9 and episode[-1]["done"] and not episode[0]["done"]
         assert (

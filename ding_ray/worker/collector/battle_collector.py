@@ -85,8 +85,13 @@ class BattleVectorCollector(VectorCollector):
         self._traj_len_inf = bool(attribute(lead, "traj_len_inf", False))
         self._collect_data = [bool(getattr(p, "collect_data", True)) for p in self._policy]
         if not any(self._collect_data):
-            raise ConfigError("No policy of the battle collects data (all have collect_data=False).")
-        self._stats = BattleEpisodeStats(len(self._policy))
+            raise ConfigError(
+                "No policy of the battle collects data (all have collect_data=False): give the learning "
+                "policy's collect_mode as one of them."
+            )
+        stats = self._stats
+        if not isinstance(stats, BattleEpisodeStats) or len(stats.player_returns) != len(self._policy):
+            self._stats = BattleEpisodeStats(len(self._policy))
 
     @property
     def policy_num(self) -> int:
