@@ -1,0 +1,220 @@
+"""The ``ding-ray`` command, run for real in subprocesses: train, eval, plot, list and the errors."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import struct
+import subprocess
+import sys
+
+import pytest
+
+from ding_ray.configs import list_configs, load_config
+from ding_ray.entry.cli import parse_override
+
+TRAIN_STEPS = 1500  # CartPole DQN: about 700 train iterations, 3-4 evaluations, a few seconds
+
+
+def ding_ray(*args: str, cwd, timeout: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "ding_ray.entry.cli", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def assert_user_error(proc: subprocess.CompletedProcess, *fragments: str) -> None:
+    """One ``ding-ray: error:`` line, no traceback, exit code 1."""
+    assert proc.returncode == 1, proc.stderr
+    assert "Traceback" not in proc.stderr
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("ding-ray: error: ")
+    for fragment in fragments:
+        assert fragment in last
+
+
+def read_png_size(path) -> tuple[int, int]:
+    with open(path, "rb") as f:
+        head = f.read(24)
+    assert head[:8] == b"\x89PNG\r\n\x1a\n" and head[12:16] == b"IHDR"
+    return struct.unpack(">II", head[16:24])
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """Two seeds of the bundled CartPole DQN, trained with a tiny budget through the command."""
+    cwd = tmp_path_factory.mktemp("cli")
+    outs = []
+    for seed in (3, 4):
+        proc = ding_ray(
+            "train",
+            "cartpole_dqn",
+            "--seed",
+            str(seed),
+            "--max-env-step",
+            str(TRAIN_STEPS),
+            "--set",
+            "policy.learn.learning_rate=5e-4",
+            "env.n_evaluator_episode=2",
+            cwd=cwd,
+        )
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        outs.append(proc.stdout)
+    return cwd, outs
+
+
+def test_help_documents_every_subcommand(tmp_path):
+    top = ding_ray("--help", cwd=tmp_path)
+    assert top.returncode == 0
+    for command in ("train", "eval", "plot", "list"):
+        assert command in top.stdout
+    options = {
+        "train": ["CONFIG", "--seed", "--mode", "--address", "--max-env-step", "--resume", "--set"],
+        "eval": ["CKPT", "--config", "--episodes", "--video"],
+        "plot": ["EXP_DIR", "--x", "--out", "--spread"],
+        "list": [],
+    }
+    for command, names in options.items():
+        proc = ding_ray(command, "--help", cwd=tmp_path)
+        assert proc.returncode == 0
+        for name in names:
+            assert name in proc.stdout, (command, name)
+    assert ding_ray(cwd=tmp_path).returncode == 2  # a subcommand is required (argparse's usage error)
+
+
+def test_list_names_components_and_bundled_configs(tmp_path):
+    script = os.path.join(os.path.dirname(sys.executable), "ding-ray")
+    cmd = [script, "list"] if os.path.exists(script) else [sys.executable, "-m", "ding_ray.entry.cli", "list"]
+    proc = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    lines = dict(line.split(": ", 1) for line in proc.stdout.splitlines() if ": " in line and line[0] != " ")
+    assert {"dqn", "ppo", "sac"} <= set(lines["policies"].split(", "))
+    assert {"naive", "advanced"} <= set(lines["buffers"].split(", "))
+    assert {"base", "subprocess"} <= set(lines["env managers"].split(", "))
+    for name in list_configs():
+        assert f"  {name} " in proc.stdout
+
+
+def test_bundled_configs_load_and_match_the_examples():
+    examples = os.path.join(os.path.dirname(__file__), "..", "..", "examples")
+    for name in list_configs():
+        bundled = load_config(name)
+        bundled.main_config.env.env_id = "changed"  # a copy: the next load is unchanged
+        assert load_config(name).main_config.env.env_id != "changed"
+        path = os.path.join(examples, f"{name}.py")
+        if os.path.exists(path):  # the examples' values are the tuned ones
+            spec = importlib.util.spec_from_file_location(f"_example_{name}", path)
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+            assert load_config(name).main_config == module.main_config, name
+            assert load_config(name).create_config == module.create_config, name
+
+
+def test_parse_override_reads_python_literals_else_text():
+    assert parse_override("policy.learn.learning_rate=3e-4") == (["policy", "learn", "learning_rate"], 3e-4)
+    assert parse_override("policy.model.encoder_hidden_size_list=[64, 64]")[1] == [64, 64]
+    assert parse_override("env.stop_value=None")[1] is None
+    assert parse_override("policy.cuda=True")[1] is True
+    assert parse_override("env.env_id=CartPole-v1")[1] == "CartPole-v1"
+
+
+def test_train_serial_writes_the_run_and_says_where(runs):
+    cwd, outs = runs
+    run_dir = cwd / "cartpole_dqn_seed3"
+    result = json.loads((run_dir / "result.json").read_text())
+    assert TRAIN_STEPS <= result["env_steps"] < TRAIN_STEPS + 64
+    assert result["pipeline"] == "serial" and result["seed"] == 3 and result["train_iter"] > 0
+    config = json.loads((run_dir / "total_config.json").read_text())
+    assert config["policy"]["learn"]["learning_rate"] == 5e-4  # --set, parsed as a number
+    assert config["env"]["n_evaluator_episode"] == 2
+    assert (run_dir / "ckpt" / "ckpt_final.pth.tar").is_file()
+    for where in ("result.json", "total_config.json", "ckpt", "tensorboard --logdir", "ding-ray plot"):
+        assert where in outs[0]
+    assert "budget spent after" in outs[0] or "stop value reached" in outs[0]
+
+
+def test_train_config_file_takes_the_onpolicy_pipeline(tmp_path):
+    (tmp_path / "my_ppo.py").write_text(
+        "from ding_ray.configs.cartpole_ppo import main_config, create_config\n"
+        "main_config['exp_name'] = 'my_ppo'\n"
+    )
+    proc = ding_ray("train", "my_ppo.py", "--max-env-step", "512", "--seed", "1", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads((tmp_path / "my_ppo_seed1" / "result.json").read_text())
+    assert result["pipeline"] == "serial_onpolicy" and result["env_steps"] >= 512
+
+
+def test_eval_a_checkpoint_of_the_run(runs):
+    cwd, _ = runs
+    ckpt = os.path.join("cartpole_dqn_seed3", "ckpt", "ckpt_final.pth.tar")
+    proc = ding_ray("eval", ckpt, "--episodes", "2", cwd=cwd)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    line = next(li for li in proc.stdout.splitlines() if "mean evaluation return over 2 episodes" in li)
+    assert 1 <= float(line.rsplit(":", 1)[1]) <= 500  # CartPole's returns
+    assert (cwd / "cartpole_dqn_seed3" / "eval" / "log" / "eval").is_dir()  # beside the run
+
+
+def test_eval_video_records_or_names_the_extra(runs):
+    cwd, _ = runs
+    ckpt = os.path.join("cartpole_dqn_seed3", "ckpt", "ckpt_final.pth.tar")
+    proc = ding_ray("eval", ckpt, "--episodes", "1", "--video", "episode.mp4", cwd=cwd)
+    if importlib.util.find_spec("moviepy") is None:
+        assert_user_error(proc, 'pip install "ding_ray[video]"')
+    else:
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        assert (cwd / "episode.mp4").stat().st_size > 0
+
+
+def test_plot_one_run_and_several_seeds(runs):
+    cwd, _ = runs
+    proc = ding_ray("plot", "cartpole_dqn_seed3", cwd=cwd)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    png = cwd / "cartpole_dqn_seed3" / "learning_curve.png"
+    assert png.stat().st_size > 1000 and min(read_png_size(png)) > 100
+    proc = ding_ray(
+        "plot", "cartpole_dqn_seed3", "cartpole_dqn_seed4", "--x", "wall_time", "--spread", "std",
+        "--out", "curves/both.png", cwd=cwd,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert min(read_png_size(cwd / "curves" / "both.png")) > 100
+    # the two seeds are one experiment: one summary line names both
+    summary = next(li for li in proc.stdout.splitlines() if li.startswith("cartpole_dqn: "))
+    assert "cartpole_dqn_seed3:" in summary and "cartpole_dqn_seed4:" in summary
+
+
+@pytest.mark.parametrize(
+    "args, fragments",
+    [
+        (["train", "no_such_config.py"], ["'no_such_config.py' does not exist"]),
+        (["train", "cartpole_dq"], ["No bundled config named 'cartpole_dq'", "'cartpole_dqn'"]),
+        (["train", "cartpole_dqn", "--set", "policy.learn.learning_rate"], ["--set expects key.path=value"]),
+        (
+            ["train", "cartpole_dqn", "--set", "policy.learn.lr=1e-3"],
+            ["Unknown config key 'policy.learn.lr'"],
+        ),
+        (["train", "cartpole_dqn", "--resume", "somewhere"], ["--resume is not available yet"]),
+        (["train", "cartpole_dqn", "--address", "auto"], ["--mode ray"]),
+        (["eval", "no_such.pth.tar"], ["'no_such.pth.tar' does not exist"]),
+        (["plot", "no_such_run"], ["'no_such_run' does not exist"]),
+    ],
+)
+def test_user_errors_are_one_line(tmp_path, args, fragments):
+    assert_user_error(ding_ray(*args, cwd=tmp_path), *fragments)
+    assert not (tmp_path / "cartpole_dqn_seed0" / "result.json").exists()
+
+
+@pytest.mark.ray
+def test_train_ray_mode_with_a_tiny_budget(tmp_path):
+    proc = ding_ray(
+        "train", "apex_dqn", "--max-env-step", "2500",
+        "--set", "ray.num_collectors=1", "ray.helper_nice=0", "policy.random_collect_size=500",
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads((tmp_path / "apex_dqn_seed0" / "result.json").read_text())
+    assert result["pipeline"].startswith("ray") and result["env_steps"] >= 2500
+    assert "apex_dqn_seed0" in proc.stdout and "(ray, seed 0" in proc.stdout
