@@ -19,8 +19,10 @@ from ding_ray.worker.collector import (
 )
 from ding_ray.worker.commander import BaseSerialCommander
 from ding_ray.worker.evaluator import (
+    IMetric,
     InteractionSerialEvaluator,
     ISerialEvaluator,
+    MetricSerialEvaluator,
     VectorEvalMonitor,
     create_serial_evaluator,
 )
@@ -44,11 +46,13 @@ __all__ = [
     "BaseSerialCommander",
     "EpisodeSerialCollector",
     "IBuffer",
+    "IMetric",
     "ISerialCollector",
     "ISerialEvaluator",
     "InteractionSerialEvaluator",
     "LearnerHook",
     "LogReduceHook",
+    "MetricSerialEvaluator",
     "NaiveReplayBuffer",
     "SampleSerialCollector",
     "VectorEvalMonitor",
