@@ -1,0 +1,273 @@
+"""What the ``ding-ray`` subcommands do (the parser is in ``ding_ray.entry.cli``): configs from a
+file or a bundled name with ``--set`` overrides, the pipelines, evaluation videos, plots, listings.
+
+Errors a user can cause raise ``DingRayError``; ``cli.main`` prints them as one line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import glob
+import json
+import os
+import re
+import shutil
+import tempfile
+from typing import Any
+
+from easydict import EasyDict
+
+from ding_ray.errors import ConfigError, DingRayError
+
+PROG = "ding-ray"
+
+
+# ----- configs -----
+
+
+def resolve_config(config: str) -> tuple[EasyDict, EasyDict, dict[str, Any]]:
+    """``(main_config, create_config, defaults)`` of a config file path or a bundled config's name;
+    ``defaults`` holds a bundled config's ``max_env_step`` and ``mode``."""
+    from ding_ray.config.compile import split_input_cfg
+    from ding_ray.configs import list_configs, load_config
+
+    if not os.path.isfile(config):
+        if config in list_configs():
+            bundled = load_config(config)
+            defaults = dict(max_env_step=bundled.max_env_step, mode=bundled.mode)
+            return bundled.main_config, bundled.create_config, defaults
+        if os.path.isdir(config):
+            raise ConfigError(
+                f"'{config}' is a folder; pass a config file (.py, or a run's total_config.json)."
+            )
+        if not (config.endswith((".py", ".json")) or os.sep in config):
+            load_config(config)  # an unknown name: the error lists the bundled ones
+    main_cfg, create_cfg = split_input_cfg(config)  # ConfigError when the file does not exist
+    return main_cfg, create_cfg, {}
+
+
+def parse_override(item: str) -> tuple[list[str], Any]:
+    """``key.path=value`` -> ``(['key', 'path'], value)``; the value is a Python literal
+    (``1e-3``, ``True``, ``None``, ``[64, 64]``) or else the text itself (``CartPole-v1``)."""
+    key, sep, text = item.partition("=")
+    path = key.strip().split(".")
+    if not sep or not all(path):
+        raise ConfigError(
+            f"--set expects key.path=value (e.g. policy.learn.learning_rate=3e-4), got '{item}'."
+        )
+    try:
+        value = ast.literal_eval(text.strip())
+    except (ValueError, SyntaxError):
+        value = text.strip()
+    return path, value
+
+
+def apply_overrides(main_cfg: dict, create_cfg: dict, items: list[str]) -> None:
+    """Set each ``key.path=value`` in the main config (``create_config.``-prefixed paths in the
+    create config). Unknown keys are left for ``compile_config``, which rejects them by name."""
+    for item in items:
+        path, value = parse_override(item)
+        target = main_cfg
+        if path[0] in ("create_config", "create") and len(path) > 1:
+            target, path = create_cfg, path[1:]
+        node = target
+        for i, key in enumerate(path[:-1]):
+            child = node.get(key)
+            if child is None:
+                child = node[key] = EasyDict()
+            elif not isinstance(child, dict):
+                raise ConfigError(
+                    f"--set {item}: '{'.'.join(path[: i + 1])}' is {child!r}, not a section, so it has "
+                    f"no key '{path[i + 1]}'."
+                )
+            node = child
+        node[path[-1]] = value
+
+
+def latest_run_dir(exp_name: str) -> str | None:
+    """The folder of the latest run of ``exp_name`` (a run into an existing folder goes to a
+    renewed ``<exp_name>_<yymmdd_HHMMSS>``), or None when none finished."""
+    paths = [os.path.join(exp_name, "result.json")] + glob.glob(glob.escape(exp_name) + "_*/result.json")
+    paths = [p for p in paths if os.path.isfile(p)]
+    return os.path.dirname(max(paths, key=os.path.getmtime)) if paths else None
+
+
+# ----- train -----
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    if args.resume is not None:
+        raise DingRayError(
+            "--resume is not available yet: runs do not write checkpoints a run can continue from "
+            "(that comes with the reliability work); start a new run instead."
+        )
+    main_cfg, create_cfg, defaults = resolve_config(args.config)
+    if not any(item.split("=", 1)[0].strip() == "exp_name" for item in args.set):
+        # a run's own total_config.json already carries a seed suffix: replace it
+        base = re.sub(r"_seed\d+$", "", main_cfg.get("exp_name") or "default_experiment")
+        main_cfg.exp_name = f"{base}_seed{args.seed}"
+    apply_overrides(main_cfg, create_cfg, args.set)
+    mode = args.mode or defaults.get("mode", "serial")
+    max_env_step = args.max_env_step if args.max_env_step is not None else defaults.get("max_env_step")
+    if args.address is not None:
+        if mode != "ray":
+            raise ConfigError("--address names a Ray cluster to join: use it with --mode ray.")
+        main_cfg.setdefault("ray", EasyDict()).address = args.address
+    budget = f"{max_env_step} env steps" if max_env_step is not None else "no env step budget"
+    print(f"{PROG}: training {args.config} ({mode}, seed {args.seed}, {budget}) into {main_cfg.exp_name}")
+    input_cfg = (main_cfg, create_cfg)
+    if mode == "ray":
+        from ding_ray.entry import ray_pipeline
+
+        ray_pipeline(input_cfg, seed=args.seed, max_env_step=max_env_step, max_train_iter=args.max_train_iter)
+    else:
+        from ding_ray.entry import serial_pipeline, serial_pipeline_onpolicy
+        from ding_ray.entry.serial_entry_onpolicy import is_on_policy
+
+        entry = serial_pipeline_onpolicy if is_on_policy(main_cfg, create_cfg) else serial_pipeline
+        entry(input_cfg, seed=args.seed, max_env_step=max_env_step, max_train_iter=args.max_train_iter)
+    print_run_summary(main_cfg.exp_name)
+    return 0
+
+
+def print_run_summary(exp_name: str) -> None:
+    """Where the run's result, checkpoints and logs are, and the commands that use them."""
+    run_dir = latest_run_dir(exp_name)
+    if run_dir is None:
+        print(f"{PROG}: the run wrote no {exp_name}/result.json")
+        return
+    with open(os.path.join(run_dir, "result.json")) as f:
+        result = json.load(f)
+    best, last = result.get("best_eval_return"), result.get("last_eval_return")
+    outcome = "stop value reached" if result.get("stop") else "budget spent"
+    ckpt_dir = os.path.join(run_dir, "ckpt")
+    ckpts = sorted(os.listdir(ckpt_dir)) if os.path.isdir(ckpt_dir) else []
+    best_ckpt = os.path.join(ckpt_dir, "ckpt_best.pth.tar")
+    print(
+        f"\n{PROG}: {outcome} after {result.get('env_steps')} env steps, {result.get('train_iter')} train "
+        f"iterations, {result.get('wall_s')} s; eval return best {best}, last {last}\n"
+        f"  result:       {os.path.join(run_dir, 'result.json')}\n"
+        f"  config:       {os.path.join(run_dir, 'total_config.json')}\n"
+        f"  checkpoints:  {ckpt_dir}{os.sep} ({', '.join(ckpts) or 'none'})\n"
+        f"  TensorBoard:  tensorboard --logdir {os.path.join(run_dir, 'log')}\n"
+        f"  plot:         {PROG} plot {run_dir}"
+        + (f"\n  evaluate:     {PROG} eval {best_ckpt}" if os.path.isfile(best_ckpt) else "")
+    )
+
+
+# ----- eval -----
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    if not os.path.isfile(args.ckpt):
+        raise ConfigError(f"Checkpoint '{args.ckpt}' does not exist.")
+    run_dir = _run_dir_of_ckpt(args.ckpt)
+    config = args.config
+    if config is None:
+        if run_dir is None:
+            raise ConfigError(
+                f"'{args.ckpt}' is not in a run's ckpt/ folder next to its total_config.json: pass --config."
+            )
+        config = os.path.join(run_dir, "total_config.json")
+    main_cfg, create_cfg, _ = resolve_config(config)
+    if run_dir is not None:  # the evaluation's own logs go beside the run's
+        main_cfg.exp_name = os.path.join(run_dir, "eval")
+    env = main_cfg.setdefault("env", EasyDict())
+    if args.episodes is not None:
+        if args.episodes < 1:
+            raise ConfigError(f"--episodes must be >= 1, got {args.episodes}.")
+        env.n_evaluator_episode = args.episodes
+        env.evaluator_env_num = min(env.get("evaluator_env_num", 5), args.episodes)
+    apply_overrides(main_cfg, create_cfg, args.set)
+    from ding_ray.entry import eval as eval_entry
+
+    video_dir, scratch = args.video, None
+    if args.video is not None and args.video.endswith(".mp4"):
+        scratch = tempfile.mkdtemp(prefix="ding_ray_video_")  # episodes land here, the first is kept
+        video_dir = os.path.join(scratch, "videos")
+    try:
+        mean = eval_entry((main_cfg, create_cfg), seed=args.seed, load_path=args.ckpt, replay_path=video_dir)
+        n = env.get("n_evaluator_episode", "the configured")
+        print(f"{PROG}: mean evaluation return over {n} episodes: {mean:g}")
+        if args.video is not None:
+            print(f"{PROG}: video: {_place_videos(video_dir, args.video)}")
+    finally:
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)
+    return 0
+
+
+def _run_dir_of_ckpt(ckpt: str) -> str | None:
+    folder = os.path.dirname(os.path.dirname(os.path.abspath(ckpt)))
+    return folder if os.path.isfile(os.path.join(folder, "total_config.json")) else None
+
+
+def _place_videos(video_dir: str, target: str) -> str:
+    """``target`` ending in .mp4 gets the first evaluated episode's video; a folder keeps them all."""
+    videos = sorted(glob.glob(os.path.join(video_dir, "**", "*.mp4"), recursive=True), key=_natural_key)
+    # Each env also records the one-frame episodes of its resets before and after the evaluation.
+    episodes = [v for v in videos if _frame_count(v) != 1]
+    if not episodes:
+        raise DingRayError(f"The evaluation recorded no episode video in {video_dir}.")
+    if not target.endswith(".mp4"):
+        return f"{len(episodes)} episode videos in {target} (and {len(videos) - len(episodes)} of one frame)"
+    os.makedirs(os.path.dirname(os.path.abspath(target)), exist_ok=True)
+    shutil.move(episodes[0], target)
+    return target
+
+
+def _natural_key(path: str) -> list:
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", path)]
+
+
+def _frame_count(path: str) -> int | None:
+    """Frames of a video, None when unknown (imageio-ffmpeg comes with moviepy, which wrote it)."""
+    try:
+        import imageio_ffmpeg
+
+        return imageio_ffmpeg.count_frames_and_secs(path)[0]
+    except (ImportError, OSError, RuntimeError):
+        return None
+
+
+# ----- plot, list -----
+
+
+def cmd_plot(args: argparse.Namespace) -> int:
+    from ding_ray.entry.plot import plot_runs
+
+    out = args.out
+    if out is None:
+        out = (
+            os.path.join(args.exp_dirs[0], "learning_curve.png")
+            if len(args.exp_dirs) == 1
+            else "learning_curve.png"
+        )
+    for line in plot_runs(args.exp_dirs, out, x_axis=args.x, spread=args.spread, title=args.title):
+        print(line)
+    print(f"{PROG}: plot written to {out}")
+    return 0
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    import importlib
+
+    from ding_ray.configs import list_configs, load_config
+    from ding_ray.utils.registry import BUFFER_REGISTRY, ENV_MANAGER_REGISTRY, ENV_REGISTRY, POLICY_REGISTRY
+
+    for package in ("ding_ray.envs", "ding_ray.policy", "ding_ray.data", "ding_ray.worker"):
+        importlib.import_module(package)  # components register themselves on import
+    sections = [
+        ("policies", POLICY_REGISTRY),
+        ("buffers", BUFFER_REGISTRY),
+        ("env managers", ENV_MANAGER_REGISTRY),
+        ("envs", ENV_REGISTRY),
+    ]
+    for title, registry in sections:
+        print(f"{title}: {', '.join(registry.names())}")
+    print("bundled configs (ding-ray train NAME):")
+    for name in list_configs():
+        bundled = load_config(name)
+        print(f"  {name:<14} [{bundled.mode}] {bundled.description}")
+    return 0
