@@ -11,6 +11,8 @@ from ding_ray.data import (
     get_buffer_cls,
 )
 from ding_ray.worker.collector import (
+    BattleEpisodeSerialCollector,
+    BattleSampleSerialCollector,
     EpisodeSerialCollector,
     ISerialCollector,
     SampleSerialCollector,
@@ -19,6 +21,7 @@ from ding_ray.worker.collector import (
 )
 from ding_ray.worker.commander import BaseSerialCommander
 from ding_ray.worker.evaluator import (
+    BattleInteractionSerialEvaluator,
     IMetric,
     InteractionSerialEvaluator,
     ISerialEvaluator,
@@ -38,6 +41,9 @@ from ding_ray.worker.learner import (
 )
 
 __all__ = [
+    "BattleEpisodeSerialCollector",
+    "BattleInteractionSerialEvaluator",
+    "BattleSampleSerialCollector",
     "AdvancedReplayBuffer",
     "DequeBufferWrapper",
     "EpisodeReplayBuffer",

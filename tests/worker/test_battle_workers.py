@@ -5,13 +5,17 @@ from functools import partial
 import numpy as np
 import pytest
 
+from ding_ray.config import compile_config
 from ding_ray.envs import BaseEnvManager, TicTacToeEnv
 from ding_ray.errors import ConfigError
 from ding_ray.policy import DQNPolicy
 from ding_ray.policy.action_mask import RandomLegalPolicy
 from ding_ray.utils.registry import SERIAL_COLLECTOR_REGISTRY, SERIAL_EVALUATOR_REGISTRY
-from ding_ray.worker.collector import BattleEpisodeSerialCollector, BattleSampleSerialCollector
-from ding_ray.worker.evaluator.battle_evaluator import BattleInteractionSerialEvaluator
+from ding_ray.worker import (
+    BattleEpisodeSerialCollector,
+    BattleInteractionSerialEvaluator,
+    BattleSampleSerialCollector,
+)
 
 MODEL = dict(obs_shape=19, action_shape=10, encoder_hidden_size_list=[32])
 
@@ -44,6 +48,15 @@ def test_registered_under_di_engine_names():
     assert SERIAL_COLLECTOR_REGISTRY.get("sample_1v1") is BattleSampleSerialCollector
     assert SERIAL_COLLECTOR_REGISTRY.get("episode_1v1") is BattleEpisodeSerialCollector
     assert SERIAL_EVALUATOR_REGISTRY.get("battle_interaction") is BattleInteractionSerialEvaluator
+    create_cfg = dict(
+        env=dict(type="tictactoe"),
+        policy=dict(type="dqn"),
+        collector=dict(type="sample_1v1"),
+        evaluator=dict(type="battle_interaction"),
+    )
+    cfg = compile_config(dict(policy=dict(model=MODEL)), create_cfg=create_cfg, auto=True, save_cfg=False)
+    assert cfg.policy.collect.collector.type == "sample_1v1" and cfg.env.first_player == "alternate"
+    assert cfg.policy.eval.evaluator.type == "battle_interaction"
 
 
 def test_sample_collector_counts_per_policy_and_trains():

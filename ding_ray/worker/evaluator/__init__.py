@@ -1,3 +1,4 @@
+from ding_ray.worker.evaluator.battle_evaluator import BattleInteractionSerialEvaluator
 from ding_ray.worker.evaluator.interaction_evaluator import (
     InteractionSerialEvaluator,
     ISerialEvaluator,
@@ -7,6 +8,7 @@ from ding_ray.worker.evaluator.metric_evaluator import IMetric, MetricSerialEval
 from ding_ray.worker.evaluator.vector_eval_monitor import VectorEvalMonitor
 
 __all__ = [
+    "BattleInteractionSerialEvaluator",
     "IMetric",
     "ISerialEvaluator",
     "InteractionSerialEvaluator",
