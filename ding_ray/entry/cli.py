@@ -1,4 +1,4 @@
-"""``ding-ray``: train, evaluate, plot and list from the command line.
+"""ding-ray: train, evaluate, plot and list from the command line.
 
     ding-ray train cartpole_dqn                      # a bundled config, serial pipeline
     ding-ray train my_config.py --mode ray --seed 1  # a DI-engine style config file, on Ray
@@ -6,31 +6,48 @@
     ding-ray plot cartpole_dqn_seed0 cartpole_dqn_seed1 --out curves.png
     ding-ray list
 
-Mistakes a user can make (a missing file, an unknown key or name, a bad ``--set``) end with one
+Mistakes a user can make (a missing file, an unknown key or name, a bad --set) end with one
 line on stderr and exit code 1; anything else is a bug and keeps its traceback.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import sys
+import textwrap
 
 from ding_ray.entry.cli_commands import PROG, cmd_eval, cmd_list, cmd_plot, cmd_train
 from ding_ray.errors import DingRayError
 
 
+def _version() -> str:
+    try:
+        return importlib.metadata.version("ding_ray")
+    except importlib.metadata.PackageNotFoundError:  # run from a source tree without installing
+        return "(not installed)"
+
+
+def _wrap(text: str) -> str:
+    """A description as argparse would wrap it (the raw formatter keeps the examples' lines)."""
+    return textwrap.fill(text, width=90)
+
+
 def build_parser() -> argparse.ArgumentParser:
     fmt = argparse.RawDescriptionHelpFormatter
     parser = argparse.ArgumentParser(prog=PROG, description=__doc__, formatter_class=fmt)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     train = sub.add_parser(
         "train",
         help="train a policy from a config",
         formatter_class=fmt,
-        description="Train until the evaluator reaches env.stop_value or the budget runs out. The run "
-        "writes <exp_name>_seed<N>/ (config, result.json, checkpoints under ckpt/, TensorBoard logs "
-        "under log/); a folder that exists already makes it a renewed <name>_<yymmdd_HHMMSS>/.",
+        description=_wrap(
+            "Train until the evaluator reaches env.stop_value or the budget runs out. The run "
+            "writes <exp_name>_seed<N>/ (config, result.json, checkpoints under ckpt/, TensorBoard logs "
+            "under log/); a folder that exists already makes it a renewed <name>_<yymmdd_HHMMSS>/."
+        ),
         epilog="examples:\n  ding-ray train cartpole_dqn --max-env-step 20000\n"
         "  ding-ray train apex_dqn --set ray.num_collectors=4\n"
         "  ding-ray train my_config.py --mode ray --address auto --set policy.learn.learning_rate=3e-4",
@@ -79,8 +96,10 @@ def build_parser() -> argparse.ArgumentParser:
         "eval",
         help="evaluate a checkpoint",
         formatter_class=fmt,
-        description="Load a checkpoint into the config's policy and run the evaluator once; print the "
-        "mean return. A checkpoint in a run's ckpt/ folder finds the run's total_config.json by itself.",
+        description=_wrap(
+            "Load a checkpoint into the config's policy and run the evaluator once; print the "
+            "mean return. A checkpoint in a run's ckpt/ folder finds the run's total_config.json by itself."
+        ),
         epilog="example:\n  ding-ray eval cartpole_dqn_seed0/ckpt/ckpt_best.pth.tar --episodes 10 "
         "--video cartpole.mp4",
     )
@@ -112,10 +131,12 @@ def build_parser() -> argparse.ArgumentParser:
         "plot",
         help="plot learning curves of runs into a PNG",
         formatter_class=fmt,
-        description="Read the evaluator's mean return from the runs' TensorBoard files and draw it. Runs "
-        "of one experiment (names differing only in _seed<N>) become one curve: their mean and spread "
-        "on a common x grid (a run keeps its last value after it ends). Needs "
-        'pip install "ding_ray[plot]".',
+        description=_wrap(
+            "Read the evaluator's mean return from the runs' TensorBoard files and draw it. Runs "
+            "of one experiment (names differing only in _seed<N>) become one curve: their mean and spread "
+            "on a common x grid (a run keeps its last value after it ends). Needs "
+            'pip install "ding_ray[plot]".'
+        ),
         epilog="example:\n  ding-ray plot cartpole_dqn_seed0 cartpole_dqn_seed1 cartpole_dqn_seed2 "
         "--out dqn.png",
     )
@@ -142,8 +163,10 @@ def build_parser() -> argparse.ArgumentParser:
     lst = sub.add_parser(
         "list",
         help="list policies, buffers, env managers, envs and bundled configs",
-        description="List the registered component types (the 'type' values a config may name) and the "
-        "bundled configs.",
+        description=_wrap(
+            "List the registered component types (the 'type' values a config may name) and the "
+            "bundled configs."
+        ),
     )
     lst.set_defaults(func=cmd_list)
     return parser

@@ -201,6 +201,11 @@ def test_plot_one_run_and_several_seeds(runs):
         ),
         (["train", "cartpole_dqn", "--resume", "somewhere"], ["--resume is not available yet"]),
         (["train", "cartpole_dqn", "--address", "auto"], ["--mode ray"]),
+        # --address becomes ray.address: nothing listens on port 9
+        (
+            ["train", "apex_dqn", "--address", "127.0.0.1:9"],
+            ["Cannot reach the Ray cluster at '127.0.0.1:9'"],
+        ),
         (["eval", "no_such.pth.tar"], ["'no_such.pth.tar' does not exist"]),
         (["plot", "no_such_run"], ["'no_such_run' does not exist"]),
     ],
