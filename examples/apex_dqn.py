@@ -15,17 +15,26 @@ Run it (from the repository root):
 With --dashboard or on a cluster, the Ray dashboard (http://127.0.0.1:8265) lists the actors
 by name (learner, buffer, evaluator, collector-0, collector-1) and its metrics page shows the
 ``ding_ray_*`` gauges. Results land in ``apex_dqn_seed<seed>/`` (config, TensorBoard logs, checkpoints,
-``result.json``). ``ding_ray.entry.ray_pipeline`` runs this same loop in one call.
+``result.json``). ``ding_ray.entry.ray_pipeline`` builds this same Task pipeline in one call.
 """
 
 import argparse
 import json
-import time
 
 import ray
 
 from ding_ray import distributed  # its names load on first use: torch loads while Ray starts
-from ding_ray.entry import write_result
+from ding_ray.framework import OnlineRLContext, Task
+from ding_ray.framework.middleware import (
+    collector,
+    data_pusher,
+    eps_greedy_handler,
+    interaction_evaluator,
+    offpolicy_data_fetcher,
+    termination_checker,
+    trainer,
+    weights_publisher,
+)
 from ding_ray.utils.runtime import setup_logging
 
 main_config = dict(
@@ -37,7 +46,7 @@ main_config = dict(
         model=dict(obs_shape=4, action_shape=2, encoder_hidden_size_list=[128, 128, 64], dueling=True),
         nstep=3,
         discount_factor=0.99,
-        random_collect_size=4096,  # uniform random actions first (the driver collects them, see below)
+        random_collect_size=4096,  # random actions first (the driver collects them while the actors start)
         priority=True,  # the learner returns |TD error| as new priorities
         priority_IS_weight=True,  # and weights its loss by the buffer's importance-sampling weights
         # A batch of 128 costs the learner no more time than one of 64 on a small MLP.
@@ -75,38 +84,31 @@ create_config = dict(
 
 
 def main(seed: int, max_env_step: int | None, dashboard: bool = False) -> dict:
-    start = time.perf_counter()
     setup_logging()  # ding_ray's INFO lines: first batch, learner ready, evaluations
     main_config["exp_name"] = f"apex_dqn_seed{seed}"
     main_config["ray"]["include_dashboard"] = dashboard  # only used when Ray starts in this process
     # Ray starts while a thread compiles the config (loading torch); the plan holds the
     # namespace, the calls' sizes and the samples per insert.
-    cfg, plan, _ = distributed.start_run((main_config, create_config), seed)
-    actors = distributed.create_actors(cfg, plan.namespace)  # returns once the buffer is up
+    cfg, plan, started_ray = distributed.start_run((main_config, create_config), seed)
 
-    driver = distributed.ApexDriver(cfg, actors, plan, max_env_step=max_env_step)
-    driver.warm_up()  # while the actors start: random transitions collected here fill the buffer
-    while not driver.done:
-        driver.launch_collects()  # idle collectors: roll out with the latest weights, push to the buffer
-        driver.launch_training()  # keep sample -> train (-> priority update, publish) calls queued
-        driver.launch_eval()  # every eval_freq learner iterations, on the latest weights
-        driver.process(driver.wait())  # whichever call finished first: count it, take new weights
-    driver.close()
-
-    result = write_result(
-        cfg.exp_name,
-        env_steps=driver.env_steps,
-        train_iter=driver.train_iter,
-        best_eval_return=driver.best_eval,
-        last_eval_return=driver.last_eval,
-        stop=driver.stop,
-        wall_s=time.perf_counter() - start,
-        seed=seed,
-        **driver.summary(),
-    )
-    actors.kill()
-    ray.shutdown()
-    return result
+    # The actors behind the interfaces the stages call: collectors, buffer, learner, evaluator.
+    # It checks the cluster can hold them first, and at the end saves the learner's final
+    # checkpoint, writes result.json and frees the actors' names.
+    with distributed.RayComponents(cfg, plan, max_env_step) as rc, Task(OnlineRLContext()) as task:
+        task.use(interaction_evaluator(cfg, rc.evaluator))  # every eval_freq iters, on the latest weights
+        task.use(eps_greedy_handler(cfg))  # epsilon by env steps, for the next collect calls
+        task.use(collector(cfg, rc.collectors))  # relaunch idle collectors; refs of finished batches
+        task.use(data_pusher(cfg, rc.buffer))  # hand those refs to the buffer actor
+        task.use(offpolicy_data_fetcher(cfg, rc.buffer))  # sample when the rate limiter allows
+        task.use(trainer(cfg, rc.learner, log_freq=1000))  # queue a train call; its priorities go back
+        task.use(weights_publisher(rc.learner, rc.collectors, rc.evaluator))  # newest weights out
+        task.use(rc.monitor())  # progress bar, TensorBoard, dashboard metrics
+        task.use(termination_checker(max_env_step=max_env_step))
+        task.use(rc.wait_any())  # block until some actor call finishes
+        task.run()
+    if started_ray:
+        ray.shutdown()
+    return rc.result
 
 
 if __name__ == "__main__":

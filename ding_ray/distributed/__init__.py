@@ -3,8 +3,10 @@
 Building blocks for a driver of your own (``examples/apex_dqn.py`` is one)::
 
     cfg, plan, started_ray = start_run((main_config, create_config), seed)  # config, Ray up
-    actors = create_actors(cfg, plan.namespace)    # buffer, learner, collector-0; the rest later
-    ApexDriver(cfg, actors, plan, max_env_step=...).run()
+    with RayComponents(cfg, plan) as rc, Task(OnlineRLContext()) as task:   # the actors
+        task.use(collector(cfg, rc.collectors))    # ... the middleware stages, given the actors
+        task.use(rc.wait_any())
+        task.run()
 
 Nothing below this package imports ray. Names are imported on first use, so that an actor
 process loads only its own module (the buffer actor never imports torch).
@@ -25,7 +27,6 @@ _EXPORTS = {
     "LearnerWorker": "actors",
     "create_actors": "actors",
     "wait_ready": "actors",
-    "ApexDriver": "apex",
     "BufferWorker": "buffer_actor",
     "ReplayBufferActor": "buffer_actor",
     "ClusterError": "cluster",
@@ -34,13 +35,19 @@ _EXPORTS = {
     "init_ray": "cluster",
     "start_run": "cluster",
     "CollectorPool": "collector_pool",
+    "RayComponents": "components",
+    "pipeline_of": "components",
+    "async_pipeline": "pipelines",
+    "sync_pipeline": "pipelines",
+    "RemoteBuffer": "remote",
+    "RemoteEvaluator": "remote",
+    "RemoteLearner": "remote",
+    "RemoteCollectors": "remote_collectors",
     "Plan": "config",
     "RayConfig": "config",
     "make_plan": "config",
-    "Driver": "driver",
     "RayMetrics": "metrics",
     "metric_name": "metrics",
-    "SyncDriver": "sync",
     "WeightsPublisher": "weights",
     "WeightsRef": "weights",
     "pull": "weights",

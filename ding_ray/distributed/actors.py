@@ -33,17 +33,12 @@ from ding_ray.worker.rollout_worker import RolloutWorker
 
 
 class CollectorWorker(RolloutWorker):
-    """A ``RolloutWorker`` that pulls the latest weights and pushes its batches to the buffer."""
+    """A ``RolloutWorker`` that pulls the latest weights and puts its batches into the object store."""
 
-    def __init__(
-        self, cfg: EasyDict, index: int, namespace: str | None = None, torch_threads: int = 1
-    ) -> None:
+    def __init__(self, cfg: EasyDict, index: int, torch_threads: int = 1) -> None:
         set_torch_threads(torch_threads)
         lower_priority(cfg.ray.get("helper_nice", 0))
         super().__init__(cfg, index)
-        self._namespace = namespace
-        self._buffer = None  # looked up by name: a handle passed in would not survive a restart
-        self._push = None  # the one push call in flight
         self._metrics = RayMetrics(self.name)
 
     def ping(self) -> int:
@@ -61,29 +56,17 @@ class CollectorWorker(RolloutWorker):
         random_collect: bool = False,
         n_sample: int | None = None,
     ) -> dict[str, Any]:
-        """Async pipeline: roll out, push the batch straight to the buffer, return the info."""
+        """Roll out with the newest weights; the info's ``data`` is a reference to the batch.
+
+        The batch is put into the object store here, owned by this actor: whoever the driver
+        hands the reference to (the buffer, the learner) reads it from this node, so the
+        transitions never pass through the driver, however small the batch.
+        """
         pull(self, weights)
         batch, info = self.rollout(n_sample, train_iter, policy_kwargs, random_collect)
-        if self._push is not None:
-            ray.get(self._push)  # at most one push in flight: a slow buffer slows us, not memory
-        if self._buffer is None:
-            self._buffer = ray.get_actor("buffer", namespace=self._namespace)
-        self._push = self._buffer.push.remote(batch, info[metrics.COLLECTOR_ENV_STEPS])
         self._metrics.record(info)
+        info["data"] = ray.put(batch)
         return info
-
-    def collect_batch(
-        self,
-        weights: WeightsRef | None,
-        train_iter: int = 0,
-        n_sample: int | None = None,
-        policy_kwargs: dict | None = None,
-    ) -> tuple[Batch, dict[str, Any]]:
-        """Sync pipeline: roll out and return the batch itself (call with ``num_returns=2``)."""
-        pull(self, weights)
-        batch, info = self.rollout(n_sample, train_iter, policy_kwargs)
-        self._metrics.record(info)
-        return batch, info
 
 
 class EvaluatorWorker(EvalWorker):
@@ -216,7 +199,7 @@ def create_actors(cfg: EasyDict, namespace: str, publish_freq: int | None = None
             resources=dict(rc.collector_resources),
             scheduling_strategy=rc.collector_scheduling,
             **restartable,
-        ).remote(cfg, i, namespace, rc.torch_threads)
+        ).remote(cfg, i, rc.torch_threads)
 
     buffer = ReplayBufferActor.options(name="buffer", num_cpus=rc.buffer_num_cpus, **core).remote(
         cfg.policy.other.replay_buffer, cfg.exp_name, int(cfg.seed)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import time
 from typing import Any
 
@@ -11,22 +10,13 @@ from easydict import EasyDict
 
 from ding_ray.config import compile_config
 from ding_ray.config.compile import split_input_cfg
-from ding_ray.distributed import (
-    ApexDriver,
-    RayConfig,
-    SyncDriver,
-    check_cluster,
-    create_actors,
-    start_run,
-)
-from ding_ray.entry.result import write_result
+from ding_ray.distributed import RayComponents, RayConfig, async_pipeline, start_run, sync_pipeline
 from ding_ray.entry.serial_entry import fill_model_shapes
 from ding_ray.envs import get_vec_env_setting
+from ding_ray.framework import OnlineRLContext, Task
 from ding_ray.policy import create_policy
 from ding_ray.policy.weights import load_weights
-from ding_ray.utils.runtime import set_torch_threads, setup_logging
-
-logger = logging.getLogger(__name__)
+from ding_ray.utils.runtime import setup_logging
 
 
 def compile_ray_config(input_cfg: Any, seed: int = 0, save_cfg: bool = True) -> EasyDict:
@@ -50,13 +40,6 @@ def compile_ray_config(input_cfg: Any, seed: int = 0, save_cfg: bool = True) -> 
     return cfg
 
 
-def pipeline_of(cfg: EasyDict) -> str:
-    """'sync' or 'async': ``ray.pipeline``, or by ``policy.on_policy`` when it is 'auto'."""
-    if cfg.ray.pipeline != "auto":
-        return cfg.ray.pipeline
-    return "sync" if cfg.policy.on_policy else "async"
-
-
 def ray_pipeline(
     input_cfg: Any,
     seed: int = 0,
@@ -66,49 +49,25 @@ def ray_pipeline(
     """Train with collector, evaluator, buffer and learner actors until ``env.stop_value`` or a
     budget is reached; return the trained policy (learn, collect and eval modes).
 
-    Off-policy policies run the async (Ape-X) pipeline, on-policy ones the sync pipeline. Writes
-    ``<exp_name>/total_config.json``, TensorBoard logs under ``<exp_name>/log/ray``, the best
-    evaluated weights as ``<exp_name>/ckpt/ckpt_best.pth.tar`` and ``<exp_name>/result.json``.
+    Off-policy policies run the async (Ape-X) Task pipeline, on-policy ones the sync one
+    (``ding_ray.distributed.pipelines``). Writes ``<exp_name>/total_config.json``, TensorBoard
+    logs under ``<exp_name>/log/ray``, the best evaluated weights as
+    ``<exp_name>/ckpt/ckpt_best.pth.tar``, the learner's final ones as ``ckpt_final.pth.tar``, and
+    ``<exp_name>/result.json`` (also when the run fails, with the error).
     """
     start = time.perf_counter()
     setup_logging()
     cfg, plan, started_ray = start_run(input_cfg, seed)  # compiles the config while Ray starts
     try:
-        set_torch_threads(cfg.ray.torch_threads)
-        pipeline = pipeline_of(cfg)
-        if cfg.ray.check_resources:
-            check_cluster(cfg.ray)
-        actors = create_actors(cfg, plan.namespace)
-        try:
-            driver_cls = SyncDriver if pipeline == "sync" else ApexDriver
-            driver = driver_cls(cfg, actors, plan, max_env_step, max_train_iter)
-            try:
-                driver.run()
-            finally:
-                driver.close()
-            state = driver.get(actors.learner.state_dict.remote())
-            driver.get(actors.learner.close.remote())  # after_run hooks: the final checkpoint
-            stop_weights = None if driver.stop_weights is None else ray.get(driver.stop_weights.ref)
-        finally:
-            actors.kill()
+        with RayComponents(cfg, plan, max_env_step, started_at=start) as rc, Task(OnlineRLContext()) as task:
+            build = sync_pipeline if rc.pipeline == "sync" else async_pipeline
+            build(task, cfg, rc, max_env_step, max_train_iter)
+            task.run()
     finally:
         if started_ray:
             ray.shutdown()
-
-    record = write_result(
-        cfg.exp_name,
-        env_steps=driver.env_steps,
-        train_iter=driver.train_iter,
-        best_eval_return=driver.best_eval,
-        last_eval_return=driver.last_eval,
-        stop=driver.stop,
-        wall_s=time.perf_counter() - start,
-        seed=cfg.seed,
-        **driver.summary(),
-    )
-    logger.info("result: %s", record)
     policy = create_policy(cfg.policy, enable_field=["learn", "collect", "eval"])
-    policy.learn_mode.load_state_dict(state)
-    if stop_weights is not None:  # return the weights that reached the stop value, not later ones
-        load_weights(policy.eval_mode, stop_weights)
+    policy.learn_mode.load_state_dict(rc.state)
+    if rc.stop_weights is not None:  # return the weights that reached the stop value, not later ones
+        load_weights(policy.eval_mode, rc.stop_weights)
     return policy

@@ -1,54 +1,5 @@
-"""``result.json``: the record every pipeline writes at the end of a run."""
+"""``result.json`` (the record lives in ``ding_ray.utils.result``, where the Ray layer writes it too)."""
 
-from __future__ import annotations
+from ding_ray.utils.result import read_result, write_result
 
-import glob
-import json
-import os
-from typing import Any
-
-
-def write_result(
-    exp_name: str,
-    *,
-    env_steps: int,
-    train_iter: int,
-    best_eval_return: float | None,
-    last_eval_return: float | None,
-    stop: bool,
-    wall_s: float,
-    **extra: Any,
-) -> dict[str, Any]:
-    """Write ``<exp_name>/result.json`` (atomically) and return the record."""
-    record = {
-        "env_steps": int(env_steps),
-        "train_iter": int(train_iter),
-        "best_eval_return": _finite_or_none(best_eval_return),
-        "last_eval_return": _finite_or_none(last_eval_return),
-        "stop": bool(stop),
-        "wall_s": round(float(wall_s), 3),
-        "env_steps_per_s": round(env_steps / max(wall_s, 1e-9), 1),
-        "train_iter_per_s": round(train_iter / max(wall_s, 1e-9), 1),
-        **extra,
-    }
-    os.makedirs(exp_name, exist_ok=True)
-    path = os.path.join(exp_name, "result.json")
-    with open(path + ".tmp", "w") as f:
-        json.dump(record, f, indent=2)
-    os.replace(path + ".tmp", path)
-    return record
-
-
-def read_result(exp_name: str) -> dict[str, Any]:
-    """The record of the latest run of ``exp_name``: a run into an existing folder writes to a
-    renewed ``<exp_name>_<yymmdd_HHMMSS>`` one (DI-engine's ``renew_dir``), so the newest wins."""
-    paths = [os.path.join(exp_name, "result.json")] + glob.glob(glob.escape(exp_name) + "_*/result.json")
-    paths = [p for p in paths if os.path.isfile(p)]
-    if not paths:
-        raise FileNotFoundError(f"No result.json for experiment '{exp_name}' (nor a renewed folder of it).")
-    with open(max(paths, key=os.path.getmtime)) as f:
-        return json.load(f)
-
-
-def _finite_or_none(x: float | None) -> float | None:
-    return None if x is None or x != x or x in (float("inf"), float("-inf")) else float(x)
+__all__ = ["read_result", "write_result"]

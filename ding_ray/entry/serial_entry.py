@@ -15,12 +15,12 @@ from tensorboardX import SummaryWriter
 
 from ding_ray.config import compile_config
 from ding_ray.config.compile import split_input_cfg
-from ding_ray.entry.result import write_result
 from ding_ray.envs import create_env_manager, get_vec_env_setting, space_info
 from ding_ray.errors import ConfigError
 from ding_ray.policy import create_policy
 from ding_ray.rl_utils import get_epsilon_greedy_fn
 from ding_ray.utils.registry import POLICY_REGISTRY
+from ding_ray.utils.result import write_result
 from ding_ray.utils.runtime import set_pkg_seed, set_torch_threads, setup_logging
 from ding_ray.worker import (
     BaseLearner,

@@ -5,8 +5,28 @@ from __future__ import annotations
 import logging
 import os
 import random
+import time
 
 import numpy as np
+
+_IMPORTED = time.time()
+
+
+def process_age_s() -> float:
+    """Seconds since this Python process was launched (start-up included). Read from /proc on
+    Linux; elsewhere, or where /proc counts time the machine spent paused (a suspended VM), the
+    time since this module was imported."""
+    since_import = time.time() - _IMPORTED
+    try:
+        with open("/proc/self/stat") as f:
+            start_ticks = int(f.read().rsplit(")", 1)[1].split()[19])
+        with open("/proc/uptime") as f:
+            uptime = float(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return since_import
+    age = uptime - start_ticks / os.sysconf("SC_CLK_TCK")
+    # Imports before this module take seconds, not minutes: more means a pause was counted.
+    return age if age - since_import < 60 else since_import
 
 
 def set_pkg_seed(seed: int, use_cuda: bool = False) -> None:

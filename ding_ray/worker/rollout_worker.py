@@ -103,7 +103,8 @@ class RolloutWorker:
         """``n_sample`` train samples as a ``Batch`` (plus ``policy_version`` and ``collect_iter``
         columns), and a small info dict: counts, timing and the collector's metric scalars."""
         n_sample = n_sample or self._n_sample
-        before, start = self._collector.envstep, time.perf_counter()
+        before, episodes_before = self._collector.envstep, self._collector.envepisode
+        start = time.perf_counter()
         samples = self._collector.collect(
             n_sample=n_sample,
             train_iter=train_iter,
@@ -122,6 +123,7 @@ class RolloutWorker:
             "n": n,
             "policy_version": self.version,
             "new_env_steps": new_steps,
+            "new_episodes": self._collector.envepisode - episodes_before,
             "seconds": seconds,
             metrics.COLLECTOR_ENV_STEPS: self._collector.envstep,
             metrics.COLLECTOR_ENV_STEPS_PER_S: new_steps / max(seconds, 1e-9),

@@ -9,8 +9,9 @@ import sys
 import ray
 from ray.cluster_utils import Cluster
 
-from ding_ray.distributed import ApexDriver, check_cluster, create_actors, make_plan
+from ding_ray.distributed import RayComponents, async_pipeline, make_plan
 from ding_ray.entry import compile_ray_config
+from ding_ray.framework import OnlineRLContext, Task
 from tests.distributed.configs import small_config
 from tests.distributed.conftest import free_port
 
@@ -22,23 +23,19 @@ def main(exp_name: str) -> None:
     ray.init(address=cluster.address)
     try:
         cfg = compile_ray_config(small_config(exp_name), seed=0)
-        plan = make_plan(cfg)
-        check_cluster(cfg.ray)
-        actors = create_actors(cfg, plan.namespace)
-        actors.start_collectors()  # a driver would after the learner's first weights
-        nodes = ray.get([c.node_id.remote() for c in actors.collectors])
-        driver = ApexDriver(cfg, actors, plan, max_env_step=2000)
-        driver.run()
-        driver.close()
-        actors.kill()
+        with RayComponents(cfg, make_plan(cfg)) as rc, Task(OnlineRLContext()) as task:  # checks the cluster
+            rc.actors.start_collectors()  # the pipeline would after the learner's first weights
+            nodes = ray.get([c.node_id.remote() for c in rc.actors.collectors])
+            async_pipeline(task, cfg, rc, max_env_step=2000)
+            task.run()
         print(
             json.dumps(
                 {
                     "collector_nodes": nodes,
                     "cluster_nodes": [n["NodeID"] for n in ray.nodes() if n["Alive"]],
                     "worker_node": worker.node_id,
-                    "env_steps": driver.env_steps,
-                    "train_iter": driver.train_iter,
+                    "env_steps": task.ctx.env_step,
+                    "train_iter": task.ctx.train_iter,
                 }
             )
         )

@@ -10,16 +10,17 @@ import pytest
 import ray
 
 from ding_ray.distributed import (
-    ApexDriver,
     ClusterError,
+    RayComponents,
+    async_pipeline,
     check_resources,
-    create_actors,
     make_plan,
     start_run,
 )
 from ding_ray.distributed.cluster import check_reachable
 from ding_ray.entry import compile_ray_config, ray_pipeline
-from ding_ray.errors import ConfigError
+from ding_ray.errors import ConfigError, StageError
+from ding_ray.framework import OnlineRLContext, Task, current_task
 from tests.distributed.configs import small_config
 from tests.distributed.conftest import run_python
 
@@ -69,8 +70,10 @@ def test_sync_pipeline_trains_on_fresh_data_each_round(ray_session, tmp_path):
     ray_pipeline(small_config(exp_name, pipeline="sync", n_sample=64), seed=0, max_train_iter=24)
     result = read_result(exp_name)
     assert result["pipeline"] == "ray-sync"
-    assert result["train_iter"] == 24 and result["policy_version"] == 24  # published after every round
-    assert result["env_steps"] >= 6 * 64  # 24 iters / 4 per round = 6 rounds of >= 64 transitions
+    # termination_checker ends the run after the round that passes the budget (as DI-engine's):
+    # 7 rounds of 4 iterations, the weights published after each
+    assert result["train_iter"] == 28 and result["policy_version"] == 28
+    assert result["env_steps"] >= 7 * 64  # >= 64 transitions per round
     assert_actors_gone("sync_run")
 
 
@@ -131,34 +134,36 @@ def test_warm_up_fills_the_buffer_before_the_collectors_are_up(ray_session, tmp_
     main["policy"]["random_collect_size"] = 256
     cfg = compile_ray_config((main, create), save_cfg=False)
     plan = make_plan(cfg)
-    actors = create_actors(cfg, plan.namespace)  # returns once the buffer answers
-    try:
-        driver = ApexDriver(cfg, actors, plan, max_env_step=10_000)
-        driver.warm_up()  # the collectors import torch for seconds; 256 random steps take milliseconds
+    # returns once the buffer answers; the collectors import torch for seconds, while 256 random
+    # steps take the driver milliseconds
+    with RayComponents(cfg, plan, max_env_step=10_000) as rc, Task(OnlineRLContext()) as task:
+        async_pipeline(task, cfg, rc)
+        task.use(lambda ctx: setattr(current_task(), "finish", not rc.collectors.warming_up))
+        task.run()
         # The collectors' first calls (queued while they start) are random too and take their share.
-        mine = 256 - len(driver.pool.slots) * plan.n_sample  # collector-0 only: the rest start later
-        pushed = ray.get(actors.buffer.stats.remote())["buffer/pushed"]
-        assert pushed == mine and driver.env_steps >= mine  # (n-step targets hold a few steps back)
-        assert driver.first_batch_s is not None and driver._random_left == 0
-        driver.close()
-    finally:
-        actors.kill()
+        mine = 256 - len(rc.collectors.pool.slots) * plan.n_sample  # collector-0 only: the rest start later
+        pushed = ray.get(rc.actors.buffer.stats.remote())["buffer/pushed"]
+        assert pushed == mine and task.ctx.env_step >= mine  # (n-step targets hold a few steps back)
+        assert rc.collectors.first_batch_s is not None and rc.collectors._random_left == 0
 
 
 def test_collectors_that_never_start_fail_the_run_with_a_clear_error(ray_session, tmp_path):
     main, create = small_config(
-        str(tmp_path / "stuck"), collector_resources={"no_such_node": 1}, actor_start_timeout_s=5.0
+        str(tmp_path / "stuck"),
+        collector_resources={"no_such_node": 1},
+        actor_start_timeout_s=5.0,
+        check_resources=False,  # as with an autoscaler that never delivers the node
     )
     cfg = compile_ray_config((main, create), save_cfg=False)
-    plan = make_plan(cfg)
-    actors = create_actors(cfg, plan.namespace)  # the buffer starts; collector-0 cannot be placed
-    try:
-        driver = ApexDriver(cfg, actors, plan, max_env_step=1000)
-        with pytest.raises(ClusterError, match="No collector actor started within 5 s"):
-            driver.run()
-        driver.close()
-    finally:
-        actors.kill()
+    with pytest.raises(StageError, match="No collector actor started within 5 s") as err:
+        # the buffer starts; collector-0 cannot be placed
+        with RayComponents(cfg, make_plan(cfg), max_env_step=1000) as rc, Task(OnlineRLContext()) as task:
+            async_pipeline(task, cfg, rc, max_env_step=1000)
+            task.run()
+    assert isinstance(err.value.__cause__, ClusterError)
+    # the failed run still has its record, with the error, and its actors are gone
+    assert "No collector actor started" in read_result(cfg.exp_name)["error"]
+    assert_actors_gone(make_plan(cfg).namespace)
 
 
 def test_dizoo_config_file_on_ray_ignores_load_path_and_replay_path(ray_session, tmp_path):

@@ -2,87 +2,62 @@
 
 Each stage calls only the plain interface of the component it is given (``collect``, ``push``,
 ``sample``, ``update``, ``train``, ``eval``), so a local object and a Ray actor of the same class
-fit the same stage.
+fit the same stage. Names load on first use: a driver that imports a few stages does not pay
+for torch (the datasets, checkpoints and GAE need it) before Ray has started.
 """
 
-__all__: list[str] = []  # each group below adds its names with `__all__ += [...]`
+from __future__ import annotations
 
-# --- data stages (data.py, offline.py, her.py) ---
-from ding_ray.framework.middleware.data import (  # noqa: E402
-    buffer_saver,
-    data_pusher,
-    offpolicy_data_fetcher,
-    priority_calculator,
-    sqil_data_pusher,
-)
-from ding_ray.framework.middleware.her import her_data_enhancer  # noqa: E402
-from ding_ray.framework.middleware.offline import offline_data_fetcher, offline_data_saver  # noqa: E402
-from ding_ray.framework.middleware.offline_dataset import HDF5Dataset, NaiveRLDataset  # noqa: E402
+import importlib
+from typing import Any
 
-__all__ += [
-    "HDF5Dataset",
-    "NaiveRLDataset",
-    "buffer_saver",
-    "data_pusher",
-    "her_data_enhancer",
-    "offline_data_fetcher",
-    "offline_data_saver",
-    "offpolicy_data_fetcher",
-    "priority_calculator",
-    "sqil_data_pusher",
-]
+_EXPORTS = {
+    # data stages (data.py, offline.py, offline_dataset.py, her.py)
+    "buffer_saver": "data",
+    "data_pusher": "data",
+    "offpolicy_data_fetcher": "data",
+    "priority_calculator": "data",
+    "sqil_data_pusher": "data",
+    "her_data_enhancer": "her",
+    "offline_data_fetcher": "offline",
+    "offline_data_saver": "offline",
+    "HDF5Dataset": "offline_dataset",
+    "NaiveRLDataset": "offline_dataset",
+    # collect / train / evaluate / control stages
+    "EpisodeCollector": "collect",
+    "StepCollector": "collect",
+    "TransitionList": "collect",
+    "collector": "collect",
+    "inferencer": "collect",
+    "rolloutor": "collect",
+    "ckpt_saver": "control",
+    "epoch_timer": "control",
+    "eps_greedy_handler": "control",
+    "eps_greedy_masker": "control",
+    "termination_checker": "control",
+    "interaction_evaluator": "evaluate",
+    "interaction_evaluator_ttorch": "evaluate",
+    "OffPolicyLearner": "train",
+    "gae_estimator": "train",
+    "multistep_trainer": "train",
+    "reward_estimator": "train",
+    "trainer": "train",
+    "weights_publisher": "train",
+    # loggers (logger.py, wandb_logger.py)
+    "offline_logger": "logger",
+    "online_logger": "logger",
+    "wandb_offline_logger": "wandb_logger",
+    "wandb_online_logger": "wandb_logger",
+}
 
-# --- collect / train / evaluate / control stages (collect.py, train.py, evaluate.py, control.py) ---
-from ding_ray.framework.middleware.collect import (  # noqa: E402
-    EpisodeCollector,
-    StepCollector,
-    TransitionList,
-    collector,
-    inferencer,
-    rolloutor,
-)
-from ding_ray.framework.middleware.control import (  # noqa: E402
-    ckpt_saver,
-    epoch_timer,
-    eps_greedy_handler,
-    eps_greedy_masker,
-    termination_checker,
-)
-from ding_ray.framework.middleware.evaluate import (  # noqa: E402
-    interaction_evaluator,
-    interaction_evaluator_ttorch,
-)
-from ding_ray.framework.middleware.train import (  # noqa: E402
-    OffPolicyLearner,
-    gae_estimator,
-    multistep_trainer,
-    reward_estimator,
-    trainer,
-)
+__all__ = sorted(_EXPORTS)
 
-__all__ += [
-    "EpisodeCollector",
-    "OffPolicyLearner",
-    "StepCollector",
-    "TransitionList",
-    "ckpt_saver",
-    "collector",
-    "epoch_timer",
-    "eps_greedy_handler",
-    "eps_greedy_masker",
-    "gae_estimator",
-    "inferencer",
-    "interaction_evaluator",
-    "interaction_evaluator_ttorch",
-    "multistep_trainer",
-    "reward_estimator",
-    "rolloutor",
-    "termination_checker",
-    "trainer",
-]
 
-# --- loggers (logger.py) ---
-from ding_ray.framework.middleware.logger import offline_logger, online_logger  # noqa: E402
-from ding_ray.framework.middleware.wandb_logger import wandb_offline_logger, wandb_online_logger  # noqa: E402
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'ding_ray.framework.middleware' has no attribute '{name}'")
+    return getattr(importlib.import_module(f"ding_ray.framework.middleware.{_EXPORTS[name]}"), name)
 
-__all__ += ["offline_logger", "online_logger", "wandb_offline_logger", "wandb_online_logger"]
+
+def __dir__() -> list[str]:
+    return __all__

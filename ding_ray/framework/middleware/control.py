@@ -10,12 +10,10 @@ from collections import deque
 from typing import Any
 
 import numpy as np
-import torch
 
 from ding_ray.errors import ConfigError
 from ding_ray.framework.context import Context, OnlineRLContext
 from ding_ray.framework.task import current_task
-from ding_ray.rl_utils import get_epsilon_greedy_fn
 
 logger = logging.getLogger(__name__)
 
@@ -27,6 +25,8 @@ def eps_greedy_handler(cfg: Any):
     Reads ctx: env_step.
     Writes ctx: collect_kwargs['eps'].
     """
+    from ding_ray.rl_utils import get_epsilon_greedy_fn  # here: rl_utils loads torch, the caller may not yet
+
     eps_cfg = cfg.policy.get("other", {}).get("eps")
     if not eps_cfg:
         raise ConfigError(
@@ -114,6 +114,8 @@ def ckpt_saver(cfg: Any, policy: Any, train_freq: int | None = None, save_finish
     state = dict(last_save_iter=0, max_eval_value=-np.inf, task=None, last_ctx=None, final_saved=False)
 
     def save(name: str) -> None:
+        import torch  # here, not at the top: a driver that needs no checkpoints starts without torch
+
         path = os.path.join(prefix, name)
         torch.save(_learn_state_dict(policy), path + ".tmp")
         os.replace(path + ".tmp", path)  # a reader never sees half a file

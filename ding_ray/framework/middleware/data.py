@@ -173,11 +173,12 @@ def offpolicy_data_fetcher(cfg: EasyDict, buffer_: Any, data_shortage_warning: b
     ``data_shortage_warning``), so the trainer stage skips this iteration.
 
     After the later stages ran, if ``ctx.train_output`` (a dict, or a list of dicts of which the
-    last counts) carries priorities of this batch, they go to ``buffer_.update``: either
+    last counts) carries priorities, they go to ``buffer_.update``: either
     ``priority_info`` as ``BaseLearner.priority_info`` has it (``replay_unique_id``,
     ``replay_buffer_idx``, ``priority``), or ``priority`` (one per sampled item, as a policy's
-    learn mode returns it), matched here with the ids the sampled items carry. A batch from a
-    buffer that does not prioritize carries no ids and is left alone.
+    learn mode returns it), matched here with the ids the sampled items carry, or references to a
+    learner actor's priorities (``ding_ray.distributed``: the buffer actor reads them itself). A
+    batch from a buffer that does not prioritize carries no ids and is left alone.
 
     Reads ctx: train_iter; after the yield, train_output.
     Writes ctx: train_data.
@@ -188,17 +189,15 @@ def offpolicy_data_fetcher(cfg: EasyDict, buffer_: Any, data_shortage_warning: b
 
     def _fetch(ctx: Any):
         data = sample(ctx.train_iter)
-        if data is None:
-            if data_shortage_warning:
-                logger.warning(
-                    "The replay buffer cannot serve a batch of %d yet; this training iteration is skipped "
-                    "(collect more per iteration, e.g. a larger n_sample, to avoid it).",
-                    batch_size,
-                )
-            ctx.train_data = None
-            return
+        if data is None and data_shortage_warning:
+            logger.warning(
+                "The replay buffer cannot serve a batch of %d yet; this training iteration is skipped "
+                "(collect more per iteration, e.g. a larger n_sample, to avoid it).",
+                batch_size,
+            )
         ctx.train_data = data
         yield
+        # also without a batch this time: a learner actor's earlier calls may have finished now
         if not isinstance(buffer_, (list, tuple, Mapping)):
             info = _priority_update(ctx.train_output, data)
             if info is not None:
@@ -298,6 +297,8 @@ def _priority_update(train_output: Any, data: Any) -> dict | None:
     info = train_output.get("priority_info")
     if isinstance(info, Mapping) and info.get("priority") is not None:
         return dict(info)
+    if info is not None and not isinstance(info, Mapping):
+        return info  # references to a learner actor's priorities, which the buffer actor reads itself
     priority = train_output.get("priority")
     if priority is None:
         return None

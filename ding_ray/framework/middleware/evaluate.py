@@ -3,7 +3,9 @@
 The episodes are run by ding_ray's ``InteractionSerialEvaluator`` (episodes spread evenly over
 the envs, returns from ``info['eval_episode_return']``), built here from DI-engine's arguments
 (``cfg, policy, env``) or given ready-made, so the evaluation logic lives in one place. Because
-the stage calls only ``evaluator.eval``, an evaluator actor's handle fits it as well.
+the stage calls only ``evaluator.eval``, the evaluator actor fits it as well
+(``ding_ray.distributed.RemoteEvaluator``: its ``eval`` launches the episodes on the actor and
+returns None, and ``pending``/``result()`` hand over their outcome in a later iteration).
 """
 
 from __future__ import annotations
@@ -16,7 +18,6 @@ from ding_ray.errors import ConfigError
 from ding_ray.framework.context import Context
 from ding_ray.framework.middleware.collect import policy_mode
 from ding_ray.framework.task import current_task
-from ding_ray.worker.evaluator import InteractionSerialEvaluator
 
 
 def _is_evaluator(obj: Any) -> bool:
@@ -27,18 +28,25 @@ def _evaluate_stage(evaluator: Any, eval_freq: int, render: bool, policy_kwargs:
     kwargs_str = "/".join(f"{k}({v})" for k, v in policy_kwargs.items())
 
     def _evaluate(ctx: Context) -> None:
-        # due at the first call (train_iter 0 included) and then every eval_freq iterations
-        if ctx.last_eval_iter != -1 and ctx.train_iter - ctx.last_eval_iter < eval_freq:
+        if getattr(evaluator, "pending", False):
+            # an evaluator actor is still at it: its result arrives in a later iteration
+            result = evaluator.result()
+        elif ctx.last_eval_iter == -1 or ctx.train_iter - ctx.last_eval_iter >= eval_freq:
+            # due at the first call (train_iter 0 included) and then every eval_freq iterations
+            result = evaluator.eval(
+                None,
+                ctx.train_iter,
+                getattr(ctx, "env_step", -1),
+                force_render=render,
+                policy_kwargs=policy_kwargs or None,
+            )
+            ctx.last_eval_iter = ctx.train_iter
+        else:
             return
-        stop, info = evaluator.eval(
-            None,
-            ctx.train_iter,
-            getattr(ctx, "env_step", -1),
-            force_render=render,
-            policy_kwargs=policy_kwargs or None,
-        )
+        if result is None:
+            return
+        stop, info = result
         episode_return = float(info["eval_episode_return_mean"])
-        ctx.last_eval_iter = ctx.train_iter
         ctx.eval_value = episode_return
         ctx.last_eval_value = episode_return
         ctx.eval_output = {"episode_return": episode_return, "episode_info": info}
@@ -84,6 +92,8 @@ def interaction_evaluator(cfg: Any, policy: Any, env: Any = None, render: bool =
                 "interaction_evaluator(cfg, policy, env) needs the evaluator's env manager (or pass an "
                 "InteractionSerialEvaluator in place of the policy)."
             )
+        from ding_ray.worker.evaluator import InteractionSerialEvaluator  # torch: only for a local one
+
         env.seed(cfg.seed, dynamic_seed=False)
         evaluator = InteractionSerialEvaluator(
             cfg.policy.eval.evaluator,
@@ -113,6 +123,8 @@ def interaction_evaluator_ttorch(
     Writes ctx: eval_value, eval_output, last_eval_iter, last_eval_value; ends the task at
     ``stop_value``.
     """
+    from ding_ray.worker.evaluator import InteractionSerialEvaluator
+
     env.seed(seed, dynamic_seed=False)
     evaluator_cfg = dict(
         eval_freq=eval_freq,

@@ -13,13 +13,11 @@ from types import GeneratorType
 from typing import Any
 
 import numpy as np
-import torch
 
 from ding_ray.errors import ConfigError, DingRayError
 from ding_ray.framework.context import Context, OnlineRLContext
 from ding_ray.framework.middleware.collect import policy_mode
 from ding_ray.framework.middleware.data import offpolicy_data_fetcher
-from ding_ray.rl_utils import gae, gae_data
 
 logger = logging.getLogger(__name__)
 
@@ -31,39 +29,51 @@ def _is_learner(obj: Any) -> bool:
 
 def _log_loss(ctx: Context, output: Any) -> None:
     outputs = output if isinstance(output, list) else [output]
-    losses = [o["total_loss"] for o in outputs if isinstance(o, dict) and "total_loss" in o]
+    losses = [o.get("total_loss", o.get("learner/total_loss")) for o in outputs if isinstance(o, dict)]
+    losses = [x for x in losses if x is not None]
     loss = f"{float(np.mean(losses)):.3f}" if losses else "n/a"
     env_step = f" env_step {ctx.env_step}" if isinstance(ctx, OnlineRLContext) else ""
     logger.info("train: train_iter %d%s loss %s", ctx.train_iter, env_step, loss)
 
 
 def trainer(cfg: Any, policy: Any, log_freq: int = 100):
-    """One gradient step on ``ctx.train_data``; nothing when it is None (not enough data yet).
+    """Train on ``ctx.train_data``; nothing when it is None (not enough data yet).
 
-    ``policy``: a learn mode, a ``Policy`` (its learn mode is used) or a ``BaseLearner``. With a
-    learner, the priorities it sets aside (``learner.priority_info``) are put back into the output
-    as ``priority_info``, where ``offpolicy_data_fetcher`` looks for them.
+    ``policy``: a learn mode or a ``Policy`` (one gradient step per call), or a learner: ding_ray's
+    ``BaseLearner``, or the learner actor (``ding_ray.distributed.RemoteLearner``, whose calls
+    train several minibatches and finish in a later iteration: the stage then sets the output of
+    the calls that finished, and asks again while some are ``pending``). With a learner,
+    ``ctx.train_iter`` advances by the iterations the learner made, and the priorities it sets
+    aside (``priority_info``) are put into the output, where ``offpolicy_data_fetcher`` looks.
 
     Reads ctx: train_data, train_iter, env_step.
-    Writes ctx: train_output (the step's log dict), train_iter (+ 1).
+    Writes ctx: train_output (the step's log dict), train_iter (+ the iterations trained).
     """
     learner = policy if _is_learner(policy) else None
     learn_mode = None if learner is not None else policy_mode(policy, "learn")
     if learner is None and not callable(getattr(learn_mode, "forward", None)):
         raise ConfigError(f"trainer() takes policy.learn_mode or a BaseLearner, got {type(policy).__name__}.")
+    last_log_iter = -log_freq
 
     def _train(ctx: Context) -> None:
-        if ctx.train_data is None:
+        nonlocal last_log_iter
+        if ctx.train_data is None and not getattr(learner, "pending", False):
             return
         if learner is not None:
-            output = dict(learner.train(ctx.train_data, getattr(ctx, "env_step", -1)))
+            before = learner.train_iter
+            output = learner.train(ctx.train_data, getattr(ctx, "env_step", -1))
+            if output is None:  # a learner actor's calls are still running
+                return
+            output = dict(output)
             if learner.priority_info is not None:
                 output["priority_info"] = learner.priority_info
+            ctx.train_iter += learner.train_iter - before
         else:
             output = learn_mode.forward(ctx.train_data)
-        if ctx.train_iter % log_freq == 0:
+            ctx.train_iter += 1
+        if ctx.train_iter - last_log_iter >= log_freq:
             _log_loss(ctx, output)
-        ctx.train_iter += 1
+            last_log_iter = ctx.train_iter
         ctx.train_output = output
 
     return _train
@@ -177,9 +187,15 @@ def gae_estimator(cfg: Any, policy: Any, buffer_: Any = None):
     Discount and lambda come from ``cfg.policy.collect.discount_factor`` / ``gae_lambda``.
     Without ``buffer_`` the transitions become ``ctx.train_data``; with it they are pushed there.
 
+    ``policy=None``: the collector computed the advantages already (ding_ray's collectors call
+    the policy's ``get_train_sample``, which runs GAE where the data is, in a collector actor on
+    Ray), and the trajectories become ``ctx.train_data`` as they are.
+
     Reads ctx: trajectories, trajectory_end_idx, env_step.
     Writes ctx: train_data (without buffer_), trajectories (None).
     """
+    if policy is None:
+        return _collected_as_train_data
     collect_cfg = cfg.policy.collect
     missing = [k for k in ("discount_factor", "gae_lambda") if collect_cfg.get(k) is None]
     if missing:
@@ -187,6 +203,10 @@ def gae_estimator(cfg: Any, policy: Any, buffer_: Any = None):
             f"gae_estimator needs cfg.policy.collect.{missing[0]} (GAE's "
             f"{'gamma' if missing[0] == 'discount_factor' else 'lambda'}); set it in the policy config."
         )
+    import torch  # here, not at the top: a driver of actors needs no torch to build its stages
+
+    from ding_ray.rl_utils import gae, gae_data
+
     gamma, lambda_ = float(collect_cfg.discount_factor), float(collect_cfg.gae_lambda)
     model = policy_mode(policy, "collect").get_attribute("model")
 
@@ -217,3 +237,42 @@ def gae_estimator(cfg: Any, policy: Any, buffer_: Any = None):
         ctx.trajectories = None
 
     return _gae
+
+
+def _collected_as_train_data(ctx: OnlineRLContext) -> None:
+    ctx.train_data, ctx.trajectories = ctx.trajectories, None
+
+
+def weights_publisher(learner: Any, *subscribers: Any):
+    """Hand the learner's newest weights to the workers that act with a copy of the policy of
+    their own: collector and evaluator actors (``RemoteCollectors``, ``RemoteEvaluator``), or local
+    ``RolloutWorker``/``EvalWorker`` s. Collectors that share the learner's policy object need none.
+
+    ``learner.weights()`` gives ``(version, weights)`` (or None before the first publication);
+    each subscriber's ``load_weights(version, weights)`` is called once per new version.
+
+    Reads ctx: nothing; calls the subscribers.
+    """
+    if not callable(getattr(learner, "weights", None)):
+        raise ConfigError(
+            f"weights_publisher() takes a learner with weights() (LearnWorker, RemoteLearner), got "
+            f"{type(learner).__name__}."
+        )
+    for sub in subscribers:
+        if not callable(getattr(sub, "load_weights", None)):
+            raise ConfigError(
+                f"weights_publisher() hands weights to objects with load_weights(version, weights), got "
+                f"{type(sub).__name__}."
+            )
+    last_version = None
+
+    def _publish(ctx: Context) -> None:
+        nonlocal last_version
+        published = learner.weights()
+        if published is None or published[0] == last_version:
+            return
+        last_version = published[0]
+        for sub in subscribers:
+            sub.load_weights(*published)
+
+    return _publish

@@ -1,0 +1,202 @@
+"""``RayComponents``: one run's actors, ready to be handed to the stages of a ``Task``.
+
+What every Ray run does around its pipeline lives here, once, for ``ray_pipeline`` and for a
+driver script alike: the cluster check (fail in seconds when the cluster is too small), the
+actors (``create_actors``) behind their stage interfaces (``collectors``, ``buffer``,
+``learner``, ``evaluator``), a rate limiter between collection and sampling (async pipeline),
+and, when the ``with`` block ends, the learner's final checkpoint, ``result.json`` (also for a
+failed run, with its error) and the actors killed so their names are free again::
+
+    with RayComponents(cfg, plan) as rc, Task(OnlineRLContext()) as task:
+        task.use(collector(cfg, rc.collectors))
+        ...
+        task.use(rc.monitor())                  # progress bar, TensorBoard, dashboard metrics
+        task.use(rc.wait_any())                 # block until one actor call finishes
+        task.run()
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+import ray
+from easydict import EasyDict
+
+from ding_ray.data.rate_limiter import RateLimiter
+from ding_ray.distributed.actors import create_actors
+from ding_ray.distributed.cluster import check_cluster
+from ding_ray.distributed.config import Plan
+from ding_ray.distributed.monitor import RunMonitor
+from ding_ray.distributed.remote import RemoteBuffer, RemoteEvaluator, RemoteLearner, get
+from ding_ray.distributed.remote_collectors import RemoteCollectors
+from ding_ray.framework import OnlineRLContext, current_task
+from ding_ray.utils.result import write_result
+from ding_ray.utils.runtime import process_age_s, set_torch_threads
+from ding_ray.worker import metrics
+
+logger = logging.getLogger(__name__)
+
+
+def pipeline_of(cfg: EasyDict) -> str:
+    """'sync' or 'async': ``ray.pipeline``, or by ``policy.on_policy`` when it is 'auto'."""
+    if cfg.ray.pipeline != "auto":
+        return cfg.ray.pipeline
+    return "sync" if cfg.policy.on_policy else "async"
+
+
+class RayComponents:
+    def __init__(
+        self, cfg: EasyDict, plan: Plan, max_env_step: int | None = None, started_at: float | None = None
+    ) -> None:
+        self._start = time.perf_counter() if started_at is None else started_at  # for result.json's wall_s
+        set_torch_threads(cfg.ray.torch_threads)  # the driver too: it shares the cores
+        self.cfg, self.plan = cfg, plan
+        self.pipeline = pipeline_of(cfg)
+        sync = self.pipeline == "sync"
+        if cfg.ray.check_resources:
+            check_cluster(cfg.ray)
+        self.actors = create_actors(cfg, plan.namespace)
+        self.limiter = None
+        if not sync:
+            self.limiter = RateLimiter(plan.samples_per_insert, plan.min_replay_size, plan.tolerance)
+            self.limiter.check_chunks(plan.n_sample, plan.sample_size)
+        self.collectors = RemoteCollectors(cfg, self.actors, plan, self.limiter, sync=sync)
+        self.buffer = RemoteBuffer(
+            self.actors, self.limiter, cfg.ray.train_iters_per_call, max_in_flight=cfg.ray.sample_prefetch
+        )
+        self.learner = RemoteLearner(
+            self.actors,
+            self.buffer,
+            on_policy=sync,
+            start_timeout_s=cfg.ray.actor_start_timeout_s,
+            priority=bool(cfg.policy.get("priority", False)),
+        )
+        self.evaluator = RemoteEvaluator(self.actors)
+        self.ctx: Any = OnlineRLContext()  # the latest context the monitor saw, for result.json
+        self.result: dict[str, Any] | None = None
+        self.state: dict[str, Any] | None = None  # the learner's final state, once the run ended well
+        self.stop_weights: Any = None  # the weights that reached the stop value, once the run ended well
+        self._max_env_step = max_env_step
+        self._monitor: RunMonitor | None = None
+
+    # ----- stages --------------------------------------------------------------------------------
+    def wait_any(self, timeout_s: float = 1.0):
+        """Block until a call of some actor finishes; not while the driver has work of its own: the
+        buffer to warm up, or a sample to launch because the learner just finished a call (the
+        fetcher ran before the trainer took that call's result, so it comes next iteration).
+
+        Fails the run when the learner or every collector did not start within
+        ``ray.actor_start_timeout_s``.
+        """
+
+        def _wait_any(ctx: OnlineRLContext) -> None:
+            if self.collectors.warming_up or self.buffer.wants_sample():
+                return
+            refs = self.collectors.refs() + self.learner.refs() + self.evaluator.refs()
+            if not refs:
+                raise RuntimeError("Nothing is in flight on any actor; the rate limiter setup has a bug.")
+            if not ray.wait(refs, num_returns=1, timeout=timeout_s)[0]:
+                self.learner.check_started()
+                self.collectors.check_started()
+
+        return _wait_any
+
+    def monitor(self):
+        """The progress bar, TensorBoard (``<exp_name>/log/ray``) and dashboard metrics of the run.
+
+        Reads ctx: env_step, train_iter, train_output, eval_output, last_eval_value.
+        """
+        self._monitor = monitor = RunMonitor(
+            self.cfg.exp_name, self.cfg.ray.progress_bar, self.cfg.ray.report_interval_s, self._max_env_step
+        )
+        stats: dict[str, Any] = dict(ref=None, at=0.0, task=None)
+
+        def _monitor(ctx: OnlineRLContext) -> None:
+            if stats["task"] is None:  # the iteration that ends the run may stop before this stage
+                stats["task"] = task = current_task()
+                task.on_close(lambda: setattr(self, "ctx", task.ctx))
+            self.ctx = ctx
+            lags = []
+            for info in self.collectors.pop_infos():
+                lags.append(ctx.train_iter - max(info["policy_version"], 0))
+                monitor.update(info)
+            if lags:
+                monitor.scalars[metrics.COLLECTOR_POLICY_VERSION_LAG] = sum(lags) / len(lags)
+            if isinstance(ctx.train_output, dict):
+                monitor.update(ctx.train_output)
+            if ctx.eval_output:
+                monitor.update(ctx.eval_output["episode_info"])
+            monitor.scalars[metrics.COLLECTOR_LOST_BATCHES] = self.collectors.pool.lost_batches
+            monitor.scalars[metrics.COLLECTOR_RESTARTS] = self.collectors.pool.restarts
+            if self.limiter is not None:
+                monitor.scalars[metrics.BUFFER_SAMPLES_PER_INSERT] = self.limiter.samples_per_insert_now()
+            # buffer size, pushes and samples: one stats call in flight, never waited on
+            if stats["ref"] is not None and ray.wait([stats["ref"]], timeout=0)[0]:
+                monitor.update(get(self.actors, stats["ref"]))
+                stats["ref"] = None
+            if stats["ref"] is None and time.monotonic() - stats["at"] >= self.cfg.ray.report_interval_s:
+                stats["ref"], stats["at"] = self.buffer.stats(), time.monotonic()
+            last_eval = None if ctx.last_eval_iter < 0 else ctx.last_eval_value
+            monitor.report(ctx.env_step, ctx.train_iter, last_eval)
+
+        return _monitor
+
+    # ----- the end of the run --------------------------------------------------------------------
+    def summary(self) -> dict[str, Any]:
+        out = dict(pipeline=f"ray-{self.pipeline}", seed=self.cfg.seed, **self.collectors.summary())
+        out["since_launch_s"] = round(process_age_s(), 2)  # the process's age when the run ended
+        out["policy_version"] = -1 if self.learner.latest is None else self.learner.latest.version
+        # the evaluator runs beside training: the weights that reached the stop value were taken
+        # at this many env steps, while env_steps counts what was collected until it said so
+        out["stop_env_step"] = self.evaluator.stop_env_step
+        if self.limiter is not None:
+            out.update(
+                samples_per_insert_target=self.limiter.samples_per_insert,
+                samples_per_insert=round(self.limiter.samples_per_insert_now(), 3),
+                samples_per_insert_tolerance=self.limiter.tolerance,
+                inserted=self.limiter.inserted,
+                sampled=self.limiter.sampled,
+                learner_busy=self.learner.busy(),
+                learner_waits=self.buffer.learner_waits,
+            )
+        return out
+
+    def write_result(self, error: BaseException | None = None) -> dict[str, Any]:
+        """``<exp_name>/result.json`` from the last context; a failed run records its error."""
+        ctx = self.ctx
+        extra = self.summary()
+        if error is not None:
+            extra["error"] = f"{type(error).__name__}: {error}"
+        self.result = write_result(
+            self.cfg.exp_name,
+            env_steps=ctx.env_step,
+            train_iter=ctx.train_iter,
+            best_eval_return=self.evaluator.best_return,
+            last_eval_return=None if ctx.last_eval_iter < 0 else ctx.last_eval_value,
+            stop=self.evaluator.stop_weights is not None,
+            wall_s=time.perf_counter() - self._start,
+            **extra,
+        )
+        logger.info("result: %s", self.result)
+        return self.result
+
+    def __enter__(self) -> RayComponents:
+        return self
+
+    def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
+        try:
+            if self._monitor is not None:
+                last_eval = None if self.ctx.last_eval_iter < 0 else self.ctx.last_eval_value
+                self._monitor.report(self.ctx.env_step, self.ctx.train_iter, last_eval, force=True)
+                self._monitor.close()
+            self.collectors.close()
+            if exc is None:
+                if self.evaluator.stop_weights is not None:  # held by the learner: fetch before the kill
+                    self.stop_weights = ray.get(self.evaluator.stop_weights.ref)
+                self.state = get(self.actors, self.actors.learner.state_dict.remote())
+                get(self.actors, self.actors.learner.close.remote())  # after_run hooks: the final checkpoint
+            self.write_result(exc)
+        finally:
+            self.actors.kill()

@@ -1,0 +1,317 @@
+"""The buffer, learner and evaluator actors behind the interfaces the stages call.
+
+Each class offers the methods a stage calls on the local component (``push``/``sample``/
+``update`` of a buffer, ``train``/``train_iter``/``priority_info`` of a learner, ``eval`` of an
+evaluator) and turns them into remote calls that do not block the driver:
+
+- data stays in the object store: ``push`` and ``sample`` pass references from actor to actor;
+- results come back in a later iteration: an object with calls in flight says so with
+  ``pending``, and the stage asks again (``train(None)``, ``result()``) until they are in;
+- the learner's weights are published through the object store (``weights()`` gives the latest
+  ``WeightsRef``) for the ``weights_publisher`` stage to hand to collectors and evaluator.
+
+A dead learner or buffer ends the run with an ``ActorDiedError`` naming it; a dead evaluator is
+waited for while Ray restarts it, and evaluates the latest weights once back.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import deque
+from dataclasses import dataclass
+from typing import Any
+
+import ray
+from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError
+
+from ding_ray.data.rate_limiter import RateLimiter
+from ding_ray.distributed.actors import Actors
+from ding_ray.distributed.cluster import ClusterError
+from ding_ray.distributed.weights import WeightsRef
+from ding_ray.errors import ActorDiedError
+from ding_ray.utils.runtime import process_age_s
+from ding_ray.worker import metrics
+
+logger = logging.getLogger(__name__)
+
+MAX_EVAL_FAILURES = 3
+
+
+def get(actors: Actors, ref: Any, timeout: float | None = None) -> Any:
+    """``ray.get`` a learner or buffer call; their death ends the run with an error naming them."""
+    try:
+        return ray.get(ref, timeout=timeout)
+    except (RayActorError, RayTaskError) as err:
+        raise diagnose(actors, err) from err
+
+
+def diagnose(actors: Actors, err: Exception) -> Exception:
+    """The error to raise for ``err``: ``ActorDiedError`` naming a dead learner or buffer."""
+    for name, handle in (("learner", actors.learner), ("buffer", actors.buffer)):
+        try:
+            ray.get(handle.ping.remote(), timeout=30)
+        except (RayActorError, GetTimeoutError) as dead:
+            return ActorDiedError(
+                f"The {name} actor '{name}' (namespace '{actors.namespace}') died: {dead}. The learner and "
+                "the buffer are not restarted (recovering them from checkpoints is not supported yet), so "
+                "the run stops here; see the actor's log in the Ray dashboard."
+            )
+    return err
+
+
+class RemoteBuffer:
+    """The replay-buffer actor. ``sample`` asks for ``batches_per_call`` batches at once (one
+    learner call trains on all of them) and returns None while the rate limiter holds the learner
+    back or ``max_in_flight`` samples already wait on the learner."""
+
+    def __init__(
+        self,
+        actors: Actors,
+        limiter: RateLimiter | None = None,
+        batches_per_call: int = 1,
+        max_in_flight: int = 2,
+    ) -> None:
+        self.actors, self.handle, self.limiter = actors, actors.buffer, limiter
+        self.batches_per_call, self.max_in_flight = int(batches_per_call), int(max_in_flight)
+        self.in_flight = 0  # sampled batches the learner has not finished training on
+        self.learner_waits = 0  # times the learner ran dry because the collectors were behind
+        self._pushes: list = []
+        self._last_n: int | None = None  # items of the last sample call
+
+    def push(self, data: Any, cur_collector_envstep: int = -1) -> None:
+        """Store the batch (or list of batches) behind the reference(s) ``data``."""
+        for ref in data if isinstance(data, list) else [data]:
+            self._pushes.append(self.handle.push.remote(ref, cur_collector_envstep))
+        done, self._pushes = ray.wait(self._pushes, num_returns=len(self._pushes), timeout=0)
+        for ref in done:
+            try:
+                ray.get(ref)
+            except ray.exceptions.ObjectLostError as err:  # its collector died before the buffer read it
+                logger.warning("a pushed batch was lost with its collector: %s", err)
+            except (RayActorError, RayTaskError) as err:
+                raise diagnose(self.actors, err) from err
+
+    def sample(self, size: int, train_iter: int = 0, **_: Any) -> Any:
+        """A reference to ``size * batches_per_call`` sampled items, or None (not yet)."""
+        n = self._last_n = size * self.batches_per_call
+        if self.in_flight >= self.max_in_flight:
+            return None
+        if self.limiter is not None:
+            if not self.limiter.can_sample(n):
+                self.learner_waits += (
+                    not self.in_flight and self.limiter.inserted >= self.limiter.min_size_to_sample
+                )
+                return None
+            self.limiter.sample(n)
+        self.in_flight += 1
+        return self.handle.sample.remote(n, train_iter)
+
+    def wants_sample(self) -> bool:
+        """Whether a ``sample`` now would launch a call (the learner has room, the limiter agrees)."""
+        n = self._last_n
+        if n is None or self.in_flight >= self.max_in_flight:
+            return False
+        return self.limiter is None or self.limiter.can_sample(n)
+
+    def sample_done(self, n: int, trained: bool) -> None:
+        """The learner finished a call on a sample of ``n`` items (``trained``: not an empty one)."""
+        self.in_flight -= 1
+        if not trained and self.limiter is not None:
+            self.limiter.cancel_sample(n)
+
+    def update(self, info: Any) -> None:
+        """New priorities: a reference (or list of them) to the learner's priority info."""
+        for ref in info if isinstance(info, list) else [info]:
+            self.handle.update.remote(ref)
+
+    def stats(self) -> Any:
+        return self.handle.stats.remote()
+
+
+@dataclass
+class _TrainCall:
+    info: Any  # ref of the learner's info dict
+    priority: Any  # ref of its priority update
+    size: int  # items sampled for it
+
+
+class RemoteLearner:
+    """The learner actor. Off-policy, ``train`` queues a call on a sampled batch and returns the
+    merged info of the calls that finished meanwhile (None if none did); on-policy, it trains on
+    a round's batches and returns when done."""
+
+    def __init__(
+        self,
+        actors: Actors,
+        buffer: RemoteBuffer | None = None,
+        on_policy: bool = False,
+        start_timeout_s: float = 120.0,
+        priority: bool = False,
+    ) -> None:
+        self.actors, self.handle, self.buffer, self.on_policy = actors, actors.learner, buffer, on_policy
+        self.train_iter = 0
+        self.priority_info: list | None = None  # refs of the priorities of the calls just finished
+        self.latest: WeightsRef | None = None
+        self.train_s = 0.0  # seconds the learner spent in train calls
+        self._first_train: float | None = None
+        self._priority = priority
+        self._calls: deque[_TrainCall] = deque()
+        self._first_publish: Any = self.handle.publish.remote()
+        self._start_timeout_s = start_timeout_s
+        self._created = time.monotonic()
+
+    @property
+    def pending(self) -> bool:
+        return bool(self._calls)
+
+    def refs(self) -> list:
+        """Calls in flight: the first publication until it is in, then the oldest train call."""
+        refs = [self._first_publish] if self._first_publish is not None else []
+        return refs + ([self._calls[0].info] if self._calls else [])
+
+    def weights(self) -> tuple[int, WeightsRef] | None:
+        """``(version, WeightsRef)`` of the latest publication, or None before the first one.
+        On-policy the collectors need the learner's weights from the first round: this waits."""
+        if self._first_publish is not None:
+            wait = self._start_timeout_s if self.on_policy else 0
+            if ray.wait([self._first_publish], timeout=wait)[0]:
+                self._take_weights(get(self.actors, self._first_publish))
+                self._first_publish = None
+                logger.info("learner ready %.1f s after launch", process_age_s())
+            elif self.on_policy:
+                self.check_started()
+        return None if self.latest is None else (self.latest.version, self.latest)
+
+    def _take_weights(self, weights: WeightsRef) -> None:
+        if self.latest is None or weights.version > self.latest.version:
+            self.latest = weights
+
+    def train(self, data: Any, envstep: int = -1) -> dict | None:
+        self.priority_info = None
+        if self.on_policy:
+            if not data:
+                return None
+            info = get(self.actors, self.handle.train_sync.remote(envstep, *data))
+            self.train_s += info["seconds"]
+            return self._took(info)
+        if data is not None:
+            call = self.handle.train_async.options(num_returns=2).remote(data, envstep)
+            size = self.buffer.batches_per_call if self.buffer is not None else 0
+            self._calls.append(_TrainCall(call[0], call[1] if self._priority else None, size))
+        return self._harvest()
+
+    def _harvest(self) -> dict | None:
+        """The merged info of the oldest calls that finished (actor calls finish in order)."""
+        out, priorities = None, []
+        while self._calls and ray.wait([self._calls[0].info], timeout=0)[0]:
+            call = self._calls.popleft()
+            info = get(self.actors, call.info)
+            self.train_s += info["seconds"]
+            if self._first_train is None:
+                self._first_train = time.monotonic() - info["seconds"]
+            if self.buffer is not None:
+                self.buffer.sample_done(call.size, trained=info["iters"] > 0)
+            if info["iters"] > 0 and call.priority is not None:
+                priorities.append(call.priority)
+            out = self._took(info)
+        self.priority_info = priorities or None
+        return out
+
+    def _took(self, info: dict) -> dict:
+        self.train_iter = info[metrics.LEARNER_TRAIN_ITER]
+        if "weights" in info:
+            self._take_weights(info.pop("weights"))
+        return info
+
+    def busy(self) -> float | None:
+        """Share of the time since its first train call that the learner spent training."""
+        if self._first_train is None:
+            return None
+        return round(self.train_s / max(time.monotonic() - self._first_train, 1e-9), 3)
+
+    def check_started(self) -> None:
+        if self._first_publish is not None and time.monotonic() - self._created > self._start_timeout_s:
+            raise ClusterError(
+                f"The learner actor did not start within {self._start_timeout_s:g} s. Resources free now: "
+                f"{ray.available_resources()}. Lower ray.learner_num_cpus / learner_num_gpus or add nodes."
+            )
+
+
+class RemoteEvaluator:
+    """The evaluator actor: ``eval`` launches an evaluation of the latest weights it was given and
+    returns None; ``result()`` gives ``(stop, info)`` once it is in. Created on the first weights,
+    so that it does not compete with the starting learner for the CPU."""
+
+    def __init__(self, actors: Actors) -> None:
+        self.actors = actors
+        self.weights: WeightsRef | None = None
+        self.stop_weights: WeightsRef | None = None  # the version that reached the stop value
+        self.stop_env_step: int | None = None  # the env steps collected when those weights were taken
+        self.best_return: float | None = None
+        self._ref: Any = None
+        self._args: tuple = ()
+        self._evaluating: WeightsRef | None = None
+        self._restarting = False
+        self._failures = 0
+
+    @property
+    def pending(self) -> bool:
+        return self._ref is not None
+
+    def refs(self) -> list:
+        return [] if self._ref is None else [self._ref]
+
+    def load_weights(self, version: int, weights: WeightsRef) -> bool:
+        if self.weights is not None and version <= self.weights.version:
+            return False
+        self.weights = weights
+        self.actors.start_evaluator()
+        return True
+
+    def should_eval(self, train_iter: int) -> bool:
+        """Always: the ``interaction_evaluator`` stage decides when an evaluation is due."""
+        return True
+
+    def eval(self, save_ckpt_fn: Any = None, train_iter: int = -1, envstep: int = -1, **_: Any) -> None:
+        """Launch an evaluation of the latest trained weights (none before the learner trained)."""
+        if self._ref is None and self.weights is not None and self.weights.version > 0:
+            self._args = (train_iter, envstep)
+            self._launch()
+
+    def _launch(self) -> None:
+        self._evaluating = self.weights
+        self._ref = self.actors.start_evaluator().evaluate.remote(self.weights, *self._args)
+
+    def result(self) -> tuple[bool, dict] | None:
+        """``(stop, info)`` of the evaluation in flight once it is done, else None."""
+        if self._ref is None or not ray.wait([self._ref], timeout=0)[0]:
+            return None
+        ref, self._ref = self._ref, None
+        try:
+            out = ray.get(ref)
+        except RayActorError as err:
+            self._failures += 1
+            if self._failures >= MAX_EVAL_FAILURES:
+                raise ActorDiedError(f"The evaluator actor 'evaluator' keeps dying: {err}") from err
+            logger.warning("the evaluator died (%s); evaluating again once Ray has restarted it", err)
+            # A call to a restarting actor fails at once; a ping that Ray retries returns once it
+            # is back (or fails if it never comes back).
+            self._ref = self.actors.evaluator.ping.options(max_task_retries=-1).remote()
+            self._restarting = True
+            return None
+        if self._restarting:  # the ping answered: evaluate the latest weights now
+            self._restarting = False
+            logger.warning("the evaluator is back")
+            self._launch()
+            return None
+        self._failures = 0
+        self.best_return = out["best_return"]
+        if out["stop"] and self.stop_weights is None:
+            self.stop_weights, self.stop_env_step = self._evaluating, int(out["envstep"])
+        info = dict(out)  # with the keys of InteractionSerialEvaluator's info, which the stage reads
+        info["eval_episode_return_mean"] = out[metrics.EVAL_RETURN_MEAN]
+        info["eval_episode_return_std"] = out[metrics.EVAL_RETURN_STD]
+        info["eval_episode_return_max"] = out[metrics.EVAL_RETURN_MAX]
+        info["eval_episode_return_min"] = out[metrics.EVAL_RETURN_MIN]
+        return bool(out["stop"]), info

@@ -1,0 +1,200 @@
+"""``RemoteCollectors``: the collector actors behind the interface the ``collector`` stage calls.
+
+The stage calls ``collect(train_iter=..., policy_kwargs=...)`` and reads ``envstep`` and
+``envepisode``, as it does on a ``SampleSerialCollector``. Here ``collect`` returns the object
+references of the batches the actors finished, which a ``data_pusher`` hands to the buffer actor
+(or a trainer to the learner actor): the transitions go from actor to actor, never through the
+driver.
+
+Two ways to collect, one per pipeline:
+
+- async (Ape-X): one call in flight per collector, relaunched the moment it returns (nobody waits
+  for the slowest), launches held back by the rate limiter; ``collect`` never blocks. While the
+  actors start (seconds: each imports torch) the driver rolls out the policy's
+  ``random_collect_size`` random transitions itself, so the learner finds a filled buffer.
+- sync (on-policy): every call is a round; the collectors, all with the latest weights, gather
+  ``n_sample`` transitions between them in parallel, and ``collect`` returns when all are in.
+
+A collector that dies loses its call (counted, never retried: no batch is duplicated), Ray
+restarts it and it rejoins with the latest weights (``CollectorPool``).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from typing import Any
+
+import ray
+from easydict import EasyDict
+
+from ding_ray.data.rate_limiter import RateLimiter
+from ding_ray.distributed.actors import Actors
+from ding_ray.distributed.cluster import ClusterError
+from ding_ray.distributed.collector_pool import BUSY, CollectorPool
+from ding_ray.distributed.config import Plan
+from ding_ray.distributed.weights import WeightsRef
+from ding_ray.utils.runtime import process_age_s
+from ding_ray.worker.rollout_worker import RolloutWorker
+
+logger = logging.getLogger(__name__)
+
+
+class RemoteCollectors:
+    def __init__(
+        self,
+        cfg: EasyDict,
+        actors: Actors,
+        plan: Plan,
+        limiter: RateLimiter | None = None,
+        sync: bool = False,
+    ) -> None:
+        self.cfg, self.actors, self.plan, self.limiter, self.sync = cfg, actors, plan, limiter, sync
+        self.pool = CollectorPool(actors.collectors)
+        self.weights: WeightsRef | None = None  # sent with every call; None: the actors' own initial weights
+        self.envstep = 0
+        self.envepisode = 0
+        self.infos: list[dict] = []  # infos of the finished calls, until the monitor takes them
+        self.first_batch_s: float | None = None
+        self._random_left = 0 if sync else plan.random_collect_size
+        self._actor_batches = 0
+        self._worker: RolloutWorker | None = None  # the driver's own, for the warm-up
+        self._created = time.monotonic()
+
+    # ----- weights -------------------------------------------------------------------------------
+    def load_weights(self, version: int, weights: WeightsRef) -> bool:
+        """Use ``weights`` from the next call on. The first weights also start the collectors that
+        were left for later, so that they did not compete with the starting learner for the CPU."""
+        if self.weights is not None and version <= self.weights.version:
+            return False
+        if self.weights is None:
+            self.actors.start_collectors()
+            for handle in self.actors.collectors[len(self.pool.slots) :]:  # also those started elsewhere
+                self.pool.add(handle)
+        self.weights = weights
+        return True
+
+    # ----- collecting ----------------------------------------------------------------------------
+    def collect(self, train_iter: int = 0, policy_kwargs: dict | None = None, **_: Any) -> list:
+        """References of the batches finished since the last call (sync: of one whole round)."""
+        if self.sync:
+            return self._round(train_iter, policy_kwargs or {})
+        data = self._finish(ray.wait(self.pool.refs(), num_returns=len(self.pool.refs()), timeout=0)[0])
+        self._launch(train_iter, policy_kwargs or {})
+        if not data and self.warming_up:
+            data.append(self._warm_up(train_iter))
+        return data
+
+    @property
+    def warming_up(self) -> bool:
+        """The driver is rolling out random transitions itself: no actor batch yet, random steps left."""
+        return (
+            not self.sync
+            and self._random_left > 0
+            and not self._actor_batches
+            and (self.limiter is None or self.limiter.can_insert(self.plan.n_sample))
+        )
+
+    def refs(self) -> list:
+        """Calls and pings in flight."""
+        return self.pool.refs()
+
+    def _launch(self, train_iter: int, policy_kwargs: dict) -> None:
+        """Relaunch every idle collector the rate limiter lets through."""
+        n = self.plan.n_sample
+        for slot in self.pool.idle():
+            if self.limiter is not None and not self.limiter.can_insert(n):
+                return
+            random_collect = self._random_left > 0
+            self._random_left -= n if random_collect else 0
+            ref = slot.handle.collect.remote(self.weights, train_iter, policy_kwargs, random_collect, n)
+            self.pool.launch(slot, ref, n)
+            if self.limiter is not None:
+                self.limiter.reserve_insert(n)
+
+    def _warm_up(self, train_iter: int) -> Any:
+        """One batch of random transitions rolled out here, put into the object store."""
+        if self._worker is None:
+            self._worker = RolloutWorker(self.cfg, index=self.cfg.ray.num_collectors)  # seeds no actor uses
+        batch, info = self._worker.rollout(self.plan.n_sample, train_iter, None, random_collect=True)
+        self._random_left -= info["n"]
+        if self.limiter is not None:
+            self.limiter.reserve_insert(info["n"])
+            self.limiter.commit_insert(info["n"])
+        self._count(info)
+        if self._random_left <= 0:
+            self._close_worker()
+        return ray.put(batch)
+
+    def _round(self, train_iter: int, policy_kwargs: dict) -> list:
+        """One sync round: ``n_sample`` split over the idle collectors; returns when all are in."""
+        pings = self.pool.refs()  # between rounds only restarting collectors have calls in flight
+        if pings:
+            self._finish(ray.wait(pings, num_returns=len(pings), timeout=0)[0])
+        idle = self.pool.idle()
+        while not idle:  # every collector is restarting: wait for one to come back
+            self._finish(ray.wait(self.pool.refs(), num_returns=1)[0])
+            idle = self.pool.idle()
+        share = math.ceil(self.plan.n_sample / len(idle))
+        for slot in idle:
+            ref = slot.handle.collect.remote(self.weights, train_iter, policy_kwargs, False, share)
+            self.pool.launch(slot, ref, share)
+        data = []
+        while busy := [s.ref for s in idle if s.state == BUSY]:
+            data += self._finish(ray.wait(busy, num_returns=1)[0])
+        return data
+
+    def _finish(self, ready: list) -> list:
+        """Take the finished calls (and pings) of ``ready``; the references of their batches."""
+        data = []
+        for ref in ready:
+            outcome = self.pool.finish(ref)
+            if outcome.info is not None:
+                if self.limiter is not None:
+                    self.limiter.commit_insert(outcome.info["n"], outcome.reserved)
+                self._actor_batches += 1
+                self._count(outcome.info)
+                data.append(outcome.info.pop("data"))
+            elif outcome.lost and self.limiter is not None:
+                self.limiter.cancel_insert(outcome.reserved)
+        return data
+
+    def _count(self, info: dict) -> None:
+        if self.first_batch_s is None:
+            self.first_batch_s = process_age_s()
+            logger.info("first batch collected %.1f s after launch", self.first_batch_s)
+        self.envstep += info["new_env_steps"]
+        self.envepisode += info.get("new_episodes", 0)
+        self.infos.append(info)
+
+    def pop_infos(self) -> list[dict]:
+        infos, self.infos = self.infos, []
+        return infos
+
+    # ----- health --------------------------------------------------------------------------------
+    def check_started(self) -> None:
+        """Raise ``ClusterError`` when no collector actor finished a call within the start timeout."""
+        timeout = self.cfg.ray.actor_start_timeout_s
+        if not self._actor_batches and time.monotonic() - self._created > timeout:
+            raise ClusterError(
+                f"No collector actor started within {timeout:g} s (ray.collector_num_cpus="
+                f"{self.cfg.ray.collector_num_cpus:g}, collector_resources="
+                f"{dict(self.cfg.ray.collector_resources)}). Resources free now: {ray.available_resources()}."
+            )
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "num_collectors": len(self.pool.slots),
+            "lost_batches": self.pool.lost_batches,
+            "collector_restarts": self.pool.restarts,
+            "first_batch_s": None if self.first_batch_s is None else round(self.first_batch_s, 2),
+        }
+
+    def _close_worker(self) -> None:
+        worker, self._worker = self._worker, None
+        if worker is not None:
+            worker.close()
+
+    def close(self) -> None:
+        self._close_worker()
