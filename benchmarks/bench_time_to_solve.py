@@ -9,7 +9,7 @@ run's ``result.json``. ``launch_to_stop_s`` is the process's age when the stop v
 into a temporary folder and imported from there), seeds interleaved with today's, and prints the
 ratio of the medians: how a change to the Ray layer moved the time to solve.
 
-Run:  python benchmarks/bench_time_to_solve.py [--seeds 0 1 2] [--baseline REV] [--only ray]
+Run:  python benchmarks/bench_time_to_solve.py [--seeds 0 1 2] [--repeat K] [--baseline REV] [--only ray]
 Prints one ``bench_time_to_solve ...`` line per run and one ``bench_time_to_solve_ratio`` line.
 """
 
@@ -75,6 +75,9 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--baseline", help="a git revision whose Ray example to compare with")
     parser.add_argument("--only", choices=sorted(set(EXAMPLES.values())), help="run one pipeline only")
+    parser.add_argument(
+        "--repeat", type=int, default=1, help="runs per seed: the async pipeline's time to solve varies"
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as workdir:
         repos = {"ray": REPO}
@@ -84,7 +87,7 @@ def main() -> None:
         for example, pipeline in EXAMPLES.items():
             if args.only and pipeline != args.only:
                 continue
-            for seed in args.seeds:
+            for seed in [s for _ in range(args.repeat) for s in args.seeds]:
                 for name, repo in repos.items() if pipeline == "ray" else [(pipeline, REPO)]:
                     rundir = tempfile.mkdtemp(dir=workdir)
                     r = run(example, seed, rundir, repo)

@@ -3,65 +3,18 @@
 Run:
     python examples/cartpole_ppo.py --seed 0
 
-The config is DI-engine's (``main_config`` + ``create_config``), with hyperparameters close to
-rl-zoo3's tuned CartPole PPO: 8 envs x 32 steps per collect, 20 epochs of minibatches of 256,
-gamma 0.98, GAE lambda 0.8, lr falling linearly from 1e-3, separate actor and critic networks.
-Results land in
+The config (``ding_ray/configs/cartpole_ppo.py``, also ``ding-ray train cartpole_ppo``) is
+DI-engine's (``main_config`` + ``create_config``), with hyperparameters close to rl-zoo3's tuned
+CartPole PPO: 8 envs x 32 steps per collect, 20 epochs of minibatches of 256, gamma 0.98, GAE
+lambda 0.8, lr falling linearly from 1e-3, separate actor and critic networks. Results land in
 ``cartpole_ppo_seed<seed>/`` (config, TensorBoard logs, checkpoints, ``result.json``).
 """
 
 import argparse
 import json
 
+from ding_ray.configs.cartpole_ppo import create_config, main_config
 from ding_ray.entry import read_result, serial_pipeline_onpolicy
-
-main_config = dict(
-    exp_name="cartpole_ppo",
-    env=dict(
-        env_id="CartPole-v1",
-        collector_env_num=8,
-        evaluator_env_num=5,
-        n_evaluator_episode=5,
-        stop_value=475,
-    ),
-    policy=dict(
-        cuda=False,
-        action_space="discrete",
-        model=dict(
-            obs_shape=4,
-            action_shape=2,
-            share_encoder=False,  # separate actor and critic networks, as SB3's MlpPolicy
-            encoder_hidden_size_list=[64, 64],
-            actor_head_hidden_size=64,
-            critic_head_hidden_size=64,
-            actor_head_layer_num=0,
-            critic_head_layer_num=0,
-        ),
-        learn=dict(
-            epoch_per_collect=20,
-            batch_size=256,
-            learning_rate=1e-3,
-            # linear decay to 0 over 100k env steps (390 collects of 256), as rl-zoo3's lin_1e-3
-            lr_scheduler=dict(epoch_num=390, min_lr_lambda=0.0),
-            value_weight=0.5,
-            entropy_weight=0.0,
-            clip_ratio=0.2,
-            # rl-zoo3 uses no value normalisation; with DI-engine's value_norm=True, seeds 0-2 took
-            # 40k / 22k / 10k env steps instead of 19k / 14k / 14k
-            value_norm=False,
-            # torch's default init instead of DI-engine's orthogonal one (gain 1): seeds 0-5 reached
-            # 475 in 1.7k-36k env steps (median 10.5k) against 2.8k-27k (median 16k)
-            ppo_param_init=False,
-        ),
-        collect=dict(n_sample=256, discount_factor=0.98, gae_lambda=0.8),
-        eval=dict(evaluator=dict(eval_freq=2)),  # every 2 collects: 512 env steps
-    ),
-)
-create_config = dict(
-    env=dict(type="gymnasium"),
-    env_manager=dict(type="base"),
-    policy=dict(type="ppo"),
-)
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(

@@ -3,71 +3,20 @@
 Run:
     python examples/pendulum_ppo.py --seed 0
 
-The config is DI-engine's (``main_config`` + ``create_config``): continuous actions
+The config (``ding_ray/configs/pendulum_ppo.py``, also ``ding-ray train pendulum_ppo``) is
+DI-engine's (``main_config`` + ``create_config``): continuous actions
 (``action_space='continuous'``, a state-independent log std), gamma 0.9, GAE lambda 0.95, lr 1e-3,
 10 epochs as rl-zoo3's tuned Pendulum PPO (without its gSDE and reward normalisation; DI-engine's
-value_norm instead). Seeds 0-2 reach -250 in 18,400 / 13,600 / 12,000 env steps.
-The sampled torque goes to the env unclipped; gymnasium's Pendulum clips it to [-2, 2] itself.
-Results land in ``pendulum_ppo_seed<seed>/`` (config, TensorBoard logs, checkpoints, ``result.json``).
+value_norm instead). Seeds 0-2 reach -250 in 18,400 / 13,600 / 12,000 env steps. The sampled
+torque goes to the env unclipped; gymnasium's Pendulum clips it to [-2, 2] itself. Results land in
+``pendulum_ppo_seed<seed>/`` (config, TensorBoard logs, checkpoints, ``result.json``).
 """
 
 import argparse
 import json
 
+from ding_ray.configs.pendulum_ppo import create_config, main_config
 from ding_ray.entry import read_result, serial_pipeline_onpolicy
-
-main_config = dict(
-    exp_name="pendulum_ppo",
-    env=dict(
-        env_id="Pendulum-v1",
-        collector_env_num=4,
-        evaluator_env_num=5,
-        n_evaluator_episode=5,
-        stop_value=-250,
-    ),
-    policy=dict(
-        cuda=False,
-        action_space="continuous",
-        # Pendulum's observations are already near unit scale: with obs_norm=True seeds 0-6 needed
-        # 12.8k-24.0k env steps (median 16.8k; seeds 0-2: 15.2k / 24.0k / 21.6k), without it
-        # 11.2k-18.4k (median 12.8k). Switch it on for envs with large or unknown observation scales.
-        obs_norm=False,
-        model=dict(
-            obs_shape=3,
-            action_shape=1,
-            action_space="continuous",
-            sigma_type="independent",
-            bound_type=None,
-            share_encoder=False,
-            encoder_hidden_size_list=[64, 64],
-            actor_head_layer_num=0,
-            critic_head_layer_num=0,
-            activation="tanh",
-        ),
-        learn=dict(
-            epoch_per_collect=10,
-            batch_size=64,
-            learning_rate=1e-3,
-            value_weight=0.5,
-            entropy_weight=0.0,
-            clip_ratio=0.2,
-            adv_norm=True,
-            value_norm=True,
-            # torch's default init: with DI-engine's continuous init (actor layers x 0.01, log std
-            # -0.5) seed 0 was still at -1030 after 60k env steps; with this one it reached -250 at 15k
-            ppo_param_init=False,
-        ),
-        # 4 envs x 200 steps: one whole Pendulum episode per env and collect call, so no steps
-        # are collected and then dropped (n_sample=1024 made each call step 1600 times)
-        collect=dict(n_sample=800, discount_factor=0.9, gae_lambda=0.95),
-        eval=dict(evaluator=dict(eval_freq=1)),  # every collect: 800 env steps
-    ),
-)
-create_config = dict(
-    env=dict(type="gymnasium"),
-    env_manager=dict(type="base"),
-    policy=dict(type="ppo"),
-)
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(

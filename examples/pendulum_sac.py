@@ -3,65 +3,18 @@
 Run:
     python examples/pendulum_sac.py --seed 0
 
-The config is DI-engine's: a ``main_config`` with the hyperparameters and a ``create_config``
-naming the component types. ``env.act_scale=True`` maps the policy's tanh actions in [-1, 1]
-onto Pendulum's torque range [-2, 2] (DI-engine's pendulum env does the same). Results land in
+The config (``ding_ray/configs/pendulum_sac.py``, also ``ding-ray train pendulum_sac``) is
+DI-engine's: a ``main_config`` with the hyperparameters and a ``create_config`` naming the
+component types. ``env.act_scale=True`` maps the policy's tanh actions in [-1, 1] onto Pendulum's
+torque range [-2, 2] (DI-engine's pendulum env does the same). Results land in
 ``pendulum_sac_seed<seed>/`` (config, TensorBoard logs, checkpoints, ``result.json``).
 """
 
 import argparse
 import json
 
+from ding_ray.configs.pendulum_sac import create_config, main_config
 from ding_ray.entry import read_result, serial_pipeline
-
-main_config = dict(
-    exp_name="pendulum_sac",
-    env=dict(
-        env_id="Pendulum-v1",
-        collector_env_num=1,
-        evaluator_env_num=5,
-        n_evaluator_episode=5,
-        stop_value=-250,
-        act_scale=True,
-    ),
-    policy=dict(
-        cuda=False,
-        random_collect_size=1000,
-        model=dict(
-            obs_shape=3,
-            action_shape=1,
-            twin_critic=True,
-            action_space="reparameterization",
-            actor_head_hidden_size=128,
-            critic_head_hidden_size=128,
-        ),
-        learn=dict(
-            # one gradient step per env step (a replay ratio of 1, as SB3's train_freq=1)
-            update_per_collect=1,
-            batch_size=256,
-            learning_rate_q=1e-3,
-            learning_rate_policy=1e-3,
-            # alpha settles in a few hundred steps instead of a few thousand
-            learning_rate_alpha=3e-3,
-            # Polyak rate 0.02 instead of DI-engine's and SB3's 0.005: the targets follow the
-            # critics 4x faster; with 0.005, seeds 0-2 needed 4k / 5k / 5k env steps to reach -250
-            target_theta=0.02,
-            discount_factor=0.99,
-            auto_alpha=True,
-        ),
-        collect=dict(n_sample=1),
-        # eval_freq counts train iterations: one per env step after the random steps, so the
-        # evaluations fall at 1,000, 2,000, 3,000, ... env steps
-        eval=dict(evaluator=dict(eval_freq=1000)),
-        other=dict(replay_buffer=dict(replay_buffer_size=100000)),
-    ),
-)
-create_config = dict(
-    env=dict(type="gymnasium"),
-    env_manager=dict(type="base"),
-    policy=dict(type="sac"),
-    replay_buffer=dict(type="naive"),
-)
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(
