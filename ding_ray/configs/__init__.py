@@ -15,7 +15,15 @@ from easydict import EasyDict
 from ding_ray.errors import ConfigError
 from ding_ray.utils.registry import close_matches
 
-_NAMES = ("acrobot_dqn", "apex_dqn", "cartpole_dqn", "cartpole_ppo", "pendulum_ppo", "pendulum_sac")
+_NAMES = (
+    "acrobot_dqn",
+    "apex_dqn",
+    "cartpole_dqn",
+    "cartpole_ppo",
+    "hopper_sac",
+    "pendulum_ppo",
+    "pendulum_sac",
+)
 
 
 @dataclass

@@ -33,7 +33,19 @@ def make_gymnasium(env_id: str, **kwargs: Any) -> gym.Env:
     try:
         return gym.make(env_id, disable_env_checker=True, **kwargs)
     except gym.error.DependencyNotInstalled as e:
+        extra = _extra_of(env_id)
+        if extra is not None:
+            raise EnvError(
+                f"Env '{env_id}' needs the {extra} extra: pip install \"ding_ray[{extra}]\" ({e})"
+            ) from e
         raise EnvError(f"Env '{env_id}' needs an extra package: {e}") from e
+
+
+def _extra_of(env_id: str) -> str | None:
+    """The ding_ray extra that installs what a registered gymnasium env needs, if there is one."""
+    if str(gym.envs.registry[env_id].entry_point).startswith("gymnasium.envs.mujoco"):
+        return "mujoco"
+    return None
 
 
 def space_info(space: gym.Space) -> tuple[str, int]:
