@@ -1,20 +1,25 @@
-"""SAC on Pendulum-v1 with the serial pipeline (one process, no Ray).
+"""SAC on Pendulum-v1: collector, replay-buffer, learner and evaluator actors on Ray (the async
+pipeline), or with ``--serial`` everything in one process.
 
 Run:
-    python examples/pendulum_sac.py --seed 0
+    python examples/pendulum_sac.py --seed 0            # Ray starts inside this process
+    python examples/pendulum_sac.py --seed 0 --serial   # the serial pipeline
+    ray submit cluster.yaml examples/pendulum_sac.py    # on a cluster
 
 The config (``ding_ray/configs/pendulum_sac.py``, also ``ding-ray train pendulum_sac``) is
-DI-engine's: a ``main_config`` with the hyperparameters and a ``create_config`` naming the
-component types. ``env.act_scale=True`` maps the policy's tanh actions in [-1, 1] onto Pendulum's
-torque range [-2, 2] (DI-engine's pendulum env does the same). Results land in
-``pendulum_sac_seed<seed>/`` (config, TensorBoard logs, checkpoints, ``result.json``).
+DI-engine's, plus a ``ray`` section: one collector actor, the serial replay ratio (one gradient
+step of 256 per env step) kept by the rate limiter. ``env.act_scale=True`` maps the policy's tanh
+actions in [-1, 1] onto Pendulum's torque range [-2, 2]. Measured on 2 cores, -250 reached at
+3,136 / 3,136 / 4,128 env steps, 11.9 / 12.6 / 15.9 s from launch (seeds 0-2, Ray); serially
+3,000 / 2,000 / 4,000 env steps. Results land in ``pendulum_sac_seed<seed>/`` (config, TensorBoard
+logs, checkpoints, ``result.json``).
 """
 
 import argparse
 import json
 
 from ding_ray.configs.pendulum_sac import create_config, main_config
-from ding_ray.entry import read_result, serial_pipeline
+from ding_ray.entry import ray_pipeline, read_result, serial_pipeline
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(
@@ -22,7 +27,9 @@ if __name__ == "__main__":
     )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--max-env-step", type=int, default=20_000)
+    parser.add_argument("--serial", action="store_true", help="one process, no Ray")
     args = parser.parse_args()
     main_config["exp_name"] = f"pendulum_sac_seed{args.seed}"
-    serial_pipeline((main_config, create_config), seed=args.seed, max_env_step=args.max_env_step)
+    train = serial_pipeline if args.serial else ray_pipeline
+    train((main_config, create_config), seed=args.seed, max_env_step=args.max_env_step)
     print(json.dumps(read_result(main_config["exp_name"])))

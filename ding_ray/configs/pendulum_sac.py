@@ -1,4 +1,4 @@
-"""SAC on Pendulum-v1 (serial pipeline): stops at an evaluation mean of -250.
+"""SAC on Pendulum-v1 (Ray async pipeline, or serial): stops at an evaluation mean of -250.
 
 ``env.act_scale=True`` maps the policy's tanh actions in [-1, 1] onto Pendulum's torque range
 [-2, 2] (DI-engine's pendulum env does the same). ``max_env_step`` and ``mode`` are the budget and
@@ -46,6 +46,18 @@ main_config = dict(
         eval=dict(evaluator=dict(eval_freq=1000)),
         other=dict(replay_buffer=dict(replay_buffer_size=100000)),
     ),
+    # On Ray (the async pipeline; the serial one ignores this section): one collector actor
+    # (Pendulum steps take microseconds), 32 transitions per call, and the serial replay ratio
+    # kept by the rate limiter: 256 sampled items (one batch, one gradient step) per transition.
+    # Training starts after the 1,000 random steps, as in the serial pipeline.
+    ray=dict(
+        num_collectors=1,
+        n_sample=32,
+        samples_per_insert=256.0,
+        train_iters_per_call=8,
+        publish_freq=8,
+        min_replay_size=1000,
+    ),
 )
 create_config = dict(
     env=dict(type="gymnasium"),
@@ -54,4 +66,4 @@ create_config = dict(
     replay_buffer=dict(type="naive"),
 )
 max_env_step = 20_000
-mode = "serial"
+mode = "ray"

@@ -35,10 +35,12 @@ from ding_ray.worker.rollout_worker import RolloutWorker
 class CollectorWorker(RolloutWorker):
     """A ``RolloutWorker`` that pulls the latest weights and puts its batches into the object store."""
 
-    def __init__(self, cfg: EasyDict, index: int, torch_threads: int = 1) -> None:
+    def __init__(
+        self, cfg: EasyDict, index: int, torch_threads: int = 1, n_sample: int | None = None
+    ) -> None:
         set_torch_threads(torch_threads)
         lower_priority(cfg.ray.get("helper_nice", 0))
-        super().__init__(cfg, index)
+        super().__init__(cfg, index, n_sample=n_sample)
         self._metrics = RayMetrics(self.name)
 
     def ping(self) -> int:
@@ -174,7 +176,9 @@ class Actors:
                 pass
 
 
-def create_actors(cfg: EasyDict, namespace: str, publish_freq: int | None = None) -> Actors:
+def create_actors(
+    cfg: EasyDict, namespace: str, publish_freq: int | None = None, n_sample: int | None = None
+) -> Actors:
     """Create the named actors of ``cfg`` (resources and restarts from ``cfg.ray``).
 
     Returns once the buffer answers: ``collector-0`` and the learner are still starting then
@@ -185,6 +189,7 @@ def create_actors(cfg: EasyDict, namespace: str, publish_freq: int | None = None
     waits for everyone): on a small machine processes that import torch side by side slow each
     other down. Fails after ``ray.actor_start_timeout_s`` if the buffer does not start.
     ``cfg.exp_name`` is made absolute for the actors, whose working directory may differ.
+    ``n_sample``: the collectors' samples per call (their trajectories are cut to fit it).
     """
     rc = cfg.ray
     cfg = copy.deepcopy(cfg)
@@ -199,7 +204,7 @@ def create_actors(cfg: EasyDict, namespace: str, publish_freq: int | None = None
             resources=dict(rc.collector_resources),
             scheduling_strategy=rc.collector_scheduling,
             **restartable,
-        ).remote(cfg, i, rc.torch_threads)
+        ).remote(cfg, i, rc.torch_threads, n_sample)
 
     buffer = ReplayBufferActor.options(name="buffer", num_cpus=rc.buffer_num_cpus, **core).remote(
         cfg.policy.other.replay_buffer, cfg.exp_name, int(cfg.seed)

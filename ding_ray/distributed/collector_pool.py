@@ -79,6 +79,9 @@ class CollectorPool:
     def owns(self, ref: Any) -> bool:
         return ref in self._by_ref
 
+    def slot_of(self, ref: Any) -> Slot:
+        return self._by_ref[ref]
+
     def launch(self, slot: Slot, ref: Any, reserved: int, extra: Any = None) -> None:
         slot.state, slot.ref, slot.reserved, slot.extra = BUSY, ref, reserved, extra
         self._by_ref[ref] = slot

@@ -18,6 +18,7 @@ failed run, with its error) and the actors killed so their names are free again:
 from __future__ import annotations
 
 import logging
+import math
 import time
 from typing import Any
 
@@ -57,7 +58,9 @@ class RayComponents:
         sync = self.pipeline == "sync"
         if cfg.ray.check_resources:
             check_cluster(cfg.ray)
-        self.actors = create_actors(cfg, plan.namespace)
+        # sync: each round splits n_sample over the collectors
+        per_call = math.ceil(plan.n_sample / cfg.ray.num_collectors) if sync else plan.n_sample
+        self.actors = create_actors(cfg, plan.namespace, n_sample=per_call)
         self.limiter = None
         if not sync:
             self.limiter = RateLimiter(plan.samples_per_insert, plan.min_replay_size, plan.tolerance)

@@ -69,11 +69,15 @@ class RemoteCollectors:
         if self.weights is not None and version <= self.weights.version:
             return False
         if self.weights is None:
-            self.actors.start_collectors()
-            for handle in self.actors.collectors[len(self.pool.slots) :]:  # also those started elsewhere
-                self.pool.add(handle)
+            self._adopt()
         self.weights = weights
         return True
+
+    def _adopt(self) -> None:
+        """Start the collectors not started yet and take every collector into the pool."""
+        self.actors.start_collectors()
+        for handle in self.actors.collectors[len(self.pool.slots) :]:  # also those started elsewhere
+            self.pool.add(handle)
 
     # ----- collecting ----------------------------------------------------------------------------
     def collect(self, train_iter: int = 0, policy_kwargs: dict | None = None, **_: Any) -> list:
@@ -140,13 +144,19 @@ class RemoteCollectors:
         for slot in idle:
             ref = slot.handle.collect.remote(self.weights, train_iter, policy_kwargs, False, share)
             self.pool.launch(slot, ref, share)
-        data = []
+        data = {}
         while busy := [s.ref for s in idle if s.state == BUSY]:
-            data += self._finish(ray.wait(busy, num_returns=1)[0])
-        return data
+            ready = ray.wait(busy, num_returns=1)[0]
+            slots = [self.pool.slot_of(ref) for ref in ready]
+            for slot, ref in zip(slots, self._finish(ready, keep_lost=True)):
+                if ref is not None:
+                    data[slot.name] = ref
+        # in collector order, not arrival order: the learner's minibatches do not depend on timing
+        return [data[s.name] for s in idle if s.name in data]
 
-    def _finish(self, ready: list) -> list:
-        """Take the finished calls (and pings) of ``ready``; the references of their batches."""
+    def _finish(self, ready: list, keep_lost: bool = False) -> list:
+        """Take the finished calls (and pings) of ``ready``; the references of their batches (with
+        ``keep_lost``, None in the place of a call that brought none)."""
         data = []
         for ref in ready:
             outcome = self.pool.finish(ref)
@@ -156,8 +166,11 @@ class RemoteCollectors:
                 self._actor_batches += 1
                 self._count(outcome.info)
                 data.append(outcome.info.pop("data"))
-            elif outcome.lost and self.limiter is not None:
+                continue
+            if outcome.lost and self.limiter is not None:
                 self.limiter.cancel_insert(outcome.reserved)
+            if keep_lost:
+                data.append(None)
         return data
 
     def _count(self, info: dict) -> None:

@@ -58,8 +58,15 @@ class RolloutWorker:
         buffer.push(batch)
     """
 
-    def __init__(self, cfg: EasyDict, index: int = 0, tb_logger: Any = None) -> None:
+    def __init__(
+        self, cfg: EasyDict, index: int = 0, tb_logger: Any = None, n_sample: int | None = None
+    ) -> None:
+        """``n_sample``: samples per ``rollout`` call when it is given none (default: the collector's
+        ``n_sample``). Each env's trajectory is cut every ``n_sample / env_num`` steps, so that a call
+        ends when every env has delivered its part: no env's steps beyond the call's are thrown away."""
         collector_cfg = cfg.policy.collect.collector
+        if n_sample is not None:
+            collector_cfg = EasyDict(dict(collector_cfg, n_sample=int(n_sample)))
         if collector_cfg.get("type", "sample") != "sample":
             raise ConfigError(
                 f"Distributed collectors use the 'sample' collector, got policy.collect.collector.type="
