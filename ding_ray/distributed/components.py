@@ -119,7 +119,7 @@ class RayComponents:
         def _monitor(ctx: OnlineRLContext) -> None:
             if stats["task"] is None:  # the iteration that ends the run may stop before this stage
                 stats["task"] = task = current_task()
-                task.on_close(lambda: setattr(self, "ctx", task.ctx))
+                task.on_close(lambda: self._last_iteration(task.ctx))
             self.ctx = ctx
             lags = []
             for info in self.collectors.pop_infos():
@@ -130,7 +130,7 @@ class RayComponents:
             if isinstance(ctx.train_output, dict):
                 monitor.update(ctx.train_output)
             if ctx.eval_output:
-                monitor.update(ctx.eval_output["episode_info"])
+                monitor.evaluated(ctx.eval_output["episode_info"])
             monitor.scalars[metrics.COLLECTOR_LOST_BATCHES] = self.collectors.pool.lost_batches
             monitor.scalars[metrics.COLLECTOR_RESTARTS] = self.collectors.pool.restarts
             if self.limiter is not None:
@@ -145,6 +145,13 @@ class RayComponents:
             monitor.report(ctx.env_step, ctx.train_iter, last_eval)
 
         return _monitor
+
+    def _last_iteration(self, ctx: OnlineRLContext) -> None:
+        """The context the run ended with: its evaluation (the one that reached the stop value,
+        usually) ended the iteration before the monitor stage saw it."""
+        if ctx is not self.ctx and ctx.eval_output and self._monitor is not None:
+            self._monitor.evaluated(ctx.eval_output["episode_info"])
+        self.ctx = ctx
 
     # ----- the end of the run --------------------------------------------------------------------
     def summary(self) -> dict[str, Any]:

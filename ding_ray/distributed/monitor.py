@@ -47,6 +47,15 @@ class RunMonitor:
             if "/" in key and key not in _PER_COLLECTOR and isinstance(value, Real):
                 self.scalars[key] = float(value)
 
+    def evaluated(self, info: Mapping[str, object]) -> None:
+        """An evaluation's ``evaluator/*`` values: to TensorBoard at once, at the env step its
+        weights were taken (so a curve shows each evaluation where it belongs), and to the dashboard."""
+        scalars = {k: float(v) for k, v in info.items() if k.startswith("evaluator/") and isinstance(v, Real)}
+        step = int(info.get("envstep", 0))
+        for key, value in scalars.items():
+            self._tb.add_scalar(key, value, step)
+        self._metrics.record(scalars, force=True)
+
     def report(self, env_steps: int, train_iter: int, last_eval: float | None, force: bool = False) -> None:
         now = time.monotonic()
         if now - self._last_bar >= 0.5 or force:
