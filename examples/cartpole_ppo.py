@@ -1,7 +1,8 @@
-"""PPO on CartPole-v1 with the on-policy serial pipeline (one process, no Ray).
+"""PPO on CartPole-v1 with the on-policy serial pipeline, or the sync pipeline on Ray.
 
 Run:
-    python examples/cartpole_ppo.py --seed 0
+    python examples/cartpole_ppo.py --seed 0         # one process
+    python examples/cartpole_ppo.py --seed 0 --ray   # collector, learner and evaluator actors
 
 The config (``ding_ray/configs/cartpole_ppo.py``, also ``ding-ray train cartpole_ppo``) is
 DI-engine's (``main_config`` + ``create_config``), with hyperparameters close to rl-zoo3's tuned
@@ -13,8 +14,8 @@ lambda 0.8, lr falling linearly from 1e-3, separate actor and critic networks. R
 import argparse
 import json
 
+from ding_ray import entry  # names load on first use: the Ray run imports torch while Ray starts
 from ding_ray.configs.cartpole_ppo import create_config, main_config
-from ding_ray.entry import read_result, serial_pipeline_onpolicy
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(
@@ -22,7 +23,9 @@ if __name__ == "__main__":
     )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--max-env-step", type=int, default=100_000)
+    parser.add_argument("--ray", action="store_true", help="the sync pipeline on Ray (started here)")
     args = parser.parse_args()
     main_config["exp_name"] = f"cartpole_ppo_seed{args.seed}"
-    serial_pipeline_onpolicy((main_config, create_config), seed=args.seed, max_env_step=args.max_env_step)
-    print(json.dumps(read_result(main_config["exp_name"])))
+    train = entry.ray_pipeline if args.ray else entry.serial_pipeline_onpolicy
+    train((main_config, create_config), seed=args.seed, max_env_step=args.max_env_step)
+    print(json.dumps(entry.read_result(main_config["exp_name"])))

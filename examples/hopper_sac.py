@@ -14,9 +14,10 @@ Hopper SAC in DI-engine's names: 10,000 random steps, one gradient step of 256 p
 3e-4, gamma 0.99, tau 0.005, 256x256 networks, automatic entropy temperature. Evaluations (5
 episodes) every 5,000 env steps. Measured once (seed 0, serial, one core under ``nice -n 19`` on a
 shared 2-core machine, mujoco 4.0.0, 100,000 env steps in 1,303 s): evaluation returns 129 after the
-random steps (10k), 244 at 20k, 264 at 40k, 317 at 50k (best so far 462 at 45k), 488 at 75k, 743 at
-90k, 724 at 100k. That is behind rl-zoo3's SAC (about 1,000 by 50k); a random policy scores about 20.
-One seed only: how much of the gap is seed variance was not measured.
+random steps (10k; the untrained actor's near-zero mean actions), 244 at 20k, 264 at 40k, 317 at 50k
+(best so far 462 at 45k), 488 at 75k, 743 at 90k, 724 at 100k. That is behind rl-zoo3's SAC (about
+1,000 by 50k); uniformly random actions score 25 (20 episodes). One seed only: how much of the gap
+is seed variance was not measured.
 Results land in ``hopper_sac_seed<seed>/`` (config, TensorBoard logs, checkpoints, ``result.json``).
 """
 

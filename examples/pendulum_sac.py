@@ -18,8 +18,8 @@ logs, checkpoints, ``result.json``).
 import argparse
 import json
 
+from ding_ray import entry  # names load on first use: the Ray run imports torch while Ray starts
 from ding_ray.configs.pendulum_sac import create_config, main_config
-from ding_ray.entry import ray_pipeline, read_result, serial_pipeline
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(
@@ -30,6 +30,6 @@ if __name__ == "__main__":
     parser.add_argument("--serial", action="store_true", help="one process, no Ray")
     args = parser.parse_args()
     main_config["exp_name"] = f"pendulum_sac_seed{args.seed}"
-    train = serial_pipeline if args.serial else ray_pipeline
+    train = entry.serial_pipeline if args.serial else entry.ray_pipeline
     train((main_config, create_config), seed=args.seed, max_env_step=args.max_env_step)
-    print(json.dumps(read_result(main_config["exp_name"])))
+    print(json.dumps(entry.read_result(main_config["exp_name"])))

@@ -177,19 +177,25 @@ class Actors:
 
 
 def create_actors(
-    cfg: EasyDict, namespace: str, publish_freq: int | None = None, n_sample: int | None = None
+    cfg: EasyDict,
+    namespace: str,
+    publish_freq: int | None = None,
+    n_sample: int | None = None,
+    buffer: bool = True,
 ) -> Actors:
     """Create the named actors of ``cfg`` (resources and restarts from ``cfg.ray``).
 
     Returns once the buffer answers: ``collector-0`` and the learner are still starting then
     (calls queue until they are up; a driver fails after ``ray.actor_start_timeout_s`` if they
-    never come up), and a driver can fill the buffer meanwhile (``ApexDriver.warm_up``). The
+    never come up), and a driver can fill the buffer meanwhile (the collector stage's warm-up). The
     evaluator and the other collectors are created once the learner is up
     (``actors.start_evaluator()``, ``actors.start_collectors()``; ``wait_ready`` starts and
     waits for everyone): on a small machine processes that import torch side by side slow each
     other down. Fails after ``ray.actor_start_timeout_s`` if the buffer does not start.
     ``cfg.exp_name`` is made absolute for the actors, whose working directory may differ.
     ``n_sample``: the collectors' samples per call (their trajectories are cut to fit it).
+    ``buffer=False`` (on-policy: the data goes from the collectors to the learner): no buffer actor,
+    and the call returns at once.
     """
     rc = cfg.ray
     cfg = copy.deepcopy(cfg)
@@ -206,23 +212,26 @@ def create_actors(
             **restartable,
         ).remote(cfg, i, rc.torch_threads, n_sample)
 
-    buffer = ReplayBufferActor.options(name="buffer", num_cpus=rc.buffer_num_cpus, **core).remote(
-        cfg.policy.other.replay_buffer, cfg.exp_name, int(cfg.seed)
-    )
+    buffer_handle = None
+    if buffer:
+        buffer_handle = ReplayBufferActor.options(name="buffer", num_cpus=rc.buffer_num_cpus, **core).remote(
+            cfg.policy.other.replay_buffer, cfg.exp_name, int(cfg.seed)
+        )
     collectors = [collector(0)]
     learner = LearnerActor.options(
         name="learner", num_cpus=rc.learner_num_cpus, num_gpus=rc.learner_num_gpus, **core
     ).remote(cfg, rc.publish_freq if publish_freq is None else publish_freq)
-    try:
-        _wait([("buffer", buffer)], rc.actor_start_timeout_s)
-    except Exception:
-        Actors(namespace, learner, buffer, None, collectors).kill()
-        raise
+    if buffer_handle is not None:
+        try:
+            _wait([("buffer", buffer_handle)], rc.actor_start_timeout_s)
+        except Exception:
+            Actors(namespace, learner, buffer_handle, None, collectors).kill()
+            raise
     evaluator = EvaluatorActor.options(name="evaluator", num_cpus=rc.evaluator_num_cpus, **restartable)
     return Actors(
         namespace,
         learner,
-        buffer,
+        buffer_handle,
         None,
         collectors,
         make_evaluator=lambda: evaluator.remote(cfg, rc.torch_threads),

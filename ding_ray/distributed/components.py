@@ -60,14 +60,18 @@ class RayComponents:
             check_cluster(cfg.ray)
         # sync: each round splits n_sample over the collectors
         per_call = math.ceil(plan.n_sample / cfg.ray.num_collectors) if sync else plan.n_sample
-        self.actors = create_actors(cfg, plan.namespace, n_sample=per_call)
+        self.actors = create_actors(cfg, plan.namespace, n_sample=per_call, buffer=not sync)
         self.limiter = None
         if not sync:
             self.limiter = RateLimiter(plan.samples_per_insert, plan.min_replay_size, plan.tolerance)
             self.limiter.check_chunks(plan.n_sample, plan.sample_size)
         self.collectors = RemoteCollectors(cfg, self.actors, plan, self.limiter, sync=sync)
-        self.buffer = RemoteBuffer(
-            self.actors, self.limiter, cfg.ray.train_iters_per_call, max_in_flight=cfg.ray.sample_prefetch
+        self.buffer = (
+            None
+            if sync
+            else RemoteBuffer(
+                self.actors, self.limiter, cfg.ray.train_iters_per_call, max_in_flight=cfg.ray.sample_prefetch
+            )
         )
         self.learner = RemoteLearner(
             self.actors,
@@ -76,7 +80,9 @@ class RayComponents:
             start_timeout_s=cfg.ray.actor_start_timeout_s,
             priority=bool(cfg.policy.get("priority", False)),
         )
-        self.evaluator = RemoteEvaluator(self.actors)
+        # On-policy policies can peak and fall back within a few rounds: every due version is
+        # evaluated (a backlog, also of those due while the evaluator starts), not only the latest.
+        self.evaluator = RemoteEvaluator(self.actors, max_backlog=8 if sync else 0)
         self.ctx: Any = OnlineRLContext()  # the latest context the monitor saw, for result.json
         self.result: dict[str, Any] | None = None
         self.state: dict[str, Any] | None = None  # the learner's final state, once the run ended well
@@ -95,7 +101,7 @@ class RayComponents:
         """
 
         def _wait_any(ctx: OnlineRLContext) -> None:
-            if self.collectors.warming_up or self.buffer.wants_sample():
+            if self.collectors.warming_up or (self.buffer is not None and self.buffer.wants_sample()):
                 return
             refs = self.collectors.refs() + self.learner.refs() + self.evaluator.refs()
             if not refs:
@@ -139,7 +145,8 @@ class RayComponents:
             if stats["ref"] is not None and ray.wait([stats["ref"]], timeout=0)[0]:
                 monitor.update(get(self.actors, stats["ref"]))
                 stats["ref"] = None
-            if stats["ref"] is None and time.monotonic() - stats["at"] >= self.cfg.ray.report_interval_s:
+            due = time.monotonic() - stats["at"] >= self.cfg.ray.report_interval_s
+            if stats["ref"] is None and self.actors.buffer is not None and due:
                 stats["ref"], stats["at"] = self.buffer.stats(), time.monotonic()
             last_eval = None if ctx.last_eval_iter < 0 else ctx.last_eval_value
             monitor.report(ctx.env_step, ctx.train_iter, last_eval)

@@ -59,8 +59,10 @@ def sync_pipeline(
     """On-policy rounds: the weights go out, all collectors gather ``n_sample`` transitions between
     them with those weights (advantages computed where the data is), the learner trains on
     exactly that data; the evaluator runs beside."""
+    # first the weights of the last round go out: the collectors act with them (on-policy) and the
+    # evaluator, when due, evaluates them, as the serial pipeline evaluates before it collects
+    task.use(weights_publisher(rc.learner, rc.collectors, rc.evaluator))
     task.use(interaction_evaluator(cfg, rc.evaluator))
-    task.use(weights_publisher(rc.learner, rc.collectors, rc.evaluator))  # before collecting: on-policy
     task.use(collector(cfg, rc.collectors))
     task.use(gae_estimator(cfg, None))  # the collector actors computed the advantages
     task.use(trainer(cfg, rc.learner, log_freq=1000))

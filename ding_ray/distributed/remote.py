@@ -49,6 +49,8 @@ def get(actors: Actors, ref: Any, timeout: float | None = None) -> Any:
 def diagnose(actors: Actors, err: Exception) -> Exception:
     """The error to raise for ``err``: ``ActorDiedError`` naming a dead learner or buffer."""
     for name, handle in (("learner", actors.learner), ("buffer", actors.buffer)):
+        if handle is None:  # the sync pipeline has no buffer
+            continue
         try:
             ray.get(handle.ping.remote(), timeout=30)
         except (RayActorError, GetTimeoutError) as dead:
@@ -240,18 +242,24 @@ class RemoteLearner:
 
 class RemoteEvaluator:
     """The evaluator actor: ``eval`` launches an evaluation of the latest weights it was given and
-    returns None; ``result()`` gives ``(stop, info)`` once it is in. Created on the first weights,
-    so that it does not compete with the starting learner for the CPU."""
+    returns None; ``result()`` gives ``(stop, info)`` once it is in.
 
-    def __init__(self, actors: Actors) -> None:
+    ``max_backlog``: evaluations that fall due while one runs wait in a queue of that length (the
+    newest replaces the last when it is full) instead of being skipped, so each due version is
+    evaluated, later; on-policy runs peak and fall back within a few rounds and would otherwise
+    be missed. 0: skip them, evaluating the latest weights as soon as the evaluator is free.
+    """
+
+    def __init__(self, actors: Actors, max_backlog: int = 0) -> None:
         self.actors = actors
         self.weights: WeightsRef | None = None
         self.stop_weights: WeightsRef | None = None  # the version that reached the stop value
         self.stop_env_step: int | None = None  # the env steps collected when those weights were taken
         self.best_return: float | None = None
         self._ref: Any = None
-        self._args: tuple = ()
-        self._evaluating: WeightsRef | None = None
+        self._evaluating: tuple = ()  # (weights, train_iter, envstep) of the evaluation in flight
+        self._backlog: deque[tuple] = deque()
+        self._max_backlog = int(max_backlog)
         self._restarting = False
         self._failures = 0
 
@@ -274,14 +282,21 @@ class RemoteEvaluator:
         return True
 
     def eval(self, save_ckpt_fn: Any = None, train_iter: int = -1, envstep: int = -1, **_: Any) -> None:
-        """Launch an evaluation of the latest trained weights (none before the learner trained)."""
-        if self._ref is None and self.weights is not None and self.weights.version > 0:
-            self._args = (train_iter, envstep)
-            self._launch()
+        """Evaluate the latest trained weights (none before the learner trained): now, or after
+        the evaluation in flight (queued, with ``max_backlog``)."""
+        if self.weights is None or self.weights.version <= 0:
+            return
+        job = (self.weights, train_iter, envstep)
+        if self._ref is None:
+            self._launch(job)
+        elif self._max_backlog > 0 and not self._restarting:
+            if len(self._backlog) >= self._max_backlog:
+                self._backlog.pop()
+            self._backlog.append(job)
 
-    def _launch(self) -> None:
-        self._evaluating = self.weights
-        self._ref = self.actors.start_evaluator().evaluate.remote(self.weights, *self._args)
+    def _launch(self, job: tuple) -> None:
+        self._evaluating = job
+        self._ref = self.actors.start_evaluator().evaluate.remote(*job)
 
     def result(self) -> tuple[bool, dict] | None:
         """``(stop, info)`` of the evaluation in flight once it is done, else None."""
@@ -303,12 +318,15 @@ class RemoteEvaluator:
         if self._restarting:  # the ping answered: evaluate the latest weights now
             self._restarting = False
             logger.warning("the evaluator is back")
-            self._launch()
+            self._backlog.clear()
+            self._launch((self.weights, *self._evaluating[1:]))
             return None
         self._failures = 0
         self.best_return = out["best_return"]
         if out["stop"] and self.stop_weights is None:
-            self.stop_weights, self.stop_env_step = self._evaluating, int(out["envstep"])
+            self.stop_weights, self.stop_env_step = self._evaluating[0], int(out["envstep"])
+        elif self._backlog:
+            self._launch(self._backlog.popleft())
         info = dict(out)  # with the keys of InteractionSerialEvaluator's info, which the stage reads
         info["eval_episode_return_mean"] = out[metrics.EVAL_RETURN_MEAN]
         info["eval_episode_return_std"] = out[metrics.EVAL_RETURN_STD]

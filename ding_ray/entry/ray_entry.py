@@ -8,15 +8,14 @@ from typing import Any
 import ray
 from easydict import EasyDict
 
+from ding_ray import distributed  # names load on first use
 from ding_ray.config import compile_config
 from ding_ray.config.compile import split_input_cfg
-from ding_ray.distributed import RayComponents, RayConfig, async_pipeline, start_run, sync_pipeline
-from ding_ray.entry.serial_entry import fill_model_shapes
 from ding_ray.envs import get_vec_env_setting
 from ding_ray.framework import OnlineRLContext, Task
-from ding_ray.policy import create_policy
-from ding_ray.policy.weights import load_weights
 from ding_ray.utils.runtime import setup_logging
+
+# torch, the policies and the actors' code load in start_run's thread while Ray starts, not on import
 
 
 def compile_ray_config(input_cfg: Any, seed: int = 0, save_cfg: bool = True) -> EasyDict:
@@ -29,8 +28,10 @@ def compile_ray_config(input_cfg: Any, seed: int = 0, save_cfg: bool = True) -> 
         save_cfg=save_cfg,
         # The Ray namespace and the actors' paths are fixed from exp_name before this runs.
         renew_dir=False,
-        extra_defaults={"ray": RayConfig.default_config()},
+        extra_defaults={"ray": distributed.RayConfig.default_config()},
     )
+    from ding_ray.entry.serial_entry import fill_model_shapes
+
     model = cfg.policy.model
     if model.get("obs_shape") is None or model.get("action_shape") is None:
         env_fn, env_cfgs, _ = get_vec_env_setting(cfg.env)
@@ -57,10 +58,16 @@ def ray_pipeline(
     """
     start = time.perf_counter()
     setup_logging()
-    cfg, plan, started_ray = start_run(input_cfg, seed)  # compiles the config while Ray starts
+    cfg, plan, started_ray = distributed.start_run(input_cfg, seed)  # compiles the config while Ray starts
+    from ding_ray.policy import create_policy
+    from ding_ray.policy.weights import load_weights
+
     try:
-        with RayComponents(cfg, plan, max_env_step, started_at=start) as rc, Task(OnlineRLContext()) as task:
-            build = sync_pipeline if rc.pipeline == "sync" else async_pipeline
+        with (
+            distributed.RayComponents(cfg, plan, max_env_step, started_at=start) as rc,
+            Task(OnlineRLContext()) as task,
+        ):
+            build = distributed.sync_pipeline if rc.pipeline == "sync" else distributed.async_pipeline
             build(task, cfg, rc, max_env_step, max_train_iter)
             task.run()
     finally:

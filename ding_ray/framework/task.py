@@ -119,9 +119,13 @@ class Task:
             self._backward_stack.clear()
             _CURRENT.reset(token)
 
-    def forward(self, fn: Callable, ctx: Context | None = None) -> Generator | None:
-        """Run ``fn`` up to its first ``yield`` (or to its end); a generator waits for ``backward``."""
+    def forward(
+        self, fn: Callable, ctx: Context | None = None, stack: list | None = None
+    ) -> Generator | None:
+        """Run ``fn`` up to its first ``yield`` (or to its end); a generator waits for ``backward``
+        (on ``stack``, by default the task's)."""
         ctx = self.ctx if ctx is None else ctx
+        stack = self._backward_stack if stack is None else stack
         name = stage_name(fn)
         try:
             result = fn(ctx)
@@ -130,7 +134,7 @@ class Task:
                     next(result)
                 except StopIteration:
                     return None
-                self._backward_stack.append((name, result))
+                stack.append((name, result))
                 return result
         except StageError:
             raise
@@ -176,10 +180,16 @@ class Task:
 
         def _parallel(ctx: Context):
             depth = len(self._backward_stack)
+            # each branch waits on a stack of its own; they join the task's in the order given,
+            # whichever thread finished first, so the way back is the same in every run
+            stacks: list[list] = [[] for _ in fns]
             with ThreadPoolExecutor(len(fns), thread_name_prefix="stage") as pool:
-                futures = [pool.submit(contextvars.copy_context().run, self.forward, fn, ctx) for fn in fns]
+                run = [contextvars.copy_context().run for _ in fns]
+                futures = [pool.submit(r, self.forward, fn, ctx, st) for r, fn, st in zip(run, fns, stacks)]
                 for future in futures:
                     future.result()
+            for branch in stacks:
+                self._backward_stack.extend(branch)
             yield
             self._unwind(depth)
 

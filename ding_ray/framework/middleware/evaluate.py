@@ -4,8 +4,9 @@ The episodes are run by ding_ray's ``InteractionSerialEvaluator`` (episodes spre
 the envs, returns from ``info['eval_episode_return']``), built here from DI-engine's arguments
 (``cfg, policy, env``) or given ready-made, so the evaluation logic lives in one place. Because
 the stage calls only ``evaluator.eval``, the evaluator actor fits it as well
-(``ding_ray.distributed.RemoteEvaluator``: its ``eval`` launches the episodes on the actor and
-returns None, and ``pending``/``result()`` hand over their outcome in a later iteration).
+(``ding_ray.distributed.RemoteEvaluator``: its ``eval`` launches the episodes on the actor, or
+queues them behind the evaluation in flight, and returns None; ``pending``/``result()`` hand
+over the outcome in a later iteration).
 """
 
 from __future__ import annotations
@@ -28,12 +29,12 @@ def _evaluate_stage(evaluator: Any, eval_freq: int, render: bool, policy_kwargs:
     kwargs_str = "/".join(f"{k}({v})" for k, v in policy_kwargs.items())
 
     def _evaluate(ctx: Context) -> None:
-        if getattr(evaluator, "pending", False):
-            # an evaluator actor is still at it: its result arrives in a later iteration
-            result = evaluator.result()
-        elif ctx.last_eval_iter == -1 or ctx.train_iter - ctx.last_eval_iter >= eval_freq:
-            # due at the first call (train_iter 0 included) and then every eval_freq iterations
-            result = evaluator.eval(
+        # an evaluator actor answers in a later iteration: take what it finished
+        result = evaluator.result() if getattr(evaluator, "pending", False) else None
+        if ctx.last_eval_iter == -1 or ctx.train_iter - ctx.last_eval_iter >= eval_freq:
+            # due at the first call (train_iter 0 included) and then every eval_freq iterations;
+            # a local evaluator answers now, an actor later
+            answer = evaluator.eval(
                 None,
                 ctx.train_iter,
                 getattr(ctx, "env_step", -1),
@@ -41,8 +42,7 @@ def _evaluate_stage(evaluator: Any, eval_freq: int, render: bool, policy_kwargs:
                 policy_kwargs=policy_kwargs or None,
             )
             ctx.last_eval_iter = ctx.train_iter
-        else:
-            return
+            result = result or answer
         if result is None:
             return
         stop, info = result
