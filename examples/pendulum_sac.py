@@ -10,7 +10,7 @@ The config (``ding_ray/configs/pendulum_sac.py``, also ``ding-ray train pendulum
 DI-engine's, plus a ``ray`` section: one collector actor, the serial replay ratio (one gradient
 step of 256 per env step) kept by the rate limiter. ``env.act_scale=True`` maps the policy's tanh
 actions in [-1, 1] onto Pendulum's torque range [-2, 2]. Measured on 2 cores, -250 reached at
-3,136 / 3,136 / 4,128 env steps, 11.9 / 12.6 / 15.9 s from launch (seeds 0-2, Ray); serially
+3,224 / 3,224 / 4,256 env steps, 11.2 / 11.6 / 16.4 s from launch (seeds 0-2, Ray); serially
 3,000 / 2,000 / 4,000 env steps. Results land in ``pendulum_sac_seed<seed>/`` (config, TensorBoard
 logs, checkpoints, ``result.json``).
 """
