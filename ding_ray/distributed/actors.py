@@ -41,7 +41,7 @@ class CollectorWorker(RolloutWorker):
         set_torch_threads(torch_threads)
         lower_priority(cfg.ray.get("helper_nice", 0))
         super().__init__(cfg, index, n_sample=n_sample)
-        self._metrics = RayMetrics(self.name)
+        self._metrics = RayMetrics(self.name, cfg.exp_name)
 
     def ping(self) -> int:
         return self.version
@@ -67,6 +67,7 @@ class CollectorWorker(RolloutWorker):
         pull(self, weights)
         batch, info = self.rollout(n_sample, train_iter, policy_kwargs, random_collect)
         self._metrics.record(info)
+        self._metrics.call_seconds("collector", info["seconds"])
         info["data"] = ray.put(batch)
         return info
 
@@ -78,15 +79,17 @@ class EvaluatorWorker(EvalWorker):
         set_torch_threads(torch_threads)
         lower_priority(cfg.ray.get("helper_nice", 0))
         super().__init__(cfg)
-        self._metrics = RayMetrics("evaluator")
+        self._metrics = RayMetrics("evaluator", cfg.exp_name)
 
     def ping(self) -> int:
         return self.version
 
     def evaluate(self, weights: WeightsRef | None, train_iter: int, envstep: int) -> dict[str, Any]:
         pull(self, weights)
+        start = time.perf_counter()
         info = self.eval(train_iter, envstep)
         self._metrics.record(info)
+        self._metrics.call_seconds("evaluator", time.perf_counter() - start)
         return info
 
 
@@ -98,7 +101,7 @@ class LearnerWorker(LearnWorker):
         super().__init__(cfg)
         self._publisher = WeightsPublisher()
         self._publish_freq = max(1, int(publish_freq))
-        self._metrics = RayMetrics("learner", interval_s=1.0)
+        self._metrics = RayMetrics("learner", cfg.exp_name, interval_s=1.0)
 
     def ping(self) -> int:
         return self.train_iter
@@ -117,6 +120,7 @@ class LearnerWorker(LearnWorker):
         if self.train_iter - self._publisher.version >= self._publish_freq:
             info["weights"] = self.publish()
         self._metrics.record(info)
+        self._metrics.call_seconds("learner", info["seconds"])
         return info, priority
 
     def train_sync(self, envstep: int, *batches: Batch) -> dict:
@@ -124,6 +128,7 @@ class LearnerWorker(LearnWorker):
         info = self.train_on_policy(batches, envstep)
         info["weights"] = self.publish()
         self._metrics.record(info, force=True)
+        self._metrics.call_seconds("learner", info["seconds"])
         return info
 
 

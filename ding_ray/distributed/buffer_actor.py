@@ -16,7 +16,7 @@ class BufferWorker:
     def __init__(self, buffer_cfg: EasyDict, exp_name: str, seed: int = 0) -> None:
         self.buffer = create_buffer(buffer_cfg, exp_name=exp_name, instance_name="buffer")
         self.buffer.seed(seed)
-        self._metrics = RayMetrics("buffer", interval_s=1.0)
+        self._metrics = RayMetrics("buffer", exp_name, interval_s=1.0)
 
     def ping(self) -> int:
         return self.buffer.count()

@@ -26,12 +26,23 @@ _PER_COLLECTOR = (
 )
 
 
+# What only the driver sees, exported by it to the dashboard.
+DRIVER_KEYS = frozenset(
+    {
+        metrics.COLLECTOR_POLICY_VERSION_LAG,
+        metrics.COLLECTOR_LOST_BATCHES,
+        metrics.COLLECTOR_RESTARTS,
+        metrics.BUFFER_SAMPLES_PER_INSERT,
+    }
+)
+
+
 class RunMonitor:
     def __init__(
         self, exp_name: str, progress_bar: bool = True, interval_s: float = 2.0, total: int | None = None
     ) -> None:
         self._tb = SummaryWriter(os.path.join(exp_name, "log", "ray"))
-        self._metrics = RayMetrics("driver")
+        self._metrics = RayMetrics("driver", exp_name)
         self._bar = tqdm(
             total=total, unit=" env steps", disable=not progress_bar, dynamic_ncols=True, mininterval=0.5
         )
@@ -48,13 +59,13 @@ class RunMonitor:
                 self.scalars[key] = float(value)
 
     def evaluated(self, info: Mapping[str, object]) -> None:
-        """An evaluation's ``evaluator/*`` values: to TensorBoard at once, at the env step its
-        weights were taken (so a curve shows each evaluation where it belongs), and to the dashboard."""
+        """An evaluation's ``evaluator/*`` values to TensorBoard at once, at the env step its weights
+        were taken, so a curve shows each evaluation where it belongs (the evaluator actor exports
+        them to the dashboard itself)."""
         scalars = {k: float(v) for k, v in info.items() if k.startswith("evaluator/") and isinstance(v, Real)}
         step = int(info.get("envstep", 0))
         for key, value in scalars.items():
             self._tb.add_scalar(key, value, step)
-        self._metrics.record(scalars, force=True)
 
     def report(self, env_steps: int, train_iter: int, last_eval: float | None, force: bool = False) -> None:
         now = time.monotonic()
@@ -73,7 +84,8 @@ class RunMonitor:
         self._last, self._last_steps = now, env_steps
         for key, value in self.scalars.items():
             self._tb.add_scalar(key, value, env_steps)
-        self._metrics.record(self.scalars, force=True)
+        # the dashboard gets only what the driver alone knows; the actors export their own figures
+        self._metrics.record({k: v for k, v in self.scalars.items() if k in DRIVER_KEYS}, force=True)
 
     def close(self) -> None:
         self._bar.close()

@@ -6,6 +6,7 @@ break) it. The tests share one set of actors and run in file order; the last one
 
 from __future__ import annotations
 
+import os
 import time
 import urllib.request
 
@@ -165,26 +166,62 @@ def test_killed_evaluator_restarts_and_evaluates_the_latest_weights(rc):
     assert ray.get(rc.actors.evaluator.ping.remote()) == after[-1]  # the new process holds those weights
 
 
-def test_metrics_reach_prometheus(rc, ray_session):
-    wanted = {
-        metric_name(metrics.COLLECTOR_ENV_STEPS): 'actor="collector-0"',
-        metric_name(metrics.LEARNER_TRAIN_ITER): 'actor="learner"',
-        metric_name("buffer/size"): 'actor="buffer"',
-        metric_name(metrics.EVAL_RETURN_MEAN): 'actor="evaluator"',
-        metric_name(metrics.BUFFER_SAMPLES_PER_INSERT): 'actor="driver"',
-        metric_name(metrics.COLLECTOR_POLICY_VERSION_LAG): 'actor="driver"',
+def scrape(port: int) -> dict[str, list[str]]:
+    """``{metric name: [its sample lines]}`` and ``{metric name: [its TYPE]}`` of the ding_ray metrics."""
+    text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+    samples: dict[str, list[str]] = {}
+    for line in text.splitlines():
+        name = line.split("{", 1)[0].split(" ", 1)[0]
+        if line.startswith("# TYPE ray_ding_ray_"):
+            samples.setdefault("TYPE " + line.split()[2], []).append(line.split()[3])
+        elif name.startswith("ray_ding_ray_"):
+            samples.setdefault(name, []).append(line)
+    return samples
+
+
+def test_metrics_reach_prometheus_once_each_tagged_with_the_experiment(rc, ray_session):
+    experiment = f'experiment="{os.path.basename(rc.cfg.exp_name)}"'
+    wanted = {  # metric -> the one process that exports it
+        metric_name(metrics.COLLECTOR_ENV_STEPS): "collector-",  # each collector its own series
+        metric_name(metrics.LEARNER_TRAIN_ITER): "learner",
+        metric_name("buffer/size"): "buffer",
+        metric_name(metrics.EVAL_RETURN_MEAN): "evaluator",
+        metric_name(metrics.BUFFER_SAMPLES_PER_INSERT): "driver",
+        metric_name(metrics.COLLECTOR_POLICY_VERSION_LAG): "driver",
+        metric_name("learner/call_seconds"): "learner",
     }
-    deadline, missing = time.monotonic() + 30, dict(wanted)
-    while missing and time.monotonic() < deadline:
-        text = urllib.request.urlopen(f"http://127.0.0.1:{ray_session}/metrics", timeout=5).read().decode()
-        lines = [line for line in text.splitlines() if not line.startswith("#")]
-        missing = {
-            name: tag
-            for name, tag in missing.items()
-            if not any(line.startswith("ray_" + name + "{") and tag in line for line in lines)
+    deadline, samples = time.monotonic() + 30, {}
+    while time.monotonic() < deadline:
+        samples = scrape(ray_session)
+        found = {
+            name: [
+                s
+                for s in samples.get(f"ray_{name}", [])
+                + samples.get(f"ray_{name}_total", [])
+                + samples.get(f"ray_{name}_bucket", [])
+            ]
+            for name in wanted
         }
+        if all(found.values()):
+            break
         time.sleep(1)
-    assert not missing
+    for name, owner in wanted.items():
+        lines = found[name]
+        assert lines, (name, sorted(samples))
+        assert all(f'actor="{owner}' in line and experiment in line for line in lines), (name, lines)
+    # levels are gauges, running totals counters, call durations histograms
+    types = {k[5:]: v[0] for k, v in samples.items() if k.startswith("TYPE ")}
+    assert types[f"ray_{metric_name('buffer/size')}"] == "gauge"
+    counter = f"ray_{metric_name(metrics.COLLECTOR_ENV_STEPS)}"
+    assert types.get(counter, types.get(counter + "_total")) == "counter", types
+    assert types[f"ray_{metric_name('learner/call_seconds')}"] == "histogram"
+    # every ding_ray series names its experiment
+    assert all(
+        experiment in line
+        for name, lines in samples.items()
+        if not name.startswith("TYPE ")
+        for line in lines
+    )
 
 
 def test_dead_learner_ends_the_run_with_its_name(rc):
