@@ -10,7 +10,7 @@ Run it (from the repository root):
     ray stop
 
     ray up cluster.yaml                          # or a cloud cluster (see cluster.yaml)
-    ray submit cluster.yaml examples/apex_dqn.py
+    ray submit cluster.yaml examples/apex_dqn.py --num-collectors 16 --set ray.collector_num_cpus=1
 
 With --dashboard or on a cluster, the Ray dashboard (http://127.0.0.1:8265) lists the actors
 by name (learner, buffer, evaluator, collector-0, collector-1) and its metrics page shows the
@@ -25,6 +25,7 @@ import ray
 
 from ding_ray import distributed  # its names load on first use: torch loads while Ray starts
 from ding_ray.configs.apex_dqn import create_config, main_config
+from ding_ray.entry.cli_commands import apply_overrides
 from ding_ray.framework import OnlineRLContext, Task
 from ding_ray.framework.middleware import (
     collector,
@@ -73,5 +74,12 @@ if __name__ == "__main__":
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--max-env-step", type=int, default=200_000)
     parser.add_argument("--dashboard", action="store_true", help="start the Ray dashboard with Ray")
+    parser.add_argument("--num-collectors", type=int, help="collector actors (ray.num_collectors)")
+    parser.add_argument(
+        "--set", nargs="*", default=[], metavar="KEY=VALUE", help="config overrides, as ding-ray's"
+    )
     args = parser.parse_args()
+    if args.num_collectors is not None:
+        main_config["ray"]["num_collectors"] = args.num_collectors
+    apply_overrides(main_config, create_config, args.set)  # e.g. --set ray.collector_num_cpus=1
     print(json.dumps(main(args.seed, args.max_env_step, args.dashboard)))

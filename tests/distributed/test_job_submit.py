@@ -73,6 +73,7 @@ def test_ray_job_submit_runs_the_example_to_completion(head, tmp_path):
             [
                 ray_bin, "job", "submit", f"--address=http://127.0.0.1:{dashboard}", "--",
                 sys.executable, os.path.join(REPO, "examples", "apex_dqn.py"), "--max-env-step", "6000",
+                "--num-collectors", "1", "--set", "ray.publish_freq=16",
             ],
             env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300,
         )  # fmt: skip
@@ -82,6 +83,7 @@ def test_ray_job_submit_runs_the_example_to_completion(head, tmp_path):
     assert submit.returncode == 0, submit.stdout[-2000:] + submit.stderr[-2000:]
     assert "succeeded" in submit.stdout.lower()
     assert '"pipeline": "ray-async"' in submit.stdout and '"env_steps": ' in submit.stdout
+    assert '"num_collectors": 1' in submit.stdout  # the script's own overrides reach the run
 
 
 CLIENT_DRIVER = """
