@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import time
 from typing import Any
 
@@ -197,6 +198,14 @@ class RayComponents:
             **extra,
         )
         logger.info("result: %s", self.result)
+        exp = self.cfg.exp_name
+        logger.info(
+            "the run is in %s: result.json, total_config.json, ckpt/ (best and final weights); "
+            "TensorBoard: tensorboard --logdir %s; a plot: ding-ray plot %s",
+            exp,
+            os.path.join(exp, "log"),
+            exp,
+        )
         return self.result
 
     def __enter__(self) -> RayComponents:

@@ -7,6 +7,7 @@ driver knows (samples per insert, policy version lag, lost batches, restarts).
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from collections.abc import Mapping
@@ -25,6 +26,8 @@ _PER_COLLECTOR = (
     metrics.COLLECTOR_POLICY_VERSION,
 )
 
+
+logger = logging.getLogger(__name__)
 
 # What only the driver sees, exported by it to the dashboard.
 DRIVER_KEYS = frozenset(
@@ -64,6 +67,16 @@ class RunMonitor:
         them to the dashboard itself)."""
         scalars = {k: float(v) for k, v in info.items() if k.startswith("evaluator/") and isinstance(v, Real)}
         step = int(info.get("envstep", 0))
+        logger.info(
+            "evaluation at train_iter %s (env step %d): return %.1f +- %.1f (min %.1f, max %.1f)%s",
+            info.get("train_iter"),
+            step,
+            scalars.get(metrics.EVAL_RETURN_MEAN, float("nan")),
+            scalars.get(metrics.EVAL_RETURN_STD, float("nan")),
+            scalars.get(metrics.EVAL_RETURN_MIN, float("nan")),
+            scalars.get(metrics.EVAL_RETURN_MAX, float("nan")),
+            ": stop value reached" if info.get("stop") else "",
+        )
         for key, value in scalars.items():
             self._tb.add_scalar(key, value, step)
 
