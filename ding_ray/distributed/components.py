@@ -121,6 +121,7 @@ class RayComponents:
         self._monitor = monitor = RunMonitor(
             self.cfg.exp_name, self.cfg.ray.progress_bar, self.cfg.ray.report_interval_s, self._max_env_step
         )
+        monitor.log_config(self.cfg)
         stats: dict[str, Any] = dict(ref=None, at=0.0, task=None)
 
         def _monitor(ctx: OnlineRLContext) -> None:

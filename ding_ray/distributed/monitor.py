@@ -17,6 +17,7 @@ from tensorboardX import SummaryWriter
 from tqdm import tqdm
 
 from ding_ray.distributed.metrics import RayMetrics
+from ding_ray.utils.result import log_config
 from ding_ray.worker import metrics
 
 # Per-collector values the driver replaces by its own totals.
@@ -60,6 +61,9 @@ class RunMonitor:
         for key, value in scalars.items():
             if "/" in key and key not in _PER_COLLECTOR and isinstance(value, Real):
                 self.scalars[key] = float(value)
+
+    def log_config(self, cfg: Mapping) -> None:
+        log_config(self._tb, cfg)
 
     def evaluated(self, info: Mapping[str, object]) -> None:
         """An evaluation's ``evaluator/*`` values to TensorBoard at once, at the env step its weights

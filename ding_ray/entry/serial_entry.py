@@ -20,7 +20,7 @@ from ding_ray.errors import ConfigError
 from ding_ray.policy import create_policy
 from ding_ray.rl_utils import get_epsilon_greedy_fn
 from ding_ray.utils.registry import POLICY_REGISTRY
-from ding_ray.utils.result import write_result
+from ding_ray.utils.result import log_config, write_result
 from ding_ray.utils.runtime import set_pkg_seed, set_torch_threads, setup_logging
 from ding_ray.worker import (
     BaseLearner,
@@ -192,6 +192,7 @@ class SerialRun:
         if collector_cfg.type == "episode" and episodes_as_samples(cfg):
             collector_cfg.get_train_sample = True
         tb_logger = SummaryWriter(os.path.join(cfg.exp_name, "log", "serial"))
+        log_config(tb_logger, cfg)
         self.cfg, self.policy, self.tb_logger = cfg, policy, tb_logger
         self.learner = BaseLearner(
             cfg.policy.learn.learner, policy.learn_mode, tb_logger, exp_name=cfg.exp_name

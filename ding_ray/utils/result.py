@@ -52,3 +52,9 @@ def read_result(exp_name: str) -> dict[str, Any]:
 
 def _finite_or_none(x: float | None) -> float | None:
     return None if x is None or x != x or x in (float("inf"), float("-inf")) else float(x)
+
+
+def log_config(tb_logger: Any, cfg: Any) -> None:
+    """The resolved config as a TensorBoard text entry (``config``), readable beside the curves."""
+    text = json.dumps(cfg, indent=2, sort_keys=True, default=str)
+    tb_logger.add_text("config", "```\n" + text + "\n```", 0)  # markdown: keep the indentation

@@ -52,6 +52,8 @@ def test_pipeline_writes_result_checkpoints_and_tensorboard(tmp_path):
     tags = set(events.Tags()["scalars"])
     assert {"evaluator/episode_return_mean", "collector/env_steps_per_s", "learner/total_loss"} <= tags
     assert events.Scalars("evaluator/episode_return_mean")[0].value == 5.0
+    config_text = events.Tensors("config/text_summary")[0].tensor_proto.string_val[0].decode()
+    assert json.loads(config_text.strip("`\n"))["policy"]["learn"]["batch_size"] == 8  # the resolved config
 
 
 def test_stop_value_ends_the_run_and_the_load_hook_warm_starts(tmp_path, caplog):
