@@ -208,6 +208,28 @@ def create_actors(
     core = dict(namespace=namespace, max_restarts=0)
     restartable = dict(namespace=namespace, max_restarts=rc.max_restarts, max_task_retries=0)
 
+    try:
+        return _create(cfg, namespace, rc, core, restartable, publish_freq, n_sample, buffer)
+    except ray.exceptions.ActorAlreadyExistsError as err:
+        raise ClusterError(
+            f"Another run holds the actor names in Ray namespace '{namespace}' ({err}). Each run needs "
+            "its own namespace: leave ray.namespace unset (it is then the experiment folder's name, "
+            "and a run into an existing folder gets a fresh one) or stop the other run."
+        ) from err
+
+
+def _create(
+    cfg: EasyDict,
+    namespace: str,
+    rc: EasyDict,
+    core: dict,
+    restartable: dict,
+    publish_freq: int | None,
+    n_sample: int | None,
+    buffer: bool,
+) -> Actors:
+    """``create_actors``'s work: the named actors, with the options it settled."""
+
     def collector(i: int) -> Any:
         return CollectorActor.options(
             name=f"collector-{i}",
@@ -219,9 +241,9 @@ def create_actors(
 
     buffer_handle = None
     if buffer:
-        buffer_handle = ReplayBufferActor.options(name="buffer", num_cpus=rc.buffer_num_cpus, **core).remote(
-            cfg.policy.other.replay_buffer, cfg.exp_name, int(cfg.seed)
-        )
+        buffer_handle = ReplayBufferActor.options(
+            name="buffer", num_cpus=rc.buffer_num_cpus, resources=dict(rc.buffer_resources), **core
+        ).remote(cfg.policy.other.replay_buffer, cfg.exp_name, int(cfg.seed))
     collectors = [collector(0)]
     learner = LearnerActor.options(
         name="learner", num_cpus=rc.learner_num_cpus, num_gpus=rc.learner_num_gpus, **core

@@ -155,7 +155,7 @@ def actor_demands(ray_cfg: EasyDict) -> list[tuple[str, dict[str, float]]]:
     """``(actor name, resources)`` of every actor the pipeline creates."""
     demands = [
         ("learner", {"CPU": ray_cfg.learner_num_cpus, "GPU": ray_cfg.learner_num_gpus}),
-        ("buffer", {"CPU": ray_cfg.buffer_num_cpus}),
+        ("buffer", {"CPU": ray_cfg.buffer_num_cpus, **ray_cfg.buffer_resources}),
         ("evaluator", {"CPU": ray_cfg.evaluator_num_cpus}),
     ]
     for i in range(ray_cfg.num_collectors):

@@ -39,6 +39,7 @@ class RayConfig:
         learner_num_cpus=0.5,
         learner_num_gpus=0.0,  # a GPU for the learner (also set policy.cuda=True)
         buffer_num_cpus=0.25,
+        buffer_resources=dict(),  # custom resources of the buffer, e.g. {'buffer_node': 1}: on the head
         torch_threads=1,  # torch threads of driver, collectors, evaluator (learner: policy.learn.num_threads)
         helper_nice=0,  # niceness added to collectors and evaluator (e.g. 5: the learner gets the CPU
         # first on a dedicated small machine; on a shared one, others' processes then starve them)
