@@ -26,8 +26,8 @@ def compile_ray_config(input_cfg: Any, seed: int = 0, save_cfg: bool = True) -> 
         seed=seed,
         create_cfg=create_cfg,
         save_cfg=save_cfg,
-        # The Ray namespace and the actors' paths are fixed from exp_name before this runs.
-        renew_dir=False,
+        # A run into an existing experiment folder gets a fresh <exp_name>_<yymmdd_HHMMSS> one, as
+        # serial runs do; its actors' namespace is named after it, so two runs never share names.
         extra_defaults={"ray": distributed.RayConfig.default_config()},
     )
     from ding_ray.entry.serial_entry import fill_model_shapes

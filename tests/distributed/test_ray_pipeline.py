@@ -14,6 +14,7 @@ from ding_ray.distributed import (
     RayComponents,
     async_pipeline,
     check_resources,
+    create_actors,
     make_plan,
     start_run,
 )
@@ -175,3 +176,25 @@ def test_dizoo_config_file_on_ray_ignores_load_path_and_replay_path(ray_session,
     result = read_result("cartpole_dqn_seed0")
     assert result["stop"] is True and result["best_eval_return"] >= 195
     assert not os.path.exists("cartpole_dqn_seed0/video")
+
+
+def test_a_second_run_into_the_same_folder_gets_a_fresh_one(ray_session, tmp_path):
+    exp_name = str(tmp_path / "again")
+    ray_pipeline(small_config(exp_name), seed=0, max_env_step=300)
+    first = read_result(exp_name)
+    ray_pipeline(small_config(exp_name), seed=0, max_env_step=300)
+    assert read_result(exp_name) == first  # the first run's record is untouched
+    renewed = [d for d in os.listdir(tmp_path) if d.startswith("again_")]
+    assert len(renewed) == 1 and read_result(str(tmp_path / renewed[0]))["env_steps"] >= 300
+
+
+def test_two_runs_in_one_namespace_fail_with_what_to_do(ray_session, tmp_path):
+    cfg = compile_ray_config(small_config(str(tmp_path / "ns"), namespace="shared_ns"), save_cfg=False)
+    actors = create_actors(cfg, "shared_ns")
+    try:
+        with pytest.raises(
+            ClusterError, match="Another run holds the actor names in Ray namespace 'shared_ns'"
+        ):
+            create_actors(cfg, "shared_ns")
+    finally:
+        actors.kill()
