@@ -68,7 +68,7 @@ class LearnWorker:
         order = self._rng.permutation(n)
         logs, priorities = [], []
         for lo in range(0, n - self._batch_size + 1, self._batch_size):
-            minibatch = take_rows(batch, order[lo : lo + self._batch_size])
+            minibatch = take_rows(batch, self._shard(order[lo : lo + self._batch_size]))
             logs.append(self._learner.train(minibatch, envstep))
             if self._learner.priority_info is not None:
                 priorities.append(self._learner.priority_info)
@@ -78,9 +78,15 @@ class LearnWorker:
         """``update_per_collect`` learner calls on all of ``batches`` joined (on-policy data)."""
         start = time.perf_counter()
         data = _join(batches)
+        data = take_rows(data, self._shard(np.arange(batch_size(data))))
         n = batch_size(data)
         logs = [self._learner.train(data, envstep) for _ in range(self._update_per_collect)]
         return self._info(logs, n * len(logs), start)
+
+    def _shard(self, rows: np.ndarray) -> np.ndarray:
+        """The rows of a minibatch (or of on-policy data) this learner trains on: all of them; a
+        member of a data-parallel learner group takes its share."""
+        return rows
 
     def _info(self, logs: list[dict], samples: int, start: float) -> dict[str, Any]:
         seconds = time.perf_counter() - start

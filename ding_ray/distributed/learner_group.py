@@ -1,0 +1,102 @@
+"""A data-parallel learner group: ``ray.num_learners`` learner actors train one policy together.
+
+DI-engine's ``LearnerAggregator`` (and ``policy.multi_gpu``) in Ray terms. Every member gets the
+same sampled batch (one object in the store), trains on its share of each minibatch, and the
+gradients are averaged with ``torch.distributed`` (gloo on CPU, NCCL on GPU) as they are
+computed, so the weights stay identical after every step: N learners on minibatches of
+``batch_size`` rows take the steps one learner would take on them. Member 0 (the actor named
+``learner``) publishes the weights and reports; the others are ``learner-1`` ... ``learner-{N-1}``.
+
+The calling pattern (``create_actors`` does it)::
+
+    members = [GroupLearnerActor.remote(cfg, publish_freq, rank, n) for rank in range(n)]
+    address = ray.get(members[0].address.remote())
+    ray.get([m.join.remote(address) for m in members])   # the process group, same weights
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime
+import socket
+
+import numpy as np
+import ray
+import torch
+import torch.distributed as dist
+from easydict import EasyDict
+
+from ding_ray.distributed.actors import LearnerWorker
+
+
+class GroupLearnerWorker(LearnerWorker):
+    """A ``LearnerWorker`` that is member ``rank`` of a group of ``world_size``."""
+
+    def __init__(self, cfg: EasyDict, publish_freq: int, rank: int, world_size: int) -> None:
+        self.rank, self.world_size = int(rank), int(world_size)
+        if cfg.policy.get("on_policy", False):
+            # the policy cuts each member's share into minibatches itself: of a share's size
+            cfg = copy.deepcopy(cfg)
+            cfg.policy.learn.batch_size = max(1, int(cfg.policy.learn.batch_size) // self.world_size)
+        super().__init__(cfg, publish_freq)
+        if self.rank != 0:
+            self._publish_freq = 2**62  # member 0 publishes; the weights are the same everywhere
+
+    def address(self) -> str:
+        """Where the others meet this member (call it on member 0)."""
+        with socket.socket() as s:
+            s.bind(("", 0))
+            port = s.getsockname()[1]
+        return f"tcp://{ray.util.get_node_ip_address()}:{port}"
+
+    def join(self, address: str, timeout_s: float = 120.0) -> int:
+        """Join the process group at ``address``, start from member 0's weights, and average
+        every gradient the optimizers step on from now on."""
+        backend = (
+            "nccl" if torch.cuda.is_available() and self._policy.learn_mode.get_attribute("cuda") else "gloo"
+        )
+        dist.init_process_group(
+            backend,
+            init_method=address,
+            rank=self.rank,
+            world_size=self.world_size,
+            timeout=datetime.timedelta(seconds=timeout_s),
+        )
+        for tensor in _trained_tensors(self._policy):
+            dist.broadcast(tensor.data, src=0)
+            tensor.register_post_accumulate_grad_hook(self._average)
+        return self.rank
+
+    def _average(self, tensor: torch.Tensor) -> None:
+        dist.all_reduce(tensor.grad)
+        tensor.grad.div_(self.world_size)
+
+    def _shard(self, rows: np.ndarray) -> np.ndarray:
+        """Every ``world_size``-th row from ``rank`` (rows past a multiple of the group are
+        dropped: every member must take the same number of steps)."""
+        usable = len(rows) - len(rows) % self.world_size
+        return rows[:usable][self.rank :: self.world_size]
+
+    def leave(self) -> None:
+        if dist.is_initialized():
+            dist.destroy_process_group()
+
+
+def _trained_tensors(policy: object) -> list[torch.Tensor]:
+    """The tensors the policy's optimizers step on (model parameters, SAC's log alpha, ...)."""
+    tensors, seen = [], set()
+    for value in vars(policy).values():
+        if isinstance(value, torch.optim.Optimizer):
+            for group in value.param_groups:
+                for tensor in group["params"]:
+                    if id(tensor) not in seen:
+                        seen.add(id(tensor))
+                        tensors.append(tensor)
+    if not tensors:
+        raise RuntimeError(
+            f"{type(policy).__name__} holds no torch optimizer: nothing to train data-parallel."
+        )
+    return tensors
+
+
+GroupLearnerActor = ray.remote(GroupLearnerWorker)

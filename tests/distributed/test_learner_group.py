@@ -1,0 +1,46 @@
+"""A learner group trains as one learner: 2 members on halves of every minibatch end with the
+weights one learner gets from the whole minibatches, step after step."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import ray
+
+from ding_ray.distributed.learner_group import GroupLearnerActor
+from ding_ray.worker.learn_worker import LearnWorker
+from ding_ray.worker.rollout_worker import RolloutWorker
+from tests.distributed.configs import compiled
+
+pytestmark = pytest.mark.ray
+
+
+def test_two_members_end_with_the_weights_of_one_learner(ray_session, tmp_path):
+    cfg = compiled(tmp_path, "group")
+    cfg.policy.priority = cfg.policy.priority_IS_weight = False  # batches straight from a collector
+    batch_size = int(cfg.policy.learn.batch_size)
+    worker = RolloutWorker(cfg)
+    batches = [worker.rollout(10 * batch_size, random_collect=True)[0] for _ in range(2)]  # 20 steps
+    worker.close()
+
+    single = LearnWorker(cfg)
+    members = [GroupLearnerActor.remote(cfg, 1, rank, 2) for rank in range(2)]
+    try:
+        address = ray.get(members[0].address.remote())
+        assert ray.get([m.join.remote(address) for m in members], timeout=120) == [0, 1]
+        for batch in batches:
+            single.train(batch)
+            infos = ray.get([m.train.remote(batch) for m in members])
+            assert [info["iters"] for info, _ in infos] == [10, 10]
+        assert single.train_iter == 20
+        expected = single.weights()[1]
+        for version, weights in ray.get([m.weights.remote() for m in members]):
+            assert version == 20
+            for key, value in expected.items():
+                np.testing.assert_allclose(weights[key], value, rtol=1e-4, atol=1e-6, err_msg=key)
+        # and the training moved them: not equal by standing still
+        start = LearnWorker(cfg).weights()[1]
+        assert any(not np.allclose(start[k], expected[k]) for k in expected)
+    finally:
+        for m in members:
+            ray.kill(m)
