@@ -13,6 +13,7 @@ _EXPORTS = {
     "read_result": "result",
     "serial_pipeline": "serial_entry",
     "serial_pipeline_onpolicy": "serial_entry_onpolicy",
+    "tune_pipeline": "tune",
     "write_result": "result",
 }
 

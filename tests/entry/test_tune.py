@@ -1,0 +1,72 @@
+"""A real 2-trial Ray Tune sweep over the serial DQN pipeline on CartPole, with a tiny budget."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+pytest.importorskip("ray.tune", reason="needs the tune extra: pip install 'ding_ray[tune]'")
+
+import ray  # noqa: E402
+
+from ding_ray.entry.tune import tune_pipeline  # noqa: E402
+from ding_ray.errors import ConfigError  # noqa: E402
+
+pytestmark = pytest.mark.ray
+
+
+@pytest.fixture(scope="module")
+def ray_local():
+    """The session Ray of tests/distributed when it is up, else a small local one for this module."""
+    if ray.is_initialized():
+        yield
+        return
+    ray.init(num_cpus=2, include_dashboard=False, namespace="ding_ray_tests")
+    yield
+    ray.shutdown()
+
+
+def test_two_trial_sweep_reports_each_evaluation(ray_local, tmp_path):
+    learning_rates = [1e-3, 3e-4]
+    grid = tune_pipeline(
+        "cartpole_dqn",
+        param_space={
+            "policy.learn.learning_rate": {"grid_search": learning_rates},
+            "policy.nstep": 3,
+            "policy.eval.evaluator.eval_freq": 8,  # an evaluation every half collect
+            "env.n_evaluator_episode": 2,
+            "env.evaluator_env_num": 2,
+            "env.collector_env_num": 2,
+        },
+        max_env_step=1500,
+        storage_path=str(tmp_path / "tune"),
+        name="cartpole_sweep",
+    )
+    assert grid.num_errors == 0, [r.error for r in grid]
+    assert len(grid) == 2
+    for result in grid:
+        history = result.metrics_dataframe
+        # one row per evaluation: the budget of ~1500 env steps leaves room for several
+        assert len(history) >= 3, history
+        assert history["eval_return"].notna().all() and (history["eval_return"] > 0).all()
+        assert history["env_step"].is_monotonic_increasing
+        assert history["env_step"].iloc[-1] >= 1500 or history["stop_value_reached"].iloc[-1]
+        assert result.config["policy.nstep"] == 3
+        # the serial run's own folder lives in the trial's folder, with its result.json
+        run_dirs = [d for d in os.listdir(result.path) if d.startswith("cartpole_dqn")]
+        assert run_dirs, os.listdir(result.path)
+        with open(os.path.join(result.path, run_dirs[0], "result.json")) as f:
+            record = json.load(f)
+        assert record["env_steps"] == history["env_step"].iloc[-1]
+    best = grid.get_best_result()
+    assert best.config["policy.learn.learning_rate"] in learning_rates
+    assert best.metrics["eval_return"] == max(r.metrics["eval_return"] for r in grid)
+
+
+def test_sweep_rejects_bad_input(tmp_path):
+    with pytest.raises(ConfigError, match="No bundled config"):
+        tune_pipeline("cartpole_dqm", {"policy.nstep": 3}, max_env_step=10)
+    with pytest.raises(ConfigError, match="param_space is empty"):
+        tune_pipeline("cartpole_dqn", {}, max_env_step=10)
