@@ -1,19 +1,162 @@
-"""``cluster.yaml`` is a valid Ray cluster-launcher config (checked against Ray's schema offline)."""
+"""``cluster.yaml`` (AWS) and ``cluster-gcp.yaml`` are valid Ray cluster-launcher configs (checked
+against Ray's schema offline: nothing is launched) with the properties that make them boot: a
+pinned image with Python >= 3.10, CPU torch on CPU nodes and CUDA torch on the GPU node, no port
+but SSH open to the world, and the buffer placed on the head by a resource the code requests."""
 
+from __future__ import annotations
+
+import copy
 import os
+import re
+from collections.abc import Iterator
+from typing import Any
 
+import jsonschema
+import pytest
+import ray
+import torch
 import yaml
 from ray.autoscaler._private.util import prepare_config, validate_config
 
+from ding_ray.distributed import ClusterError, RayComponents, check_resources, make_plan
+from ding_ray.distributed.cluster import actor_demands
+from ding_ray.distributed.config import RayConfig
+from ding_ray.entry import compile_ray_config
+from tests.distributed.configs import small_config
 from tests.distributed.conftest import REPO
 
+FILES = ["cluster.yaml", "cluster-gcp.yaml"]
+TORCH = torch.__version__.split("+")[0]  # the torch the project is tested with, e.g. 2.13.0
+CPU_INDEX = "--index-url https://download.pytorch.org/whl/cpu"
 
-def test_cluster_yaml_is_a_valid_launcher_config():
-    with open(os.path.join(REPO, "cluster.yaml")) as f:
-        config = yaml.safe_load(f)
-    validate_config(prepare_config(config))
+
+def load(name: str) -> dict[str, Any]:
+    with open(os.path.join(REPO, name)) as f:
+        return yaml.safe_load(f)
+
+
+def strings(node: Any) -> Iterator[str]:
+    """Every string value anywhere in a parsed YAML document."""
+    if isinstance(node, str):
+        yield node
+    elif isinstance(node, dict):
+        for value in node.values():
+            yield from strings(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from strings(value)
+
+
+def setup_of(config: dict[str, Any], node_type: str) -> list[str]:
+    """The setup commands the launcher runs on a node of ``node_type``: a worker type's own
+    ``worker_setup_commands`` replace the global ``setup_commands`` + ``worker_setup_commands``."""
+    if node_type == config["head_node_type"]:
+        return config["setup_commands"] + config.get("head_setup_commands", [])
+    own = config["available_node_types"][node_type].get("worker_setup_commands")
+    return own if own is not None else config["setup_commands"] + config.get("worker_setup_commands", [])
+
+
+def image_of(config: dict[str, Any], node_type: str) -> str:
+    own = config["available_node_types"][node_type].get("docker", {}).get("worker_image")
+    return own or config["docker"]["image"]
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_file_passes_rays_schema_offline(name):
+    config = load(name)
+    validate_config(prepare_config(copy.deepcopy(config)))  # offline: no cloud call
+    # the check is real: a misspelt key or a wrong type fails it
+    with pytest.raises(jsonschema.ValidationError):
+        validate_config(prepare_config({**copy.deepcopy(config), "max_worker": 5}))
+    bad = copy.deepcopy(config)
+    bad["available_node_types"]["head"]["resources"]["buffer_node"] = "one"
+    with pytest.raises(jsonschema.ValidationError):
+        validate_config(prepare_config(bad))
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_every_node_runs_a_pinned_image_with_python_3_10_or_newer(name):
+    config = load(name)
+    for node_type in config["available_node_types"]:
+        image = image_of(config, node_type)
+        match = re.fullmatch(r"rayproject/ray:(\d+\.\d+\.\d+)-py3(\d+)-(cpu|gpu|cu\d+)", image)
+        assert match, f"{node_type}: {image} is not a pinned rayproject/ray:<version>-py3XX-<device> tag"
+        assert match[1] == ray.__version__  # the Ray the project is tested with
+        assert int(match[2]) >= 10
+        gpu_node = "GPU" in node_type.upper()
+        assert (match[3] != "cpu") == gpu_node, f"{node_type}: {image}"
+    with open(os.path.join(REPO, name)) as f:
+        assert "NEVER launched for real" in f.read(2000)  # the header says what was not tried
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_cpu_nodes_get_cpu_torch_and_the_gpu_node_a_cuda_build(name):
+    config = load(name)
+    for node_type in config["available_node_types"]:
+        commands = setup_of(config, node_type)
+        torch_installs = [c for c in commands if re.search(r"pip install .*\btorch\b", c)]
+        assert len(torch_installs) == 1 and f"torch=={TORCH}" in torch_installs[0], (node_type, commands)
+        if "gpu" in node_type:
+            # no CPU index: PyPI's Linux wheel is the CUDA build (or an explicit cuXXX index)
+            assert "/whl/cpu" not in torch_installs[0]
+        else:
+            assert CPU_INDEX in torch_installs[0], (node_type, torch_installs)
+        # the working copy, mounted on every node, installed after torch (so pip keeps that torch)
+        assert commands.index(torch_installs[0]) < commands.index("python -m pip install -q -e ~/ding_ray")
+    assert config["file_mounts"] == {"~/ding_ray": "."}
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_only_ssh_is_open_to_the_world_and_the_dashboard_is_local(name):
+    config = load(name)
+    # no rule, option or command anywhere names the whole internet or binds to every interface
+    assert not [s for s in strings(config) if "0.0.0.0" in s]
+    extra_rules = config["provider"].get("security_group", {}).get("IpPermissions", [])
+    assert extra_rules == []  # the launcher's own group: SSH + intra-cluster traffic only
+    head = " ".join(config["head_start_ray_commands"])
+    assert "--dashboard-host=127.0.0.1" in head
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_head_carries_the_buffer_resource_and_storage_is_shared(name):
+    config = load(name)
     types = config["available_node_types"]
-    assert config["head_node_type"] == "head" and types["cpu_worker"]["min_workers"] >= 1
-    assert types["gpu_worker"]["min_workers"] == 0  # optional GPU learner node
-    assert any("pip install" in cmd and "ding_ray" in cmd for cmd in config["setup_commands"])
-    assert any("--dashboard-host=127.0.0.1" in cmd for cmd in config["head_start_ray_commands"])
+    assert types[config["head_node_type"]]["resources"].get("buffer_node") == 1
+    assert all("buffer_node" not in t["resources"] for n, t in types.items() if n != config["head_node_type"])
+    storage = [o for o in config["docker"]["run_options"] if "DING_RAY_STORAGE_PATH=" in o]
+    scheme = "s3://" if config["provider"]["type"] == "aws" else "gs://"
+    assert len(storage) == 1 and scheme in storage[0]
+    assert not any(cmd.lstrip().startswith(("mount", "sudo mount")) for cmd in strings(config))
+
+
+def test_the_buffer_resource_the_yaml_declares_is_one_the_code_requests():
+    rc = RayConfig.default_config()
+    assert rc.buffer_resources == {}  # a laptop run asks for nothing special
+    rc.buffer_resources = {"buffer_node": 1}
+    demands = dict(actor_demands(rc))
+    assert demands["buffer"] == {"CPU": rc.buffer_num_cpus, "buffer_node": 1.0}
+    config = load("cluster.yaml")
+    cpus = {"head": 8.0, "cpu_worker": 16.0, "gpu_worker": 8.0}
+    nodes = [
+        {"CPU": cpus[name], **{k: float(v) for k, v in t["resources"].items()}}
+        for name, t in config["available_node_types"].items()
+    ]
+    total = {"CPU": sum(n["CPU"] for n in nodes), "buffer_node": 1.0}
+    check_resources(list(demands.items()), total, nodes)  # fits the cluster the yaml describes
+    workers_only = [n for n in nodes if "buffer_node" not in n]
+    with pytest.raises(ClusterError, match="buffer_node"):
+        check_resources(list(demands.items()), {"CPU": 64.0}, workers_only)
+
+
+def test_create_actors_asks_ray_for_the_buffer_resource(ray_session, tmp_path):
+    """On a Ray without a buffer_node, the buffer actor cannot be placed: the request reached Ray."""
+    main, create = small_config(
+        str(tmp_path / "pinned"),
+        buffer_resources={"no_such_node": 1},
+        actor_start_timeout_s=3.0,
+        check_resources=False,  # as with an autoscaler that never delivers the node
+    )
+    cfg = compile_ray_config((main, create), save_cfg=False)
+    with pytest.raises(ClusterError, match=r"\['buffer'\] did not start within 3 s"):
+        with RayComponents(cfg, make_plan(cfg), max_env_step=1000):
+            pass
