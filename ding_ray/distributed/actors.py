@@ -21,7 +21,7 @@ from ray.exceptions import RayActorError
 
 from ding_ray.data import Batch
 from ding_ray.distributed.buffer_actor import ReplayBufferActor
-from ding_ray.distributed.cluster import ClusterError, lower_priority
+from ding_ray.distributed.cluster import ClusterError, learner_name, lower_priority
 from ding_ray.distributed.metrics import RayMetrics
 from ding_ray.distributed.weights import WeightsPublisher, WeightsRef, pull
 from ding_ray.errors import ActorDiedError
@@ -152,6 +152,7 @@ class Actors:
     make_evaluator: Callable[[], Any] | None = field(default=None, repr=False)
     make_collector: Callable[[int], Any] | None = field(default=None, repr=False)
     num_collectors: int = 0  # collectors the run has once all are started
+    learners: list = field(default_factory=list)  # a learner group's members (learner is the first)
 
     def start_evaluator(self) -> Any:
         if self.evaluator is None and self.make_evaluator is not None:
@@ -169,7 +170,8 @@ class Actors:
     def named(self) -> list[tuple[str, Any]]:
         """``(name, handle)`` of every actor created so far."""
         core = [("learner", self.learner), ("buffer", self.buffer), ("evaluator", self.evaluator)]
-        named = core + [(f"collector-{i}", c) for i, c in enumerate(self.collectors)]
+        group = [(learner_name(rank), h) for rank, h in enumerate(self.learners) if rank > 0]
+        named = core + group + [(f"collector-{i}", c) for i, c in enumerate(self.collectors)]
         return [(name, handle) for name, handle in named if handle is not None]
 
     def kill(self) -> None:
@@ -245,9 +247,16 @@ def _create(
             name="buffer", num_cpus=rc.buffer_num_cpus, resources=dict(rc.buffer_resources), **core
         ).remote(cfg.policy.other.replay_buffer, cfg.exp_name, int(cfg.seed))
     collectors = [collector(0)]
-    learner = LearnerActor.options(
-        name="learner", num_cpus=rc.learner_num_cpus, num_gpus=rc.learner_num_gpus, **core
-    ).remote(cfg, rc.publish_freq if publish_freq is None else publish_freq)
+    publish_freq = rc.publish_freq if publish_freq is None else publish_freq
+    learner_options = dict(num_cpus=rc.learner_num_cpus, num_gpus=rc.learner_num_gpus, **core)
+    learners = []
+    if rc.get("num_learners", 1) > 1:
+        from ding_ray.distributed.learner_group import create_learner_group
+
+        learners = create_learner_group(cfg, publish_freq, rc.num_learners, learner_options)
+        learner = learners[0]
+    else:
+        learner = LearnerActor.options(name="learner", **learner_options).remote(cfg, publish_freq)
     if buffer_handle is not None:
         try:
             _wait([("buffer", buffer_handle)], rc.actor_start_timeout_s)
@@ -264,6 +273,7 @@ def _create(
         make_evaluator=lambda: evaluator.remote(cfg, rc.torch_threads),
         make_collector=collector,
         num_collectors=rc.num_collectors,
+        learners=learners,
     )
 
 

@@ -151,10 +151,16 @@ def _compile(input_cfg: Any, seed: int, save_cfg: bool) -> EasyDict:
     return compile_ray_config(input_cfg, seed, save_cfg)
 
 
+def learner_name(rank: int) -> str:
+    """``learner`` (the one that publishes), then ``learner-1`` ... for a learner group."""
+    return "learner" if rank == 0 else f"learner-{rank}"
+
+
 def actor_demands(ray_cfg: EasyDict) -> list[tuple[str, dict[str, float]]]:
     """``(actor name, resources)`` of every actor the pipeline creates."""
-    demands = [
-        ("learner", {"CPU": ray_cfg.learner_num_cpus, "GPU": ray_cfg.learner_num_gpus}),
+    learner = {"CPU": ray_cfg.learner_num_cpus, "GPU": ray_cfg.learner_num_gpus}
+    demands = [(learner_name(rank), learner) for rank in range(ray_cfg.get("num_learners", 1))]
+    demands += [
         ("buffer", {"CPU": ray_cfg.buffer_num_cpus, **ray_cfg.buffer_resources}),
         ("evaluator", {"CPU": ray_cfg.evaluator_num_cpus}),
     ]

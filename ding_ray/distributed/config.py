@@ -38,6 +38,9 @@ class RayConfig:
         evaluator_num_cpus=0.25,
         learner_num_cpus=0.5,
         learner_num_gpus=0.0,  # a GPU for the learner (also set policy.cuda=True)
+        # learners training one policy data-parallel (a learner group: gradients averaged with
+        # torch.distributed, each on its share of every minibatch); each gets the CPUs/GPUs above
+        num_learners=1,
         buffer_num_cpus=0.25,
         buffer_resources=dict(),  # custom resources of the buffer, e.g. {'buffer_node': 1}: on the head
         torch_threads=1,  # torch threads of driver, collectors, evaluator (learner: policy.learn.num_threads)
@@ -77,6 +80,8 @@ class Plan:
 def make_plan(cfg: EasyDict) -> Plan:
     """Resolve the ``None`` defaults of ``cfg.ray`` against the policy's settings."""
     ray_cfg, policy = cfg.ray, cfg.policy
+    if ray_cfg.num_learners < 1:
+        raise ConfigError(f"ray.num_learners must be >= 1, got {ray_cfg.num_learners}.")
     if ray_cfg.num_collectors < 1:
         raise ConfigError(f"ray.num_collectors must be >= 1, got {ray_cfg.num_collectors}.")
     if ray_cfg.pipeline not in ("auto", "async", "sync"):

@@ -7,11 +7,8 @@ computed, so the weights stay identical after every step: N learners on minibatc
 ``batch_size`` rows take the steps one learner would take on them. Member 0 (the actor named
 ``learner``) publishes the weights and reports; the others are ``learner-1`` ... ``learner-{N-1}``.
 
-The calling pattern (``create_actors`` does it)::
-
-    members = [GroupLearnerActor.remote(cfg, publish_freq, rank, n) for rank in range(n)]
-    address = ray.get(members[0].address.remote())
-    ray.get([m.join.remote(address) for m in members])   # the process group, same weights
+``create_actors`` makes one with ``create_learner_group`` when ``ray.num_learners > 1``; the
+pipelines then hand every call to all members (``RemoteLearner``).
 """
 
 from __future__ import annotations
@@ -27,6 +24,8 @@ import torch.distributed as dist
 from easydict import EasyDict
 
 from ding_ray.distributed.actors import LearnerWorker
+from ding_ray.distributed.cluster import learner_name
+from ding_ray.distributed.metrics import RayMetrics
 
 
 class GroupLearnerWorker(LearnerWorker):
@@ -39,6 +38,7 @@ class GroupLearnerWorker(LearnerWorker):
             cfg = copy.deepcopy(cfg)
             cfg.policy.learn.batch_size = max(1, int(cfg.policy.learn.batch_size) // self.world_size)
         super().__init__(cfg, publish_freq)
+        self._metrics = RayMetrics(learner_name(self.rank), cfg.exp_name, interval_s=1.0)
         if self.rank != 0:
             self._publish_freq = 2**62  # member 0 publishes; the weights are the same everywhere
 
@@ -100,3 +100,20 @@ def _trained_tensors(policy: object) -> list[torch.Tensor]:
 
 
 GroupLearnerActor = ray.remote(GroupLearnerWorker)
+
+
+def create_learner_group(cfg: EasyDict, publish_freq: int, size: int, options: dict) -> list:
+    """The members, named ``learner``, ``learner-1``, ..., joined into one process group (this
+    waits for them to start: the group needs member 0's address)."""
+    members = [
+        GroupLearnerActor.options(name=learner_name(rank), **options).remote(cfg, publish_freq, rank, size)
+        for rank in range(size)
+    ]
+    try:
+        address = ray.get(members[0].address.remote(), timeout=cfg.ray.actor_start_timeout_s)
+        ray.get([m.join.remote(address) for m in members], timeout=cfg.ray.actor_start_timeout_s)
+    except Exception:
+        for m in members:
+            ray.kill(m, no_restart=True)
+        raise
+    return members

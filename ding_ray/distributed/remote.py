@@ -134,8 +134,9 @@ class RemoteBuffer:
 @dataclass
 class _TrainCall:
     info: Any  # ref of the learner's info dict
-    priority: Any  # ref of its priority update
+    priority: list | None  # refs of its priority updates (one per learner group member)
     size: int  # items sampled for it
+    others: list  # refs of the other group members' infos
 
 
 class RemoteLearner:
@@ -152,6 +153,7 @@ class RemoteLearner:
         priority: bool = False,
     ) -> None:
         self.actors, self.handle, self.buffer, self.on_policy = actors, actors.learner, buffer, on_policy
+        self.members = actors.learners or [actors.learner]  # a learner group: every call goes to all
         self.train_iter = 0
         self.priority_info: list | None = None  # refs of the priorities of the calls just finished
         self.latest: WeightsRef | None = None
@@ -194,13 +196,16 @@ class RemoteLearner:
         if self.on_policy:
             if not data:
                 return None
-            info = get(self.actors, self.handle.train_sync.remote(envstep, *data))
+            calls = [m.train_sync.remote(envstep, *data) for m in self.members]
+            info = get(self.actors, calls)[0]  # member 0's: it publishes
             self.train_s += info["seconds"]
             return self._took(info)
         if data is not None:
-            call = self.handle.train_async.options(num_returns=2).remote(data, envstep)
+            calls = [m.train_async.options(num_returns=2).remote(data, envstep) for m in self.members]
             size = self.buffer.batches_per_call if self.buffer is not None else 0
-            self._calls.append(_TrainCall(call[0], call[1] if self._priority else None, size))
+            # each member reports the priorities of its share of the rows
+            priority = [c[1] for c in calls] if self._priority else None
+            self._calls.append(_TrainCall(calls[0][0], priority, size, [c[0] for c in calls[1:]]))
         return self._harvest()
 
     def _harvest(self) -> dict | None:
@@ -214,8 +219,9 @@ class RemoteLearner:
                 self._first_train = time.monotonic() - info["seconds"]
             if self.buffer is not None:
                 self.buffer.sample_done(call.size, trained=info["iters"] > 0)
+            get(self.actors, call.others)  # the other members' infos: their errors surface here
             if info["iters"] > 0 and call.priority is not None:
-                priorities.append(call.priority)
+                priorities += call.priority
             out = self._took(info)
         self.priority_info = priorities or None
         return out

@@ -202,22 +202,22 @@ def test_metrics_reach_prometheus_once_each_tagged_with_the_experiment(rc, ray_s
             ]
             for name in wanted
         }
-        if all(found.values()):
+        if all(any(experiment in line for line in lines) for lines in found.values()):
             break
         time.sleep(1)
     for name, owner in wanted.items():
-        lines = found[name]
+        lines = [line for line in found[name] if experiment in line]  # other tests' runs share this Ray
         assert lines, (name, sorted(samples))
-        assert all(f'actor="{owner}' in line and experiment in line for line in lines), (name, lines)
+        assert all(f'actor="{owner}' in line for line in lines), (name, lines)
     # levels are gauges, running totals counters, call durations histograms
     types = {k[5:]: v[0] for k, v in samples.items() if k.startswith("TYPE ")}
     assert types[f"ray_{metric_name('buffer/size')}"] == "gauge"
     counter = f"ray_{metric_name(metrics.COLLECTOR_ENV_STEPS)}"
     assert types.get(counter, types.get(counter + "_total")) == "counter", types
     assert types[f"ray_{metric_name('learner/call_seconds')}"] == "histogram"
-    # every ding_ray series names its experiment
+    # every ding_ray series names an experiment
     assert all(
-        experiment in line
+        'experiment="' in line and 'experiment=""' not in line
         for name, lines in samples.items()
         if not name.startswith("TYPE ")
         for line in lines
