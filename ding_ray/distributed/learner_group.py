@@ -2,9 +2,10 @@
 
 DI-engine's ``LearnerAggregator`` (and ``policy.multi_gpu``) in Ray terms. Every member gets the
 same sampled batch (one object in the store), trains on its share of each minibatch, and the
-gradients are averaged with ``torch.distributed`` (gloo on CPU, NCCL on GPU) as they are
-computed, so the weights stay identical after every step: N learners on minibatches of
-``batch_size`` rows take the steps one learner would take on them. Member 0 (the actor named
+gradients are averaged with ``torch.distributed`` (gloo on CPU, NCCL on GPU; one all-reduce per
+optimizer step), so the weights stay identical after every step: N learners on minibatches of
+``batch_size`` rows take the steps one learner would take on them (exactly, without gradient
+clipping; with it, each member clips its own gradients before they are averaged). Member 0 (the actor named
 ``learner``) publishes the weights and reports; the others are ``learner-1`` ... ``learner-{N-1}``.
 
 ``create_actors`` makes one with ``create_learner_group`` when ``ray.num_learners > 1``; the
@@ -16,6 +17,7 @@ from __future__ import annotations
 import copy
 import datetime
 import socket
+from typing import Any
 
 import numpy as np
 import ray
@@ -62,14 +64,32 @@ class GroupLearnerWorker(LearnerWorker):
             world_size=self.world_size,
             timeout=datetime.timedelta(seconds=timeout_s),
         )
-        for tensor in _trained_tensors(self._policy):
-            dist.broadcast(tensor.data, src=0)
-            tensor.register_post_accumulate_grad_hook(self._average)
+        for optimizer in _optimizers(self._policy):
+            for group in optimizer.param_groups:
+                for tensor in group["params"]:
+                    dist.broadcast(tensor.data, src=0)
+            optimizer.step = self._averaging(optimizer, optimizer.step)
         return self.rank
 
-    def _average(self, tensor: torch.Tensor) -> None:
-        dist.all_reduce(tensor.grad)
-        tensor.grad.div_(self.world_size)
+    def _averaging(self, optimizer: torch.optim.Optimizer, step: Any) -> Any:
+        """``step`` preceded by one all-reduce of all the optimizer's gradients (flattened: one
+        collective per step, not one per tensor). Gradient clipping in the policy acts on each
+        member's own gradients first; DI-engine's optimizer clips the averaged ones."""
+        world = self.world_size
+
+        def averaged_step(*args: Any, **kwargs: Any) -> Any:
+            grads = [p.grad for g in optimizer.param_groups for p in g["params"] if p.grad is not None]
+            if grads:
+                flat = torch.cat([g.reshape(-1) for g in grads])
+                dist.all_reduce(flat)
+                flat.div_(world)
+                offset = 0
+                for g in grads:
+                    g.copy_(flat[offset : offset + g.numel()].view_as(g))
+                    offset += g.numel()
+            return step(*args, **kwargs)
+
+        return averaged_step
 
     def _shard(self, rows: np.ndarray) -> np.ndarray:
         """Every ``world_size``-th row from ``rank`` (rows past a multiple of the group are
@@ -82,21 +102,14 @@ class GroupLearnerWorker(LearnerWorker):
             dist.destroy_process_group()
 
 
-def _trained_tensors(policy: object) -> list[torch.Tensor]:
-    """The tensors the policy's optimizers step on (model parameters, SAC's log alpha, ...)."""
-    tensors, seen = [], set()
-    for value in vars(policy).values():
-        if isinstance(value, torch.optim.Optimizer):
-            for group in value.param_groups:
-                for tensor in group["params"]:
-                    if id(tensor) not in seen:
-                        seen.add(id(tensor))
-                        tensors.append(tensor)
-    if not tensors:
+def _optimizers(policy: object) -> list[torch.optim.Optimizer]:
+    """The policy's optimizers (of the model, of SAC's log alpha, ...)."""
+    optimizers = [v for v in vars(policy).values() if isinstance(v, torch.optim.Optimizer)]
+    if not optimizers:
         raise RuntimeError(
             f"{type(policy).__name__} holds no torch optimizer: nothing to train data-parallel."
         )
-    return tensors
+    return optimizers
 
 
 GroupLearnerActor = ray.remote(GroupLearnerWorker)
