@@ -12,6 +12,7 @@ from ding_ray import distributed  # names load on first use
 from ding_ray.config import compile_config
 from ding_ray.config.compile import split_input_cfg
 from ding_ray.envs import get_vec_env_setting
+from ding_ray.errors import ConfigError
 from ding_ray.framework import OnlineRLContext, Task
 from ding_ray.utils.runtime import setup_logging
 
@@ -31,6 +32,15 @@ def compile_ray_config(input_cfg: Any, seed: int = 0, save_cfg: bool = True) -> 
         extra_defaults={"ray": distributed.RayConfig.default_config()},
     )
     from ding_ray.entry.serial_entry import fill_model_shapes
+
+    if cfg.policy.get("multi_gpu"):
+        # DI-engine's data-parallel switch is a learner group here; the group averages the gradients
+        if cfg.ray.num_learners < 2:
+            raise ConfigError(
+                "policy.multi_gpu=True trains with a learner group: set ray.num_learners to the number of "
+                "learners (2 or more; each gets ray.learner_num_gpus GPUs)."
+            )
+        cfg.policy.multi_gpu = False
 
     model = cfg.policy.model
     if model.get("obs_shape") is None or model.get("action_shape") is None:

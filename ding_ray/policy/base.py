@@ -62,7 +62,7 @@ class Policy:
         type=None,  # registered name, e.g. 'dqn'
         on_policy=False,  # on-policy algorithms train only on data of the current weights
         cuda=False,  # put the model on a GPU when one is present (falls back to CPU otherwise)
-        multi_gpu=False,  # data-parallel training over several GPUs (a learner group; not yet: an error)
+        multi_gpu=False,  # data-parallel training: on Ray a learner group of ray.num_learners (>= 2)
         bp_update_sync=True,  # with multi_gpu: all-reduce gradients before the optimizer step
         traj_len_inf=False,  # collectors keep whole episodes before calling get_train_sample
         transition_with_policy_data=False,  # random_collect_size steps use the policy, not uniform actions
@@ -93,8 +93,9 @@ class Policy:
         cfg = checked_config(type(self), cfg, "policy")
         if cfg.multi_gpu:
             raise ConfigError(
-                "policy.multi_gpu=True is not supported yet: ding_ray has no data-parallel learner group "
-                "so far. Set multi_gpu=False (one learner; policy.cuda=True puts it on a GPU)."
+                "policy.multi_gpu=True trains data-parallel with a learner group, which runs on Ray: use "
+                "ray_pipeline with ray.num_learners=N (one learner per GPU with ray.learner_num_gpus=1), "
+                "or set multi_gpu=False for one learner (policy.cuda=True puts it on a GPU)."
             )
         self._cfg = cfg
         self._on_policy = cfg.on_policy

@@ -192,7 +192,7 @@ def test_di_engine_default_keys_are_accepted_and_act(tmp_path):
     policy = create_policy(cfg.policy, enable_field=["learn"])
     assert any("LayerNorm" in type(m).__name__ for m in policy._model.modules())  # model keys act
     main.policy.multi_gpu = True
-    with pytest.raises(ConfigError, match="multi_gpu=True is not supported yet"):
+    with pytest.raises(ConfigError, match="multi_gpu=True trains data-parallel with a learner group"):
         serial_pipeline((main, create), seed=0, max_train_iter=1)
 
 

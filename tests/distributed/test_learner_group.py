@@ -62,3 +62,17 @@ def test_the_pipelines_train_with_a_learner_group(ray_session, tmp_path, pipelin
     assert v0 == v1 >= task.ctx.train_iter  # the members took every step together (queued ones too) ...
     for key in w0:  # ... and hold the same weights
         np.testing.assert_allclose(w0[key], w1[key], rtol=1e-5, atol=1e-7, err_msg=key)
+
+
+def test_di_engine_multi_gpu_asks_for_the_group_size(tmp_path):
+    from ding_ray.entry import compile_ray_config
+    from ding_ray.errors import ConfigError
+    from tests.distributed.configs import small_config
+
+    main, create = small_config(str(tmp_path / "mg"))
+    main["policy"]["multi_gpu"] = True
+    with pytest.raises(ConfigError, match="set ray.num_learners"):
+        compile_ray_config((main, create), save_cfg=False)
+    main["ray"]["num_learners"] = 2
+    cfg = compile_ray_config((main, create), save_cfg=False)
+    assert cfg.ray.num_learners == 2 and not cfg.policy.multi_gpu  # the group does the averaging
