@@ -70,9 +70,10 @@ def render() -> str:
     for title, registry_name, key in SECTIONS:
         out += [f"## {title}", ""]
         reg = getattr(registry, registry_name)
-        for name in reg.names():
+        for name in sorted(reg.names()):
             cls = reg.get(name)
-            if inspect.isclass(cls):
+            # ding_ray's own components (a test or a user may register more in their process)
+            if inspect.isclass(cls) and cls.__module__.startswith("ding_ray."):
                 out += _component(name, cls, key)
     return "\n".join(out).rstrip() + "\n"
 

@@ -10,6 +10,7 @@ import json
 import os
 import struct
 import sys
+import time
 from functools import partial
 
 import numpy as np
@@ -45,8 +46,21 @@ def offline_wandb(tmp_path, monkeypatch):
     wandb.teardown()  # wandb reads its environment once per process setup: the next test sets its own
 
 
-def history(wandb_dir):
-    """The rows the single run under ``wandb_dir`` logged: [{key: value}], values decoded from JSON."""
+def history(wandb_dir, settle_s=5.0):
+    """The rows the single run under ``wandb_dir`` logged: [{key: value}], values decoded from JSON.
+
+    wandb's service process writes the file; on a loaded machine its last records can land a moment
+    after ``finish`` returned, so the file is read until two reads agree (at most ``settle_s``)."""
+    deadline, rows = time.monotonic() + settle_s, None
+    while True:
+        again = _read_history(wandb_dir)
+        if again == rows or time.monotonic() > deadline:
+            return again
+        rows = again
+        time.sleep(0.3)
+
+
+def _read_history(wandb_dir):
     (path,) = glob.glob(os.path.join(str(wandb_dir), "wandb", "offline-run-*", "run-*.wandb"))
     from wandb.proto.wandb_internal_pb2 import Record
 
