@@ -129,3 +129,27 @@ def checked_config(cls: type, cfg: Mapping | None, path: str) -> EasyDict:
     if cfg.get("cfg_type") == cls.__name__ + "Dict":
         return cfg
     return merge_config(cls.default_config(), cfg, path)
+
+
+def set_dotted(main_cfg: dict, create_cfg: dict, key: str, value: Any) -> None:
+    """Set ``key`` (``"policy.learn.learning_rate"``) to ``value`` in the main config, or in the
+    create config for keys starting with ``create_config.``; missing sections are made. Unknown
+    keys are left for ``compile_config``, which rejects them by name."""
+    path = str(key).split(".")
+    if not all(path):
+        raise ConfigError(f"'{key}' is not a dotted config key like 'policy.learn.learning_rate'.")
+    target = main_cfg
+    if path[0] in ("create_config", "create") and len(path) > 1:
+        target, path = create_cfg, path[1:]
+    node = target
+    for i, part in enumerate(path[:-1]):
+        child = node.get(part)
+        if child is None:
+            child = node[part] = EasyDict()
+        elif not isinstance(child, dict):
+            raise ConfigError(
+                f"'{key}': '{'.'.join(path[: i + 1])}' is {child!r}, not a section, so it has no key "
+                f"'{path[i + 1]}'."
+            )
+        node = child
+    node[path[-1]] = value

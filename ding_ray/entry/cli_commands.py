@@ -66,23 +66,14 @@ def parse_override(item: str) -> tuple[list[str], Any]:
 def apply_overrides(main_cfg: dict, create_cfg: dict, items: list[str]) -> None:
     """Set each ``key.path=value`` in the main config (``create_config.``-prefixed paths in the
     create config). Unknown keys are left for ``compile_config``, which rejects them by name."""
+    from ding_ray.config.merge import set_dotted
+
     for item in items:
         path, value = parse_override(item)
-        target = main_cfg
-        if path[0] in ("create_config", "create") and len(path) > 1:
-            target, path = create_cfg, path[1:]
-        node = target
-        for i, key in enumerate(path[:-1]):
-            child = node.get(key)
-            if child is None:
-                child = node[key] = EasyDict()
-            elif not isinstance(child, dict):
-                raise ConfigError(
-                    f"--set {item}: '{'.'.join(path[: i + 1])}' is {child!r}, not a section, so it has "
-                    f"no key '{path[i + 1]}'."
-                )
-            node = child
-        node[path[-1]] = value
+        try:
+            set_dotted(main_cfg, create_cfg, ".".join(path), value)
+        except ConfigError as err:
+            raise ConfigError(f"--set {item}: {err}") from err
 
 
 def latest_run_dir(exp_name: str) -> str | None:

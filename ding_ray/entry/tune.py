@@ -18,6 +18,7 @@ from typing import Any
 from easydict import EasyDict
 
 from ding_ray.config.compile import split_input_cfg
+from ding_ray.config.merge import set_dotted
 from ding_ray.errors import ConfigError, DingRayError
 
 
@@ -42,27 +43,14 @@ def resolve_input(config: str | tuple[Mapping, Mapping]) -> tuple[EasyDict, Easy
 
 
 def apply_dotted(main_cfg: dict, create_cfg: dict, overrides: Mapping[str, Any]) -> None:
-    """Set each ``"a.b.c": value`` of ``overrides`` in the main config (in the create config for
-    keys starting with ``create_config.``). Unknown keys are left for ``compile_config`` to reject."""
+    """Set each ``"a.b.c": value`` of ``overrides`` (``ding_ray.config.merge.set_dotted``)."""
     for key, value in overrides.items():
-        path = str(key).split(".")
-        if not all(path):
-            raise ConfigError(f"Tune parameter '{key}' is not a dotted config key like 'policy.nstep'.")
-        target = main_cfg
-        if path[0] in ("create_config", "create") and len(path) > 1:
-            target, path = create_cfg, path[1:]
-        node = target
-        for i, part in enumerate(path[:-1]):
-            child = node.get(part)
-            if child is None:
-                child = node[part] = EasyDict()
-            elif not isinstance(child, dict):
-                raise ConfigError(
-                    f"Tune parameter '{key}': '{'.'.join(path[: i + 1])}' is {child!r}, not a section."
-                )
-            node = child
         # Tune samples numpy scalars; the config and its JSON copy want plain Python numbers
-        node[path[-1]] = value.item() if hasattr(value, "item") and callable(value.item) else value
+        plain = value.item() if hasattr(value, "item") and callable(value.item) else value
+        try:
+            set_dotted(main_cfg, create_cfg, key, plain)
+        except ConfigError as err:
+            raise ConfigError(f"Tune parameter {err}") from err
 
 
 def serial_trainable(
