@@ -17,6 +17,7 @@ import time
 from functools import partial
 
 from ding_ray.config import compile_config
+from ding_ray.configs.cartpole_dqn import create_config, main_config  # seeds 0-2: 475 at the same steps
 from ding_ray.data import create_buffer
 from ding_ray.envs import create_env_manager, get_vec_env_setting
 from ding_ray.framework import OnlineRLContext, Task
@@ -32,43 +33,6 @@ from ding_ray.framework.middleware import (
 from ding_ray.policy import create_policy
 from ding_ray.utils.runtime import set_pkg_seed, set_torch_threads, setup_logging
 from ding_ray.worker import BaseLearner, SampleSerialCollector
-
-# ----- config (examples/cartpole_dqn.py's: seeds 0-2 reach 475 in the same env steps as there) -----
-main_config = dict(
-    exp_name="task_dqn",
-    env=dict(
-        env_id="CartPole-v1",
-        collector_env_num=8,
-        evaluator_env_num=5,
-        n_evaluator_episode=5,
-        stop_value=475,
-    ),
-    policy=dict(
-        cuda=False,
-        model=dict(obs_shape=4, action_shape=2, encoder_hidden_size_list=[128, 128, 64], dueling=True),
-        nstep=3,
-        discount_factor=0.99,
-        learn=dict(
-            update_per_collect=16,  # 16 minibatches per 32 new env steps
-            batch_size=64,
-            learning_rate=1e-3,
-            target_update_freq=100,
-            huber_kappa=1.0,
-        ),
-        collect=dict(n_sample=32),
-        eval=dict(evaluator=dict(eval_freq=200)),
-        other=dict(
-            eps=dict(type="linear", start=1.0, end=0.05, decay=8000),
-            replay_buffer=dict(replay_buffer_size=50000),
-        ),
-    ),
-)
-create_config = dict(
-    env=dict(type="gymnasium"),
-    env_manager=dict(type="base"),
-    policy=dict(type="dqn"),
-    replay_buffer=dict(type="naive"),  # uniform replay, as cartpole_dqn.py
-)
 
 
 def main(seed: int = 0, max_env_step: int = 30_000, **env_over) -> OnlineRLContext:
