@@ -25,7 +25,7 @@ import ray
 
 from ding_ray import distributed  # its names load on first use: torch loads while Ray starts
 from ding_ray.configs.apex_dqn import create_config, main_config
-from ding_ray.entry.cli_commands import apply_overrides
+from ding_ray.entry.cli_commands import add_override_args, apply_override_args
 from ding_ray.framework import OnlineRLContext, Task
 from ding_ray.framework.middleware import (
     collector,
@@ -74,12 +74,7 @@ if __name__ == "__main__":
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--max-env-step", type=int, default=200_000)
     parser.add_argument("--dashboard", action="store_true", help="start the Ray dashboard with Ray")
-    parser.add_argument("--num-collectors", type=int, help="collector actors (ray.num_collectors)")
-    parser.add_argument(
-        "--set", nargs="*", default=[], metavar="KEY=VALUE", help="config overrides, as ding-ray's"
-    )
+    add_override_args(parser)  # --num-collectors N, --set key.path=value ...
     args = parser.parse_args()
-    if args.num_collectors is not None:
-        main_config["ray"]["num_collectors"] = args.num_collectors
-    apply_overrides(main_config, create_config, args.set)  # e.g. --set ray.collector_num_cpus=1
+    apply_override_args(args, main_config, create_config)
     print(json.dumps(main(args.seed, args.max_env_step, args.dashboard)))

@@ -16,7 +16,7 @@ import json
 
 from ding_ray import entry  # names load on first use: the Ray run imports torch while Ray starts
 from ding_ray.configs.cartpole_ppo import create_config, main_config
-from ding_ray.entry.cli_commands import apply_overrides
+from ding_ray.entry.cli_commands import add_override_args, apply_override_args
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(
@@ -25,14 +25,9 @@ if __name__ == "__main__":
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--max-env-step", type=int, default=100_000)
     parser.add_argument("--ray", action="store_true", help="the sync pipeline on Ray (started here)")
-    parser.add_argument("--num-collectors", type=int, help="collector actors on Ray (ray.num_collectors)")
-    parser.add_argument(
-        "--set", nargs="*", default=[], metavar="KEY=VALUE", help="config overrides, as ding-ray's"
-    )
+    add_override_args(parser)  # --num-collectors N, --set key.path=value ...
     args = parser.parse_args()
-    if args.num_collectors is not None:
-        main_config["ray"]["num_collectors"] = args.num_collectors
-    apply_overrides(main_config, create_config, args.set)
+    apply_override_args(args, main_config, create_config)
     main_config["exp_name"] = f"cartpole_ppo_seed{args.seed}"
     train = entry.ray_pipeline if args.ray else entry.serial_pipeline_onpolicy
     train((main_config, create_config), seed=args.seed, max_env_step=args.max_env_step)

@@ -20,7 +20,7 @@ import json
 
 from ding_ray import entry  # names load on first use: the Ray run imports torch while Ray starts
 from ding_ray.configs.pendulum_sac import create_config, main_config
-from ding_ray.entry.cli_commands import apply_overrides
+from ding_ray.entry.cli_commands import add_override_args, apply_override_args
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(
@@ -29,14 +29,9 @@ if __name__ == "__main__":
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--max-env-step", type=int, default=20_000)
     parser.add_argument("--serial", action="store_true", help="one process, no Ray")
-    parser.add_argument("--num-collectors", type=int, help="collector actors on Ray (ray.num_collectors)")
-    parser.add_argument(
-        "--set", nargs="*", default=[], metavar="KEY=VALUE", help="config overrides, as ding-ray's"
-    )
+    add_override_args(parser)  # --num-collectors N, --set key.path=value ...
     args = parser.parse_args()
-    if args.num_collectors is not None:
-        main_config["ray"]["num_collectors"] = args.num_collectors
-    apply_overrides(main_config, create_config, args.set)
+    apply_override_args(args, main_config, create_config)
     main_config["exp_name"] = f"pendulum_sac_seed{args.seed}"
     train = entry.serial_pipeline if args.serial else entry.ray_pipeline
     train((main_config, create_config), seed=args.seed, max_env_step=args.max_env_step)

@@ -76,6 +76,22 @@ def apply_overrides(main_cfg: dict, create_cfg: dict, items: list[str]) -> None:
             raise ConfigError(f"--set {item}: {err}") from err
 
 
+def add_override_args(parser: argparse.ArgumentParser) -> None:
+    """The example scripts' ``--num-collectors`` and ``--set`` (as ``ding-ray train``'s), so that
+    ``ray submit cluster.yaml examples/x.py --num-collectors 16`` needs no edit of the script."""
+    parser.add_argument("--num-collectors", type=int, help="collector actors on Ray (ray.num_collectors)")
+    parser.add_argument(
+        "--set", nargs="*", default=[], metavar="KEY=VALUE", help="config overrides, as ding-ray's"
+    )
+
+
+def apply_override_args(args: argparse.Namespace, main_cfg: dict, create_cfg: dict) -> None:
+    """Apply what ``add_override_args`` parsed to the configs."""
+    if args.num_collectors is not None:
+        main_cfg.setdefault("ray", {})["num_collectors"] = args.num_collectors
+    apply_overrides(main_cfg, create_cfg, args.set)
+
+
 def latest_run_dir(exp_name: str) -> str | None:
     """The folder of the latest run of ``exp_name`` (a run into an existing folder goes to a
     renewed ``<exp_name>_<yymmdd_HHMMSS>``), or None when none finished."""
