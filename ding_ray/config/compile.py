@@ -16,6 +16,7 @@ from easydict import EasyDict
 
 from ding_ray.config.merge import deep_merge_dicts, merge_config
 from ding_ray.errors import ConfigError
+from ding_ray.utils.checkpoint import CHECKPOINT_CONFIG
 from ding_ray.utils.registry import (
     BUFFER_REGISTRY,
     ENV_MANAGER_REGISTRY,
@@ -42,6 +43,7 @@ TOP_LEVEL = dict(
     env=dict(),
     policy=dict(),
     ray=dict(),  # read by ding_ray.distributed; ignored by serial pipelines
+    checkpoint=CHECKPOINT_CONFIG,  # run checkpoints: what resume= continues from
 )
 
 # Each component: (registry, where its section sits in the config, its type when nothing names one).

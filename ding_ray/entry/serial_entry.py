@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
 import time
+from collections.abc import Iterator
 from functools import partial
 from typing import Any
 
@@ -19,9 +22,22 @@ from ding_ray.envs import create_env_manager, get_vec_env_setting, space_info
 from ding_ray.errors import ConfigError
 from ding_ray.policy import create_policy
 from ding_ray.rl_utils import get_epsilon_greedy_fn
+from ding_ray.utils.checkpoint import (
+    BUFFER_FILE,
+    LEARNER_FILE,
+    Checkpoint,
+    CheckpointStore,
+    buffer_bytes,
+    find_checkpoint,
+    learner_bytes,
+    load_buffer_bytes,
+    load_learner_bytes,
+    set_rng_state,
+    storage_root,
+)
 from ding_ray.utils.registry import POLICY_REGISTRY
-from ding_ray.utils.result import log_config, write_result
-from ding_ray.utils.runtime import set_pkg_seed, set_torch_threads, setup_logging
+from ding_ray.utils.result import _finite_or_none, log_config, write_result
+from ding_ray.utils.runtime import set_pkg_seed, set_torch_threads, setup_logging, sigterm_as_interrupt
 from ding_ray.worker import (
     BaseLearner,
     InteractionSerialEvaluator,
@@ -88,6 +104,7 @@ def serial_pipeline(
     max_train_iter: int | None = None,
     max_env_step: int | None = None,
     dynamic_seed: bool = True,
+    resume: str | None = None,
 ) -> Any:
     """Train until the evaluator reaches ``env.stop_value`` or a budget runs out; return the policy.
 
@@ -98,6 +115,11 @@ def serial_pipeline(
     ``load_ckpt_before_run`` hook names a checkpoint (``policy.learn.resume_training=True`` also
     continues its counters in the same folder). With an ``exp_name`` folder already there, the run
     writes to ``<exp_name>_<timestamp>`` (DI-engine's ``renew_dir``), so no run overwrites another.
+
+    Run checkpoints (every ``checkpoint.freq`` learner iterations, at the end, and on Ctrl-C or
+    SIGTERM) hold the learner state, counters, evaluator best, RNG states and, with
+    ``checkpoint.save_buffer``, the replay buffer. ``resume=<run folder>`` continues that run from
+    its latest complete checkpoint, in the same folder: counters, buffer and TensorBoard curves go on.
 
     Writes ``<exp_name>/total_config.json``, TensorBoard logs under ``<exp_name>/log/serial``,
     checkpoints under ``<exp_name>/ckpt`` and ``<exp_name>/result.json`` at the end.
@@ -124,9 +146,10 @@ def serial_pipeline(
         model,
         dynamic_seed,
         episodes_as_samples=lambda cfg: cfg.policy.other.replay_buffer.type != "episode",
+        resume=resume,
     )
     cfg, learner, collector = run.cfg, run.learner, run.collector
-    replay_buffer = create_buffer(
+    replay_buffer = run.buffer = create_buffer(
         cfg.policy.other.replay_buffer, tb_logger=run.tb_logger, exp_name=cfg.exp_name
     )
     run.closers.append(replay_buffer.close)
@@ -135,30 +158,30 @@ def serial_pipeline(
     batch_size = learner.policy.get_attribute("batch_size")
     priority = learner.policy.get_attribute("priority")
 
-    run.before_run()
-    if cfg.policy.get("random_collect_size", 0) > 0:
-        data = collector.collect(n_sample=cfg.policy.random_collect_size, random_collect=True)
-        replay_buffer.push(data, cur_collector_envstep=collector.envstep)
+    with run.running(start, "serial"):
+        if cfg.policy.get("random_collect_size", 0) > 0 and run.resumed is None:
+            data = collector.collect(n_sample=cfg.policy.random_collect_size, random_collect=True)
+            replay_buffer.push(data, cur_collector_envstep=collector.envstep)
 
-    while not run.evaluate() and not run.budget_spent(max_train_iter, max_env_step):
-        policy_kwargs = {"eps": epsilon_greedy(collector.envstep)} if epsilon_greedy else {}
-        new_data = collector.collect(train_iter=learner.train_iter, policy_kwargs=policy_kwargs)
-        replay_buffer.push(new_data, cur_collector_envstep=collector.envstep)
-        for _ in range(cfg.policy.learn.update_per_collect):
-            train_data = replay_buffer.sample(batch_size, learner.train_iter)
-            if train_data is None:
-                break
-            learner.train(train_data, collector.envstep)
-            if priority:
-                replay_buffer.update(learner.priority_info)
-    run.finish(start, "serial")
+        while not run.evaluate() and not run.budget_spent(max_train_iter, max_env_step):
+            policy_kwargs = {"eps": epsilon_greedy(collector.envstep)} if epsilon_greedy else {}
+            new_data = collector.collect(train_iter=learner.train_iter, policy_kwargs=policy_kwargs)
+            replay_buffer.push(new_data, cur_collector_envstep=collector.envstep)
+            for _ in range(cfg.policy.learn.update_per_collect):
+                train_data = replay_buffer.sample(batch_size, learner.train_iter)
+                if train_data is None:
+                    break
+                learner.train(train_data, collector.envstep)
+                if priority:
+                    replay_buffer.update(learner.priority_info)
+            run.checkpoint_if_due()
     return run.policy
 
 
 class SerialRun:
     """What both serial entries share: the compiled config, envs, policy, learner, collector and
-    evaluator built as DI-engine's entries build them, the evaluation step, and the end of a run
-    (after_run hooks, ``result.json``, closing)."""
+    evaluator built as DI-engine's entries build them, the evaluation step, run checkpoints
+    (``resume=``), and the end of a run (after_run hooks, ``result.json``, closing)."""
 
     def __init__(
         self,
@@ -169,10 +192,13 @@ class SerialRun:
         model: torch.nn.Module | None,
         dynamic_seed: bool,
         episodes_as_samples: Any,
+        resume: str | None = None,
     ) -> None:
         """``episodes_as_samples(cfg)``: whether an episode collector hands the learner side the
-        episodes' train samples (not the episodes)."""
-        self.resume = bool(main_cfg.get("policy", {}).get("learn", {}).get("resume_training", False))
+        episodes' train samples (not the episodes). ``resume``: the folder of a run to continue."""
+        self.resume_training = bool(main_cfg.get("policy", {}).get("learn", {}).get("resume_training", False))
+        if resume is not None:  # the same folder: logs, checkpoints and result.json go on there
+            main_cfg = EasyDict({**main_cfg, "exp_name": os.fspath(resume)})
         cfg = compile_config(
             main_cfg,
             seed=seed,
@@ -180,8 +206,12 @@ class SerialRun:
             auto=True,
             create_cfg=create_cfg,
             save_cfg=True,
-            renew_dir=not self.resume,
+            renew_dir=not (self.resume_training or resume is not None),
         )
+        self.store, self.resumed = CheckpointStore(storage_root(cfg), cfg.checkpoint.keep), None
+        if resume is not None:
+            self.resumed = find_checkpoint(resume, cfg)[1]
+            check_same_run(self.resumed, cfg)
         set_torch_threads(cfg.policy.learn.get("num_threads", 1))
         set_pkg_seed(cfg.seed, use_cuda=cfg.policy.cuda)
         collector_env, evaluator_env = build_envs(cfg, dynamic_seed, env_setting)
@@ -207,13 +237,37 @@ class SerialRun:
         self.evaluator = InteractionSerialEvaluator(
             cfg.policy.eval.evaluator, evaluator_env, policy.eval_mode, tb_logger, exp_name=cfg.exp_name
         )
+        self.buffer: Any = None  # the off-policy entry's replay buffer: part of every checkpoint
         self.closers = [self.collector.close, self.evaluator.close, self.learner.close]
         self.stop, self.last_eval = False, None
+        self._next_ckpt = 0
 
-    def before_run(self) -> None:
+    @contextlib.contextmanager
+    def running(self, start: float, pipeline: str) -> Iterator[None]:
+        """Around the training loop: before_run hooks and the checkpoint to resume from first; at
+        the end ``finish``. Ctrl-C or SIGTERM saves a checkpoint and ``result.json`` with the error,
+        then the interrupt goes on; any other error is recorded in ``result.json`` too."""
         self.learner.call_hook("before_run")
-        if self.resume:
+        if self.resume_training:
             self.collector.envstep = self.learner.collector_envstep
+        if self.resumed is not None:
+            self.restore(self.resumed)
+        freq = self.cfg.checkpoint.freq
+        self._next_ckpt = (self.learner.train_iter // freq + 1) * freq if freq > 0 else None
+        try:
+            with sigterm_as_interrupt():
+                yield
+        except KeyboardInterrupt as err:
+            path = self.checkpoint().folder
+            logging.getLogger(__name__).warning(
+                "interrupted: saved %s; resume=%r goes on", path, self.cfg.exp_name
+            )
+            self.finish(start, pipeline, error=err)
+            raise
+        except Exception as err:
+            self.finish(start, pipeline, error=err)
+            raise
+        self.finish(start, pipeline)
 
     def evaluate(self) -> bool:
         """Evaluate when due; True once the stop value is reached."""
@@ -228,9 +282,65 @@ class SerialRun:
     def budget_spent(self, max_train_iter: int | None, max_env_step: int | None) -> bool:
         return _budget_spent(self.learner.train_iter, self.collector.envstep, max_train_iter, max_env_step)
 
-    def finish(self, start: float, pipeline: str) -> None:
-        """after_run hooks, ``result.json``, then close everything."""
-        self.learner.call_hook("after_run")
+    # ----- run checkpoints -------------------------------------------------------------------------
+    def checkpoint_if_due(self) -> None:
+        if self._next_ckpt is not None and self.learner.train_iter >= self._next_ckpt:
+            self.checkpoint()
+            freq = self.cfg.checkpoint.freq
+            self._next_ckpt = (self.learner.train_iter // freq + 1) * freq
+
+    def checkpoint(self) -> Checkpoint:
+        """Write a run checkpoint of everything the loop holds now."""
+        learner, collector, evaluator = self.learner, self.collector, self.evaluator
+        folder = self.store.folder(learner.train_iter)
+        state = learner_bytes(learner.policy.state_dict(), learner.train_iter, collector.envstep)
+        files = {LEARNER_FILE: self.store.write(folder, LEARNER_FILE, state)}
+        if self.buffer is not None and self.cfg.checkpoint.save_buffer:
+            files[BUFFER_FILE] = self.store.write(folder, BUFFER_FILE, buffer_bytes(self.buffer))
+        meta = dict(
+            train_iter=learner.train_iter,
+            env_steps=collector.envstep,
+            episodes=collector.envepisode,
+            evaluator=dict(
+                best_return=_finite_or_none(evaluator.best_return), last_eval_iter=evaluator.last_eval_iter
+            ),
+            last_eval_return=self.last_eval,
+            pipeline="serial",
+            config=self.cfg,
+        )
+        return self.store.commit(folder, files, meta)
+
+    def restore(self, ckpt: Checkpoint) -> None:
+        """Put the run back where ``ckpt`` left it (the envs start new episodes)."""
+        state = load_learner_bytes(self.store.read(ckpt, LEARNER_FILE), f"{ckpt.folder}/{LEARNER_FILE}")
+        self.learner.policy.load_state_dict(state["policy"])
+        self.learner.last_iter.update(state["train_iter"])
+        self.learner.collector_envstep = self.collector.envstep = state["envstep"]
+        self.collector.envepisode = ckpt.meta.get("episodes", 0)
+        evaluator = ckpt.meta.get("evaluator", {})
+        self.evaluator.restore(evaluator.get("best_return"), evaluator.get("last_eval_iter", -1))
+        self.last_eval = ckpt.meta.get("last_eval_return")
+        if self.buffer is not None and ckpt.has_buffer:
+            load_buffer_bytes(self.buffer, self.store.read(ckpt, BUFFER_FILE))
+        set_rng_state(state["rng"])
+        logging.getLogger(__name__).info(
+            "resumed %s at iteration %d, %d env steps%s",
+            ckpt.folder,
+            state["train_iter"],
+            state["envstep"],
+            f", {self.buffer.count()} buffered transitions" if self.buffer is not None else "",
+        )
+
+    def finish(self, start: float, pipeline: str, error: BaseException | None = None) -> None:
+        """after_run hooks and a last run checkpoint (after a clean end), ``result.json``, then
+        close everything."""
+        extra = {} if error is None else {"error": f"{type(error).__name__}: {error}"}
+        if error is None:
+            self.learner.call_hook("after_run")
+            if self.cfg.checkpoint.freq > 0 or self.resumed is not None:
+                self.checkpoint()
+        if self.resumed is not None:
+            extra["resumed_from"] = self.resumed.folder
         write_result(
             self.cfg.exp_name,
             env_steps=self.collector.envstep,
@@ -241,10 +351,25 @@ class SerialRun:
             wall_s=time.perf_counter() - start,
             seed=self.cfg.seed,
             pipeline=pipeline,
+            **extra,
         )
         for close in self.closers:
             close()
         self.tb_logger.close()
+
+
+def check_same_run(ckpt: Checkpoint, cfg: EasyDict) -> None:
+    """A checkpoint resumes only the policy and env it was written for."""
+    saved = ckpt.meta.get("config") or {}
+    for path in (("policy", "type"), ("env", "env_id")):
+        old, new = saved, cfg
+        for key in path:
+            old, new = (old or {}).get(key), (new or {}).get(key)
+        if old != new:
+            raise ConfigError(
+                f"resume: the checkpoint {ckpt.folder} was written by a run with {'.'.join(path)}={old!r}, "
+                f"and this config has {new!r}. Resume with the config of that run, or start a new one."
+            )
 
 
 def _budget_spent(

@@ -27,25 +27,34 @@ def serial_pipeline_onpolicy(
     max_train_iter: int | None = None,
     max_env_step: int | None = None,
     dynamic_seed: bool = True,
+    resume: str | None = None,
 ) -> Any:
     """Train an on-policy policy until the evaluator reaches ``env.stop_value`` or a budget runs
     out; return the policy. Arguments and output folder as ``serial_pipeline``; ``result.json``
     says ``"pipeline": "serial_onpolicy"``. One learner iteration is one learn call on one collect
     call's data (PPO runs its ``epoch_per_collect`` minibatch passes inside it), so
-    ``eval_freq`` counts collect calls.
+    ``eval_freq`` counts collect calls. Run checkpoints and ``resume=`` as in ``serial_pipeline``
+    (there is no buffer to save).
     """
     start = time.perf_counter()
     setup_logging()
     main_cfg, create_cfg = split_input_cfg(input_cfg)
     # The learner takes samples (with advantages), not episodes.
     run = SerialRun(
-        main_cfg, create_cfg, seed, env_setting, model, dynamic_seed, episodes_as_samples=lambda cfg: True
+        main_cfg,
+        create_cfg,
+        seed,
+        env_setting,
+        model,
+        dynamic_seed,
+        episodes_as_samples=lambda cfg: True,
+        resume=resume,
     )
-    run.before_run()
-    while not run.evaluate() and not run.budget_spent(max_train_iter, max_env_step):
-        new_data = run.collector.collect(train_iter=run.learner.train_iter)
-        run.learner.train(new_data, run.collector.envstep)
-    run.finish(start, "serial_onpolicy")
+    with run.running(start, "serial_onpolicy"):
+        while not run.evaluate() and not run.budget_spent(max_train_iter, max_env_step):
+            new_data = run.collector.collect(train_iter=run.learner.train_iter)
+            run.learner.train(new_data, run.collector.envstep)
+            run.checkpoint_if_due()
     return run.policy
 
 

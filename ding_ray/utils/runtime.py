@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import random
+import signal
+import threading
 import time
+from collections.abc import Iterator
 
 import numpy as np
 
@@ -60,3 +64,22 @@ def setup_logging(level: int = logging.INFO) -> None:
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname).1s %(name)s: %(message)s", "%H:%M:%S"))
     root.addHandler(handler)
     root.setLevel(level)
+
+
+@contextlib.contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """Within the block, SIGTERM (what ``kill``, ``ray job stop`` and schedulers send) raises
+    ``KeyboardInterrupt`` as Ctrl-C does, so a run stopped either way can save a checkpoint first.
+    Outside the main thread (signals go to it only) this does nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def _interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt(f"stopped by signal {signal.Signals(signum).name}")
+
+    previous = signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)

@@ -48,6 +48,10 @@ class VectorCollector(EnvRunner, ISerialCollector):
         """Episodes finished in this collector's envs so far."""
         return self._stats.total_episodes
 
+    @envepisode.setter
+    def envepisode(self, value: int) -> None:
+        self._stats.total_episodes = int(value)
+
     # ----- reset / close ---------------------------------------------------------------------
     def reset_env(self, _env: Any = None) -> None:
         super().reset_env(_env)

@@ -237,6 +237,15 @@ class InteractionSerialEvaluator(EnvRunner, ISerialEvaluator):
     def best_return(self) -> float:
         return self._max_episode_return
 
+    @property
+    def last_eval_iter(self) -> int:
+        return self._last_eval_iter
+
+    def restore(self, best_return: float | None, last_eval_iter: int) -> None:
+        """Continue a resumed run: its best return so far and the iteration it last evaluated."""
+        self._max_episode_return = float("-inf") if best_return is None else float(best_return)
+        self._last_eval_iter = int(last_eval_iter)
+
 
 def _check_render_cfg(cfg: EasyDict) -> None:
     render = cfg.render

@@ -1,0 +1,316 @@
+"""Run checkpoints: what a run needs to go on where it stopped, one folder per checkpoint.
+
+Layout under a run's storage root (its ``exp_name`` folder, or ``checkpoint.storage_path`` plus the
+run's name: a local folder, or any fsspec URL such as ``s3://bucket/runs`` that every node reaches)::
+
+    checkpoints/
+        iter_00012000/
+            learner.pth      policy learn state (model, target model, optimizer, normalisation),
+                             train_iter, env steps and the learner process's RNG states
+            buffer.msgpack   the replay buffer in its own file format (with checkpoint.save_buffer)
+            meta.json        written last: format and ding_ray versions, counters, evaluator best,
+                             the resolved config, and each file's size and sha256
+
+A folder whose ``meta.json`` is missing, or whose files do not match it, is a checkpoint that was
+being written when the run died: it is never picked up. Model files load with
+``weights_only=True`` and buffer files are msgpack, so loading a checkpoint never runs code.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import logging
+import os
+import random
+import re
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ding_ray.errors import ConfigError, DataFormatError
+
+logger = logging.getLogger(__name__)
+
+FORMAT_NAME = "ding_ray.run_checkpoint"
+FORMAT_VERSION = 1
+LEARNER_FILE = "learner.pth"
+BUFFER_FILE = "buffer.msgpack"
+META_FILE = "meta.json"
+_FOLDER = re.compile(r"^iter_(\d+)$")
+
+CHECKPOINT_CONFIG = dict(
+    freq=10000,  # learner iterations between run checkpoints (0: only at the end and on Ctrl-C/SIGTERM)
+    save_buffer=True,  # include a replay-buffer snapshot (the buffer's msgpack format)
+    storage_path=None,  # None: the exp_name folder; else a folder or fsspec URL every node can reach
+    keep=2,  # complete checkpoints kept; older ones are deleted
+)
+
+
+@dataclass
+class Checkpoint:
+    """One complete checkpoint: its folder and the contents of its ``meta.json``."""
+
+    folder: str
+    meta: dict
+
+    @property
+    def train_iter(self) -> int:
+        return int(self.meta["train_iter"])
+
+    @property
+    def has_buffer(self) -> bool:
+        return BUFFER_FILE in self.meta["files"]
+
+
+def storage_root(cfg: Mapping) -> str:
+    """Where the run's checkpoints live: ``exp_name``, or ``storage_path/<exp_name's base name>``."""
+    storage = (cfg.get("checkpoint") or {}).get("storage_path")
+    exp_name = str(cfg["exp_name"])
+    if not storage:
+        return os.path.abspath(exp_name)
+    name = os.path.basename(os.path.normpath(exp_name))
+    return (
+        storage.rstrip("/") + "/" + name if "://" in storage else os.path.join(os.path.abspath(storage), name)
+    )
+
+
+class CheckpointStore:
+    """The ``checkpoints/`` folder of one run, on a local disk or behind an fsspec URL."""
+
+    def __init__(self, root: str, keep: int = 2) -> None:
+        import fsspec
+
+        self.root = root
+        self.fs, path = fsspec.core.url_to_fs(root)
+        self.dir = path.rstrip("/") + "/checkpoints"
+        self.keep = max(1, int(keep))
+        self._local = "file" in _protocols(self.fs)
+
+    # ----- writing ---------------------------------------------------------------------------------
+    def folder(self, train_iter: int) -> str:
+        return f"{self.dir}/iter_{int(train_iter):08d}"
+
+    def write(self, folder: str, name: str, data: bytes) -> dict[str, Any]:
+        """Write one file of a checkpoint; returns what ``meta.json`` records of it."""
+        self.fs.makedirs(folder, exist_ok=True)
+        self._put(f"{folder}/{name}", data)
+        return {"size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+
+    def commit(self, folder: str, files: Mapping[str, Mapping], meta: Mapping[str, Any]) -> Checkpoint:
+        """Write ``meta.json`` (after every other file): from now on the checkpoint is complete.
+        Older checkpoints beyond ``keep`` are deleted."""
+        from ding_ray import __version__
+
+        full = {
+            "format": FORMAT_NAME,
+            "format_version": FORMAT_VERSION,
+            "ding_ray_version": __version__,
+            **meta,
+            "files": {k: dict(v) for k, v in files.items()},
+        }
+        self._put(f"{folder}/{META_FILE}", json.dumps(full, indent=1, default=_json_default).encode())
+        self._prune()
+        return Checkpoint(folder, full)
+
+    def _put(self, path: str, data: bytes) -> None:
+        if self._local:  # rename is atomic on a local disk: a reader never sees half a file
+            tmp = f"{path}.{uuid.uuid4().hex[:8]}.tmp"
+            with self.fs.open(tmp, "wb") as f:
+                f.write(data)
+            self.fs.mv(tmp, path)
+        else:  # object stores write a whole object or none
+            self.fs.pipe_file(path, data)
+
+    def _prune(self) -> None:
+        complete = [f for f in self._folders() if self._read_meta(f, strict=False) is not None]
+        for folder in complete[self.keep :]:
+            self.fs.rm(folder, recursive=True)
+        if complete:  # unfinished folders older than the newest complete checkpoint are dead ends
+            newest = _iter_of(complete[0])
+            for folder in self._folders():
+                if folder not in complete and _iter_of(folder) < newest:
+                    self.fs.rm(folder, recursive=True)
+
+    # ----- reading ---------------------------------------------------------------------------------
+    def latest(self) -> Checkpoint | None:
+        """The newest complete checkpoint, or None. A checkpoint of another format version is a
+        ``DataFormatError``: this ding_ray cannot continue it."""
+        for folder in self._folders():
+            meta = self._read_meta(folder, strict=True)
+            if meta is not None:
+                return Checkpoint(folder, meta)
+        return None
+
+    def read(self, ckpt: Checkpoint, name: str) -> bytes:
+        """The bytes of one file of ``ckpt``, checked against the size and sha256 in its meta."""
+        info = ckpt.meta["files"].get(name)
+        if info is None:
+            raise DataFormatError(f"Checkpoint {ckpt.folder} has no {name}.")
+        with self.fs.open(f"{ckpt.folder}/{name}", "rb") as f:
+            data = f.read()
+        if len(data) != info["size"] or hashlib.sha256(data).hexdigest() != info["sha256"]:
+            raise DataFormatError(
+                f"{ckpt.folder}/{name} does not match the size and sha256 its meta.json records: the file "
+                "was changed or damaged after the checkpoint was written. Resume from an older checkpoint "
+                "(delete this folder) or start a new run."
+            )
+        return data
+
+    def _folders(self) -> list[str]:
+        """Checkpoint folders, newest first."""
+        if not self.fs.exists(self.dir):
+            return []
+        found = [p for p in self.fs.ls(self.dir, detail=False) if _FOLDER.match(os.path.basename(p))]
+        return sorted(found, key=_iter_of, reverse=True)
+
+    def _read_meta(self, folder: str, strict: bool) -> dict | None:
+        path = f"{folder}/{META_FILE}"
+        try:
+            with self.fs.open(path, "rb") as f:
+                meta = json.loads(f.read())
+        except FileNotFoundError:
+            return None
+        except (ValueError, UnicodeDecodeError) as err:
+            if strict:
+                logger.warning("skipping checkpoint %s: its meta.json is unreadable (%s)", folder, err)
+            return None
+        if not isinstance(meta, dict) or meta.get("format") != FORMAT_NAME:
+            return None
+        if strict and meta.get("format_version") != FORMAT_VERSION:
+            raise DataFormatError(
+                f"Checkpoint {folder} has format version {meta.get('format_version')!r} (written by ding_ray "
+                f"{meta.get('ding_ray_version')}); this ding_ray reads version {FORMAT_VERSION}. "
+                "Resume it with the ding_ray version that wrote it, or start a new run."
+            )
+        files = meta.get("files")
+        if not isinstance(files, dict):
+            return None
+        for name, info in files.items():
+            try:
+                if self.fs.size(f"{folder}/{name}") != info["size"]:
+                    return None
+            except (FileNotFoundError, KeyError, TypeError):
+                return None
+        return meta
+
+
+def find_checkpoint(run_dir: str, cfg: Mapping | None = None) -> tuple[CheckpointStore, Checkpoint]:
+    """The latest complete checkpoint of the run in ``run_dir`` (or under ``cfg``'s storage path):
+    what ``resume=`` continues from. No checkpoint there is a ``ConfigError`` saying so."""
+    root = storage_root(cfg) if cfg is not None else os.path.abspath(run_dir)
+    store = CheckpointStore(root, keep=((cfg or {}).get("checkpoint") or {}).get("keep", 2))
+    ckpt = store.latest()
+    if ckpt is None:
+        raise ConfigError(
+            f"resume={run_dir!r}: there is no complete checkpoint under {store.dir}. Name the folder "
+            "of a run that wrote one (checkpoint.freq > 0, a run stopped by Ctrl-C/SIGTERM, or one run "
+            "to its end), or start a new run without resume."
+        )
+    return store, ckpt
+
+
+# ----- the learner file --------------------------------------------------------------------------------
+def learner_bytes(
+    policy_state: Mapping, train_iter: int, envstep: int, extra: Mapping | None = None
+) -> bytes:
+    """``learner.pth``: the policy's learn state, the counters and this process's RNG states."""
+    import torch
+
+    state = {
+        "policy": dict(policy_state),
+        "train_iter": int(train_iter),
+        "envstep": int(envstep),
+        "rng": rng_state(),
+        **(extra or {}),
+    }
+    buf = io.BytesIO()
+    torch.save(state, buf)
+    return buf.getvalue()
+
+
+def load_learner_bytes(data: bytes, where: str) -> dict[str, Any]:
+    """Read ``learner.pth`` with ``weights_only=True``: tensors and plain containers, never code."""
+    import torch
+
+    try:
+        state = torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
+    except Exception as e:  # noqa: BLE001 - torch raises several types for bad files
+        raise DataFormatError(
+            f"{where} cannot be loaded as weights ({type(e).__name__}: {e}). It may be truncated, or hold "
+            "pickled objects other than tensors; ding_ray never unpickles code. Resume from an older "
+            "checkpoint."
+        ) from e
+    if not isinstance(state, dict) or not {"policy", "train_iter", "envstep"} <= set(state):
+        raise DataFormatError(f"{where} is not a ding_ray learner checkpoint (policy, train_iter, envstep).")
+    return state
+
+
+# ----- the buffer file ----------------------------------------------------------------------------------
+def buffer_bytes(buffer: Any) -> bytes:
+    """The buffer's snapshot in its own file format (``save_data``), as bytes."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="ding_ray_buffer_") as tmp:
+        path = os.path.join(tmp, BUFFER_FILE)
+        buffer.save_data(path)
+        with open(path, "rb") as f:
+            return f.read()
+
+
+def load_buffer_bytes(buffer: Any, data: bytes) -> None:
+    """Replace the buffer's contents with a snapshot from ``buffer_bytes`` (``load_data``'s checks:
+    a damaged or foreign snapshot is a ``DataFormatError`` and leaves the buffer as it was)."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="ding_ray_buffer_") as tmp:
+        path = os.path.join(tmp, BUFFER_FILE)
+        with open(path, "wb") as f:
+            f.write(data)
+        buffer.load_data(path)
+
+
+# ----- RNG states ----------------------------------------------------------------------------------------
+def rng_state() -> dict[str, Any]:
+    """Python's, numpy's and torch's global RNG states, as plain values."""
+    import torch
+
+    name, keys, pos, has_gauss, cached = np.random.get_state()
+    return {
+        "python": _to_lists(random.getstate()),
+        "numpy": [name, keys.tolist(), int(pos), int(has_gauss), float(cached)],
+        "torch": torch.get_rng_state(),
+    }
+
+
+def set_rng_state(state: Mapping[str, Any]) -> None:
+    import torch
+
+    version, internal, gauss = state["python"]
+    random.setstate((version, tuple(internal), gauss))
+    name, keys, pos, has_gauss, cached = state["numpy"]
+    np.random.set_state((name, np.asarray(keys, dtype=np.uint32), pos, has_gauss, cached))
+    torch.set_rng_state(state["torch"])
+
+
+def _to_lists(value: Any) -> Any:
+    return [_to_lists(v) for v in value] if isinstance(value, (tuple, list)) else value
+
+
+def _iter_of(folder: str) -> int:
+    return int(_FOLDER.match(os.path.basename(folder.rstrip("/"))).group(1))
+
+
+def _protocols(fs: Any) -> tuple:
+    protocol = fs.protocol
+    return protocol if isinstance(protocol, tuple) else (protocol,)
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, np.generic):
+        return value.item()
+    raise TypeError(f"{type(value).__name__} cannot go into meta.json")
