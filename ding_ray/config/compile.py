@@ -277,6 +277,12 @@ def _copy_shared_values(merged: EasyDict) -> None:
 def _check_consistency(merged: EasyDict) -> None:
     """Settings that each pass the key check but cannot work together."""
     policy, buffer = merged.policy, merged.policy.other.replay_buffer
+    ckpt = merged.checkpoint
+    if ckpt.freq < 0 or ckpt.keep < 1:
+        raise ConfigError(
+            f"checkpoint.freq must be >= 0 learner iterations (0: checkpoints only at the end and on "
+            f"Ctrl-C/SIGTERM) and checkpoint.keep >= 1; got freq={ckpt.freq}, keep={ckpt.keep}."
+        )
     if policy.get("priority") and not _buffer_prioritizes(buffer):
         raise ConfigError(
             f"policy.priority=True needs a prioritized replay buffer, but policy.other.replay_buffer is "

@@ -28,8 +28,13 @@ def config_source(cls: type) -> str | None:
     if "config" not in cls.__dict__:
         return None
     source = textwrap.dedent(inspect.getsource(cls))
-    for node in ast.parse(source).body[0].body:
-        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "config" for t in node.targets):
+    return _assignment(source, ast.parse(source).body[0].body, "config")
+
+
+def _assignment(source: str, body: list, name: str) -> str | None:
+    """The source of the statement ``name = ...`` among ``body``'s statements."""
+    for node in body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == name for t in node.targets):
             lines = source.splitlines()[node.lineno - 1 : node.end_lineno]
             return textwrap.dedent("\n".join(lines))
     return None
@@ -51,7 +56,7 @@ def render() -> str:
     for package in ("ding_ray.envs", "ding_ray.policy", "ding_ray.data", "ding_ray.worker"):
         importlib.import_module(package)  # components register themselves on import
     from ding_ray.distributed.config import RayConfig
-    from ding_ray.utils import registry
+    from ding_ray.utils import checkpoint, registry
 
     out = [
         "# Configuration reference",
@@ -64,6 +69,14 @@ def render() -> str:
         "",
         "```python",
         config_source(RayConfig),
+        "```",
+        "",
+        "## Run checkpoints (`checkpoint`, for every pipeline; `resume=` continues from them)",
+        "",
+        "```python",
+        _assignment(
+            inspect.getsource(checkpoint), ast.parse(inspect.getsource(checkpoint)).body, "CHECKPOINT_CONFIG"
+        ),
         "```",
         "",
     ]
