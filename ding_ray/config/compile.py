@@ -90,9 +90,14 @@ def _get(cfg: Mapping, path: tuple[str, ...]) -> Any:
 
 def _section(cfg: EasyDict, path: tuple[str, ...]) -> EasyDict:
     """The dict at ``path`` in ``cfg``, created empty where missing."""
-    for key in path:
+    for i, key in enumerate(path):
         if cfg.get(key) is None:
             cfg[key] = EasyDict()
+        elif not isinstance(cfg[key], Mapping):
+            raise ConfigError(
+                f"Config key '{'.'.join(path[: i + 1])}' is a section (dict), got "
+                f"{type(cfg[key]).__name__} {cfg[key]!r}."
+            )
         cfg = cfg[key]
     return cfg
 
@@ -274,8 +279,46 @@ def _copy_shared_values(merged: EasyDict) -> None:
         collect.unroll_len = merged.policy.unroll_len
 
 
+# Counts and sizes that must be >= 1 (or >= 0), by their path in the compiled config.
+_AT_LEAST = {
+    "env.collector_env_num": 1,
+    "env.evaluator_env_num": 1,
+    "env.n_evaluator_episode": 1,
+    "policy.nstep": 1,
+    "policy.random_collect_size": 0,
+    "policy.learn.batch_size": 1,
+    "policy.learn.update_per_collect": 1,
+    "policy.collect.n_sample": 1,
+    "policy.collect.n_episode": 1,
+    "policy.eval.evaluator.eval_freq": 1,
+    "policy.other.replay_buffer.replay_buffer_size": 1,
+}
+
+
+def _check_sizes(merged: EasyDict) -> None:
+    """Counts and sizes in range, and a replay buffer that can hold one training batch."""
+    for path, low in _AT_LEAST.items():
+        value = _get(merged, tuple(path.split(".")))
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and value < low:
+            raise ConfigError(
+                f"Config key '{path}' must be >= {low}, got {value!r}; set it to {low} or more."
+            )
+    policy, buffer = merged.policy, merged.policy.other.replay_buffer
+    batch_size, capacity = policy.learn.get("batch_size"), buffer.get("replay_buffer_size")
+    # An episode buffer counts episodes, not transitions; on-policy entries use no replay buffer.
+    if policy.get("on_policy") or buffer.get("type") == "episode" or None in (batch_size, capacity):
+        return
+    if batch_size > capacity:
+        raise ConfigError(
+            f"policy.learn.batch_size={batch_size} is larger than policy.other.replay_buffer."
+            f"replay_buffer_size={capacity}: the buffer can never hold one batch, so the learner would "
+            f"never train. Set replay_buffer_size >= {batch_size} or batch_size <= {capacity}."
+        )
+
+
 def _check_consistency(merged: EasyDict) -> None:
     """Settings that each pass the key check but cannot work together."""
+    _check_sizes(merged)
     policy, buffer = merged.policy, merged.policy.other.replay_buffer
     ckpt = merged.checkpoint
     if ckpt.freq < 0 or ckpt.keep < 1:
