@@ -15,6 +15,7 @@ from ding_ray.policy.weights import Weights, load_weights
 from ding_ray.utils.runtime import set_pkg_seed
 from ding_ray.worker import metrics
 from ding_ray.worker.evaluator import InteractionSerialEvaluator
+from ding_ray.worker.rollout_worker import check_env_fits_policy
 
 
 class EvalWorker:
@@ -32,6 +33,7 @@ class EvalWorker:
         env = create_env_manager(cfg.env.manager, [partial(env_fn, cfg=c) for c in env_cfgs])
         env.seed(int(cfg.seed), dynamic_seed=False)  # env.replay_path is the eval entry's, as in DI-engine
         self._policy = create_policy(cfg.policy, enable_field=["eval"])
+        check_env_fits_policy(self._policy, env)
         self._evaluator = InteractionSerialEvaluator(
             cfg.policy.eval.evaluator, env, self._policy.eval_mode, tb_logger, exp_name=cfg.exp_name
         )
@@ -39,7 +41,8 @@ class EvalWorker:
         self.version = -1
 
     def load_weights(self, version: int, weights: Weights) -> bool:
-        """Load ``weights`` if ``version`` is newer than the one held; True if loaded."""
+        """Load ``weights`` if ``version`` is newer than the one held; True if loaded (a misfit is a
+        ``ShapeError`` and leaves the weights held as they were)."""
         if version <= self.version:
             return False
         load_weights(self._policy.eval_mode, weights)

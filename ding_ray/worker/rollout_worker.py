@@ -15,13 +15,14 @@ import numpy as np
 from easydict import EasyDict
 
 from ding_ray.data.columnar import Batch, stack_items
-from ding_ray.envs import create_env_manager, get_vec_env_setting
+from ding_ray.envs import create_env_manager, get_vec_env_setting, space_info
 from ding_ray.errors import ConfigError
 from ding_ray.policy import create_policy
 from ding_ray.policy.weights import Weights, load_weights
 from ding_ray.utils.runtime import set_pkg_seed
 from ding_ray.worker import metrics
 from ding_ray.worker.collector import create_serial_collector
+from ding_ray.worker.collector.vector_collector import NONFINITE_STEPS
 
 SEED_STRIDE = 1000  # collector i seeds its envs from cfg.seed + i * SEED_STRIDE
 
@@ -80,6 +81,7 @@ class RolloutWorker:
         env = create_env_manager(cfg.env.manager, [partial(env_fn, cfg=c) for c in env_cfgs])
         env.seed(seed, dynamic_seed=True)
         self._policy = create_policy(cfg.policy, enable_field=["collect"])
+        check_env_fits_policy(self._policy, env)
         self._sink = ScalarSink(tb_logger)
         self._collector = create_serial_collector(
             collector_cfg,
@@ -93,7 +95,11 @@ class RolloutWorker:
         self.version = -1  # -1: the policy's own random initial weights
 
     def load_weights(self, version: int, weights: Weights) -> bool:
-        """Load ``weights`` if ``version`` is newer than the one held; True if loaded."""
+        """Load ``weights`` if ``version`` is newer than the one held; True if loaded.
+
+        Weights that do not fit the model (a missing, unexpected or reshaped parameter) raise
+        ``ShapeError`` naming each one with both shapes; the weights and version held stay as they were.
+        """
         if version <= self.version:
             return False
         load_weights(self._policy.collect_mode, weights)
@@ -111,6 +117,7 @@ class RolloutWorker:
         columns), and a small info dict: counts, timing and the collector's metric scalars."""
         n_sample = n_sample or self._n_sample
         before, episodes_before = self._collector.envstep, self._collector.envepisode
+        nonfinite_before = self._collector.nonfinite_count
         start = time.perf_counter()
         samples = self._collector.collect(
             n_sample=n_sample,
@@ -135,6 +142,9 @@ class RolloutWorker:
             metrics.COLLECTOR_ENV_STEPS: self._collector.envstep,
             metrics.COLLECTOR_ENV_STEPS_PER_S: new_steps / max(seconds, 1e-9),
             metrics.COLLECTOR_POLICY_VERSION: self.version,
+            # steps dropped in this call because the env returned NaN/inf (never in the batch)
+            "nonfinite_steps": self._collector.nonfinite_count - nonfinite_before,
+            NONFINITE_STEPS: self._collector.nonfinite_count,
         }
         for key, value in self._sink.pop().items():
             info.setdefault(key, value)
@@ -146,3 +156,13 @@ class RolloutWorker:
 
     def close(self) -> None:
         self._collector.close()
+
+
+def check_env_fits_policy(policy: Any, env: Any) -> None:
+    """Raise ``EnvError`` (saying which config value to set) if the env's spaces differ from the
+    policy's ``model.obs_shape`` / ``action_shape``, before a forward pass fails on a matrix size.
+    Observation spaces without one array shape (dicts with action masks) are not compared."""
+    obs_space = env.observation_space
+    if getattr(obs_space, "shape", None) is None:
+        return
+    policy.check_spaces(tuple(obs_space.shape), *space_info(env.action_space))

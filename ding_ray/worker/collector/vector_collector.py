@@ -8,13 +8,34 @@ from typing import Any
 from ding_ray.config.merge import checked_config
 from ding_ray.worker import metrics
 from ding_ray.worker.collector.base import EpisodeStats, ISerialCollector, Timer
+from ding_ray.worker.collector.step_checks import (
+    MAX_NONFINITE_IN_A_ROW,
+    all_finite,
+    fixed_obs_shape,
+    obs_shape_error,
+    obs_shape_ok,
+    too_many_nonfinite,
+)
 from ding_ray.worker.env_runner import EnvRunner
 
 logger = logging.getLogger(__name__)
 
+NONFINITE_STEPS = "collector/nonfinite_steps"  # steps dropped for NaN/inf observations or rewards
+
 
 class VectorCollector(EnvRunner, ISerialCollector):
-    """Holds env, policy and statistics; ``_step`` advances every ready env by one step."""
+    """Holds env, policy and statistics; ``_step`` advances every ready env by one step.
+
+    Every step is checked before it becomes training data:
+
+    - an observation whose shape differs from the env's ``observation_space`` (the shape the model
+      was built for) raises ``ShapeError`` naming the env and both shapes;
+    - a step whose observation, next observation or reward holds NaN or inf is dropped: it is
+      counted in ``nonfinite_count`` (reported as ``collector/nonfinite_steps`` and logged as a
+      warning), the env's episode is ended there like a crashed env's and the env is reset, so
+      the learner never trains on a non-finite value. An env that does this
+      ``MAX_NONFINITE_IN_A_ROW`` times in a row raises ``NonFiniteError``.
+    """
 
     config = dict(
         deepcopy_obs=False,  # copy observations before storing (envs that reuse their obs buffer)
@@ -39,6 +60,7 @@ class VectorCollector(EnvRunner, ISerialCollector):
         self._policy = None
         self._total_envstep_count = 0
         self._stats = EpisodeStats()
+        self.nonfinite_count = 0  # steps dropped for NaN/inf observations or rewards
         self._last_report_iter: int | None = None
         self._end_flag = False
         self.reset(policy, env)
@@ -63,6 +85,8 @@ class VectorCollector(EnvRunner, ISerialCollector):
             self._output_pool: dict[int, Any] = {}
             self._episode_return = [0.0] * self._env_num
             self._episode_length = [0] * self._env_num
+            self._nonfinite_in_a_row = [0] * self._env_num
+            self._obs_shape = fixed_obs_shape(getattr(self._env, "observation_space", None))
 
     def reset_policy(self, _policy: Any = None) -> None:
         super().reset_policy(_policy)
@@ -81,9 +105,12 @@ class VectorCollector(EnvRunner, ISerialCollector):
     def _step(self, policy_kwargs: dict, random_collect: bool) -> list[tuple[int, dict, bool]]:
         """Step every ready env once. Returns ``(env_id, transition, episode_over)`` per normal step.
 
-        A crashed env's step is dropped; its trajectory so far is ended like a truncated episode.
+        A crashed env's step, and a step with NaN/inf values, is dropped; the env's trajectory so
+        far is ended like a truncated episode.
         """
         obs = dict(self._env.ready_obs)  # the manager refills ready_obs during step
+        for env_id, o in obs.items():
+            self._check_obs_shape(env_id, o, 0)
         if random_collect and not self._random_with_policy:
             output = {i: {"action": self._env.random_action(i)} for i in obs}
         else:
@@ -97,6 +124,12 @@ class VectorCollector(EnvRunner, ISerialCollector):
                 events.append((env_id, None, True))
                 self._episode_return[env_id], self._episode_length[env_id] = 0.0, 0
                 continue
+            self._check_obs_shape(env_id, timestep.obs, 1)
+            if not all_finite(self._obs_pool[env_id], timestep.obs, timestep.reward):
+                self._drop_nonfinite(env_id, timestep.done)
+                events.append((env_id, None, True))
+                continue
+            self._nonfinite_in_a_row[env_id] = 0
             self._total_envstep_count += 1
             self._stats.env_steps += 1
             self._episode_return[env_id] += timestep.reward
@@ -110,6 +143,38 @@ class VectorCollector(EnvRunner, ISerialCollector):
             events.append((env_id, transition, timestep.done))
         return events
 
+    def _drop_nonfinite(self, env_id: int, done: bool) -> None:
+        """Count a step with NaN/inf values, end the env's episode there and reset the env."""
+        self.nonfinite_count += 1
+        self._nonfinite_in_a_row[env_id] += 1
+        name = self._env_name(env_id)
+        if self._nonfinite_in_a_row[env_id] >= MAX_NONFINITE_IN_A_ROW:
+            raise too_many_nonfinite(name, self._nonfinite_in_a_row[env_id])
+        if self.nonfinite_count == 1 or self.nonfinite_count % 100 == 0:
+            logger.warning(
+                "[%s] %s returned a NaN or infinite observation or reward; the step is dropped and the "
+                "env reset (%d such steps so far, reported as %s)",
+                self._instance_name,
+                name,
+                self.nonfinite_count,
+                NONFINITE_STEPS,
+            )
+        self._episode_return[env_id], self._episode_length[env_id] = 0.0, 0
+        if not done:  # a finished env was reset by the manager already
+            self._env.reset({env_id: None})
+
+    def _check_obs_shape(self, env_id: int, obs: Any, ahead: int) -> None:
+        if not obs_shape_ok(self._obs_shape, obs):
+            step = self._episode_length[env_id] + ahead
+            when = f"at step {step} of its episode" if step else "at reset"
+            raise obs_shape_error(self._obs_shape, obs, self._env_name(env_id), when)
+
+    def _env_name(self, env_id: int) -> str:
+        try:
+            return f"env {env_id} ({self._env.envs[env_id]!r})"
+        except Exception:  # noqa: BLE001 - subprocess managers hold no env objects
+            return f"env {env_id} of {type(self._env).__name__}"
+
     def _maybe_report(self, train_iter: int) -> None:
         """Log statistics at the first call, then every ``collect_print_freq`` iterations with episodes."""
         last = self._last_report_iter
@@ -117,6 +182,7 @@ class VectorCollector(EnvRunner, ISerialCollector):
             return
         self._last_report_iter = train_iter
         scalars = self._stats.report(self._total_envstep_count, getattr(self._env, "error_count", 0))
+        scalars[NONFINITE_STEPS] = self.nonfinite_count
         metrics.log_scalars(self._tb_logger, scalars, self._total_envstep_count)
         ret = scalars.get(metrics.COLLECTOR_RETURN_MEAN)
         logger.info(

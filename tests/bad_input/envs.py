@@ -1,0 +1,107 @@
+"""Misbehaving gymnasium envs for the bad-input suite, registered under ``BadInput*`` ids.
+
+Each is a real ``gymnasium.Env`` with a 4-float observation and 2 actions, so the same small DQN
+config fits all of them; what goes wrong, and when, is set by keyword arguments.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+import gymnasium as gym
+import numpy as np
+
+
+class StepEnv(gym.Env):
+    """Observation ``[t, t, t, t] / 10``; reward 1 per step; an episode lasts ``length`` steps."""
+
+    def __init__(self, length: int = 10):
+        self.length = length
+        self.observation_space = gym.spaces.Box(-np.inf, np.inf, shape=(4,), dtype=np.float32)
+        self.action_space = gym.spaces.Discrete(2)
+        self._t = 0
+        self.total_steps = 0
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self._t = 0
+        return self._obs(), {}
+
+    def _obs(self) -> np.ndarray:
+        return np.full(4, self._t / 10, dtype=np.float32)
+
+    def step(self, action):
+        self._t += 1
+        self.total_steps += 1
+        return self._obs(), 1.0, self._t >= self.length, False, {}
+
+
+class NonFiniteEnv(StepEnv):
+    """Every ``bad_every``-th step (counted over the env's life) is broken, in turn: a NaN in the
+    observation, an infinite reward, a -inf observation, a NaN reward. ``bad_every=0``: never."""
+
+    BREAKAGES = ("nan_obs", "inf_reward", "neg_inf_obs", "nan_reward")
+
+    def __init__(self, bad_every: int = 7, length: int = 10):
+        super().__init__(length)
+        self.bad_every = bad_every
+        self.broken = 0
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = super().step(action)
+        if self.bad_every and self.total_steps % self.bad_every == 0:
+            kind = self.BREAKAGES[self.broken % len(self.BREAKAGES)]
+            self.broken += 1
+            if kind == "nan_obs":
+                obs[1] = np.nan
+            elif kind == "neg_inf_obs":
+                obs[2] = -np.inf
+            elif kind == "inf_reward":
+                reward = np.inf
+            else:
+                reward = float("nan")
+        return obs, reward, terminated, truncated, info
+
+
+class HangingEnv(StepEnv):
+    """Sleeps ``hang_s`` seconds in its ``hang_at``-th step, once per marker file: the first env to
+    get there creates ``marker`` and hangs; every env after it (its replacement included) runs
+    normally. A file, not a class attribute, so that it works across worker processes too."""
+
+    def __init__(self, marker: str, hang_at: int = 3, hang_s: float = 60.0, length: int = 10):
+        super().__init__(length)
+        self.marker, self.hang_at, self.hang_s = marker, hang_at, hang_s
+
+    def step(self, action):
+        if self.total_steps + 1 == self.hang_at:
+            try:
+                fd = os.open(self.marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+            except FileExistsError:
+                pass
+            else:
+                os.close(fd)
+                time.sleep(self.hang_s)
+        return super().step(action)
+
+
+class ShapeShiftEnv(StepEnv):
+    """Its observations grow from 4 to 5 floats at step ``shift_at`` of the first episode."""
+
+    def __init__(self, shift_at: int = 3, length: int = 10):
+        super().__init__(length)
+        self.shift_at = shift_at
+
+    def _obs(self) -> np.ndarray:
+        size = 5 if self.total_steps >= self.shift_at else 4
+        return np.full(size, self._t / 10, dtype=np.float32)
+
+
+for _id, _cls in (
+    ("BadInputStep-v0", StepEnv),
+    ("BadInputNonFinite-v0", NonFiniteEnv),
+    ("BadInputHanging-v0", HangingEnv),
+    ("BadInputShapeShift-v0", ShapeShiftEnv),
+):
+    if _id not in gym.envs.registry:
+        gym.register(_id, entry_point=_cls)
