@@ -135,7 +135,7 @@ def _resolve(component: str, explicit: Any, main: EasyDict, default: str | None)
         if name is not None:
             _section(main, path)["type"] = name
         return explicit  # a user's own class need not be registered
-    section = _get(main, path) or {}
+    section = _section(main, path)  # a non-dict where a section belongs is a ConfigError here
     name = explicit or section.get("type") or default
     if component == "policy" and name not in registry and str(name).endswith("_command"):
         name = name[: -len("_command")]  # DI-engine's serial pipeline asks for '<type>_command'

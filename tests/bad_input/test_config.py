@@ -1,0 +1,178 @@
+"""Bad configs: unknown and misspelled keys, wrong types, sizes below 1, a batch larger than the
+replay buffer, unknown env ids and component types. Each is refused before anything runs, by an
+error that names the key and says what to write instead."""
+
+import os
+
+import pytest
+
+import tests.bad_input.envs  # noqa: F401 - registers the BadInput* envs
+from ding_ray.config import compile_config
+from ding_ray.entry import serial_pipeline
+from ding_ray.errors import ConfigError, EnvError, RegistryError
+from tests.bad_input.configs import CREATE, small_main
+
+
+def compile_with(create=CREATE, **over):
+    return compile_config(small_main(**over), seed=0, auto=True, create_cfg=create, save_cfg=False)
+
+
+@pytest.mark.parametrize(
+    "over, key, suggestion",
+    [
+        (dict(polcy=dict()), "'polcy'", "'policy'"),
+        (
+            dict(policy=dict(learn=dict(learning_rat=0.1))),
+            "'policy.learn.learning_rat'",
+            "'policy.learn.learning_rate'",
+        ),
+        (dict(policy=dict(colect=dict())), "'policy.colect'", "'policy.collect'"),
+        (dict(env=dict(collector_env_nums=3)), "'env.collector_env_nums'", "'env.collector_env_num'"),
+        (
+            dict(env=dict(manager=dict(step_timout=1.0))),
+            "'env.manager.step_timout'",
+            "'env.manager.step_timeout'",
+        ),
+        (
+            dict(policy=dict(other=dict(replay_buffer=dict(replay_buffer_sise=10)))),
+            "'policy.other.replay_buffer.replay_buffer_sise'",
+            "'policy.other.replay_buffer.replay_buffer_size'",
+        ),
+        (
+            dict(policy=dict(eval=dict(evaluator=dict(eval_frq=10)))),
+            "'policy.eval.evaluator.eval_frq'",
+            "eval_freq",
+        ),
+    ],
+)
+def test_misspelled_keys_name_the_key_and_the_close_match(over, key, suggestion):
+    with pytest.raises(ConfigError) as err:
+        compile_with(**over)
+    message = str(err.value)
+    assert f"Unknown config key {key}" in message and "Did you mean" in message and suggestion in message
+
+
+def test_a_key_with_no_close_match_lists_the_valid_keys():
+    with pytest.raises(
+        ConfigError, match=r"Unknown config key 'policy\.zzz'\. Valid keys in 'policy': \[.*'learn'"
+    ):
+        compile_with(policy=dict(zzz=1))
+
+
+def test_misspelled_model_keys_are_refused_when_the_model_is_built(tmp_path):
+    os.chdir(tmp_path)
+    main = small_main("model_key", policy=dict(model=dict(encoder_hidden_size=[16])))
+    with pytest.raises(
+        ConfigError,
+        match=r"'policy\.model\.encoder_hidden_size'.*Did you mean 'policy\.model\.encoder_hidden_size_list'",
+    ):
+        serial_pipeline((main, CREATE), max_train_iter=1)
+
+
+@pytest.mark.parametrize(
+    "over, message",
+    [
+        (
+            dict(policy=dict(learn=dict(batch_size="32"))),
+            r"'policy\.learn\.batch_size' expects int \(default 64\), got str '32'",
+        ),
+        (
+            dict(policy=dict(learn=dict(batch_size=8.5))),
+            r"'policy\.learn\.batch_size' expects int.*got float 8\.5",
+        ),
+        (
+            dict(policy=dict(learn=dict(learning_rate="fast"))),
+            r"'policy\.learn\.learning_rate' expects float.*got str",
+        ),
+        (dict(policy=dict(priority="yes")), r"'policy\.priority' expects bool.*got str 'yes'"),
+        (dict(policy=dict(learn=16)), r"'policy\.learn' is a section \(dict\), got int 16"),
+        (
+            dict(policy=dict(other=dict(replay_buffer=[1]))),
+            r"'policy\.other\.replay_buffer' is a section \(dict\), got list",
+        ),
+    ],
+)
+def test_wrong_types_name_the_key_the_expected_and_the_given_type(over, message):
+    with pytest.raises(ConfigError, match=message):
+        compile_with(**over)
+
+
+@pytest.mark.parametrize("value", [0, -1])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "policy.learn.batch_size",
+        "policy.learn.update_per_collect",
+        "policy.collect.n_sample",
+        "policy.other.replay_buffer.replay_buffer_size",
+        "policy.eval.evaluator.eval_freq",
+        "policy.nstep",
+        "env.collector_env_num",
+        "env.evaluator_env_num",
+        "env.n_evaluator_episode",
+    ],
+)
+def test_sizes_below_one_are_refused(path, value):
+    *sections, key = path.split(".")
+    over = {key: value}
+    for section in reversed(sections):
+        over = {section: over}
+    with pytest.raises(ConfigError) as err:
+        compile_with(**over)
+    assert str(err.value) == f"Config key '{path}' must be >= 1, got {value}; set it to 1 or more."
+
+
+def test_a_negative_random_collect_size_is_refused():
+    with pytest.raises(ConfigError, match=r"'policy\.random_collect_size' must be >= 0, got -5"):
+        compile_with(policy=dict(random_collect_size=-5))
+
+
+@pytest.mark.parametrize("buffer_type", ["advanced", "naive", "deque"])
+def test_a_batch_larger_than_the_replay_buffer_says_what_to_change(buffer_type):
+    create = dict(CREATE, replay_buffer=dict(type=buffer_type))
+    over = dict(policy=dict(learn=dict(batch_size=64), other=dict(replay_buffer=dict(replay_buffer_size=50))))
+    with pytest.raises(ConfigError) as err:
+        compile_with(create=create, **over)
+    assert str(err.value) == (
+        "policy.learn.batch_size=64 is larger than policy.other.replay_buffer.replay_buffer_size=50: the "
+        "buffer can never hold one batch, so the learner would never train. Set replay_buffer_size >= 64 "
+        "or batch_size <= 50."
+    )
+    over["policy"]["other"]["replay_buffer"]["replay_buffer_size"] = 64  # equal is enough
+    assert compile_with(create=create, **over).policy.learn.batch_size == 64
+
+
+def test_unknown_env_id_suggests_close_ids(tmp_path):
+    os.chdir(tmp_path)
+    main = small_main("env_id", env=dict(env_id="CartPole-v2"))
+    with pytest.raises(
+        EnvError, match=r"Unknown gymnasium env id 'CartPole-v2'\. Close registered ids: \[.*'CartPole-v1'"
+    ):
+        serial_pipeline((main, CREATE), max_train_iter=1)
+    main = small_main("env_id", env=dict(env_id="BadInputStpe-v0"))
+    with pytest.raises(EnvError, match=r"'BadInputStep-v0'"):
+        serial_pipeline((main, CREATE), max_train_iter=1)
+    main = small_main("env_id", env=dict(env_id=None))
+    with pytest.raises(EnvError, match=r"env\.env_id is not set; give a gymnasium id such as 'CartPole-v1'"):
+        serial_pipeline((main, CREATE), max_train_iter=1)
+
+
+@pytest.mark.parametrize(
+    "section, name, message",
+    [
+        ("policy", "dqm", r"Unknown policy type 'dqm'\. Did you mean 'dqn'"),
+        ("env", "gymnasum", r"Unknown env type 'gymnasum'\. Did you mean 'gymnasium'"),
+        ("env_manager", "subproces", r"Unknown env_manager type 'subproces'\. Did you mean 'subprocess'"),
+        ("replay_buffer", "advancd", r"Unknown buffer type 'advancd'\. Did you mean 'advanced'"),
+    ],
+)
+def test_unknown_component_types_suggest_the_registered_name(section, name, message):
+    with pytest.raises(RegistryError, match=message):
+        compile_with(create=dict(CREATE, **{section: dict(type=name)}))
+
+
+def test_unknown_create_config_section_lists_the_known_ones():
+    with pytest.raises(
+        ConfigError, match=r"Unknown create_config section\(s\) \['colector'\]; expected \[.*'collector'"
+    ):
+        compile_with(create=dict(CREATE, colector=dict(type="sample")))
