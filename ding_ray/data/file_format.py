@@ -165,6 +165,13 @@ def save_state(file_name: str, state: Mapping, buffer_type: str) -> None:
 
 
 def load_state(file_name: str, expected_type: str | None = None) -> dict:
-    """Read and verify a buffer file; see ``decode_state``."""
+    """Read and verify a buffer file; see ``decode_state``. The error names the file and what to do."""
     with open(file_name, "rb") as f:
-        return decode_state(f.read(), expected_type)
+        blob = f.read()
+    try:
+        return decode_state(blob, expected_type)
+    except DataFormatError as err:
+        raise DataFormatError(
+            f"File '{file_name}' cannot be loaded: {err} Nothing was loaded from it; use an intact copy "
+            "(an earlier snapshot, or write the data again), or go on without it (an empty buffer)."
+        ) from err
