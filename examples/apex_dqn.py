@@ -26,7 +26,7 @@ import ray
 from ding_ray import distributed  # its names load on first use: torch loads while Ray starts
 from ding_ray.configs.apex_dqn import create_config, main_config
 from ding_ray.entry.cli_commands import add_override_args, apply_override_args
-from ding_ray.framework import OnlineRLContext, Task
+from ding_ray.framework import Task
 from ding_ray.framework.middleware import (
     collector,
     data_pusher,
@@ -51,7 +51,7 @@ def main(seed: int, max_env_step: int | None, dashboard: bool = False) -> dict:
     # The actors behind the interfaces the stages call: collectors, buffer, learner, evaluator.
     # It checks the cluster can hold them first, and at the end saves the learner's final
     # checkpoint, writes result.json and frees the actors' names.
-    with distributed.RayComponents(cfg, plan, max_env_step) as rc, Task(OnlineRLContext()) as task:
+    with distributed.RayComponents(cfg, plan, max_env_step) as rc, Task(rc.context()) as task:
         task.use(interaction_evaluator(cfg, rc.evaluator))  # every eval_freq iters, on the latest weights
         task.use(eps_greedy_handler(cfg))  # epsilon by env steps, for the next collect calls
         task.use(collector(cfg, rc.collectors))  # relaunch idle collectors; refs of finished batches
@@ -60,6 +60,7 @@ def main(seed: int, max_env_step: int | None, dashboard: bool = False) -> dict:
         task.use(trainer(cfg, rc.learner, log_freq=1000))  # queue a train call; its priorities go back
         task.use(weights_publisher(rc.learner, rc.collectors, rc.evaluator))  # newest weights out
         task.use(rc.monitor())  # progress bar, TensorBoard, dashboard metrics
+        task.use(rc.checkpoint())  # run checkpoints: resume= goes on from them, dead actors come back
         task.use(termination_checker(max_env_step=max_env_step))
         task.use(rc.wait_any())  # block until some actor call finishes
         task.run()

@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import os
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,9 +23,18 @@ from ray.exceptions import RayActorError
 from ding_ray.data import Batch
 from ding_ray.distributed.buffer_actor import ReplayBufferActor
 from ding_ray.distributed.cluster import ClusterError, learner_name, lower_priority
+from ding_ray.distributed.errors import ActorDiedError
 from ding_ray.distributed.metrics import RayMetrics
 from ding_ray.distributed.weights import WeightsPublisher, WeightsRef, pull
-from ding_ray.errors import ActorDiedError
+from ding_ray.utils.checkpoint import (
+    LEARNER_FILE,
+    CheckpointStore,
+    learner_bytes,
+    load_learner_bytes,
+    restore_latest,
+    restore_learner,
+    storage_root,
+)
 from ding_ray.utils.runtime import set_torch_threads
 from ding_ray.worker import metrics
 from ding_ray.worker.eval_worker import EvalWorker
@@ -102,9 +112,25 @@ class LearnerWorker(LearnWorker):
         self._publisher = WeightsPublisher()
         self._publish_freq = max(1, int(publish_freq))
         self._metrics = RayMetrics("learner", cfg.exp_name, interval_s=1.0)
+        # A resumed run, or Ray restarting this actor after it died: go on from the latest checkpoint.
+        self._store = CheckpointStore(storage_root(cfg), cfg.checkpoint.keep)
+        self.restored_from = restore_latest(self._store, LEARNER_FILE, self._restore)
+        self._instance_id = uuid.uuid4().hex
 
     def ping(self) -> int:
         return self.train_iter
+
+    def instance(self) -> dict[str, Any]:
+        """Which process this is (a restart is another) and where it started from."""
+        return {"id": self._instance_id, "restored_from": self.restored_from, "train_iter": self.train_iter}
+
+    def _restore(self, data: bytes, where: str) -> None:
+        restore_learner(self._learner, load_learner_bytes(data, where))
+
+    def save_checkpoint_file(self, folder: str) -> dict[str, Any]:
+        """Write ``learner.pth`` of a run checkpoint into ``folder``; what ``meta.json`` records."""
+        info = self._store.write(folder, LEARNER_FILE, learner_bytes(self._learner))
+        return {"file": info, "train_iter": self.train_iter}
 
     def publish(self) -> WeightsRef:
         """Put the current weights into the object store (once per version) and return the ref."""
@@ -207,7 +233,9 @@ def create_actors(
     rc = cfg.ray
     cfg = copy.deepcopy(cfg)
     cfg.exp_name = os.path.abspath(cfg.exp_name)
-    core = dict(namespace=namespace, max_restarts=0)
+    # the learner and the buffer come back from the run's latest checkpoint (a learner group cannot)
+    core_restarts = rc.core_max_restarts if rc.get("num_learners", 1) == 1 else 0
+    core = dict(namespace=namespace, max_restarts=core_restarts, max_task_retries=0)
     restartable = dict(namespace=namespace, max_restarts=rc.max_restarts, max_task_retries=0)
 
     try:
@@ -245,7 +273,7 @@ def _create(
     if buffer:
         buffer_handle = ReplayBufferActor.options(
             name="buffer", num_cpus=rc.buffer_num_cpus, resources=dict(rc.buffer_resources), **core
-        ).remote(cfg.policy.other.replay_buffer, cfg.exp_name, int(cfg.seed))
+        ).remote(cfg.policy.other.replay_buffer, cfg.exp_name, int(cfg.seed), storage_root(cfg))
     collectors = [collector(0)]
     publish_freq = rc.publish_freq if publish_freq is None else publish_freq
     learner_options = dict(num_cpus=rc.learner_num_cpus, num_gpus=rc.learner_num_gpus, **core)

@@ -3,23 +3,52 @@ so the buffer actor is up in a fraction of the time the torch-based actors take.
 
 from __future__ import annotations
 
+import uuid
+
 import ray
 from easydict import EasyDict
 
 from ding_ray.data import Batch, create_buffer
 from ding_ray.distributed.metrics import RayMetrics
+from ding_ray.utils.checkpoint import (
+    BUFFER_FILE,
+    CheckpointStore,
+    buffer_bytes,
+    load_buffer_bytes,
+    restore_latest,
+)
 
 
 class BufferWorker:
     """The replay buffer named by ``policy.other.replay_buffer`` plus its dashboard metrics."""
 
-    def __init__(self, buffer_cfg: EasyDict, exp_name: str, seed: int = 0) -> None:
+    def __init__(
+        self, buffer_cfg: EasyDict, exp_name: str, seed: int = 0, checkpoints: str | None = None
+    ) -> None:
+        """``checkpoints``: the run's checkpoint storage root; when it holds a buffer snapshot (a
+        resumed run, or Ray restarting this actor after it died) the buffer starts from the latest."""
         self.buffer = create_buffer(buffer_cfg, exp_name=exp_name, instance_name="buffer")
         self.buffer.seed(seed)
         self._metrics = RayMetrics("buffer", exp_name, interval_s=1.0)
+        self._store = None if checkpoints is None else CheckpointStore(checkpoints)
+        self.restored_from = None
+        self._instance_id = uuid.uuid4().hex
+        if self._store is not None:
+            self.restored_from = restore_latest(
+                self._store, BUFFER_FILE, lambda data, where: load_buffer_bytes(self.buffer, data)
+            )
 
     def ping(self) -> int:
         return self.buffer.count()
+
+    def instance(self) -> dict:
+        """Which process this is (a restart is another) and where it started from."""
+        return {"id": self._instance_id, "restored_from": self.restored_from, "count": self.buffer.count()}
+
+    def save_checkpoint_file(self, folder: str) -> dict:
+        """Write ``buffer.msgpack`` of a run checkpoint into ``folder``; what ``meta.json`` records."""
+        info = self._store.write(folder, BUFFER_FILE, buffer_bytes(self.buffer))
+        return {"file": info, "count": self.buffer.count()}
 
     def push(self, batch: Batch, envstep: int = -1) -> None:
         self.buffer.push(batch, envstep)

@@ -113,7 +113,9 @@ def join_cluster(address: str, namespace: str, attempts: int = 3) -> None:
             time.sleep(2.0)
 
 
-def start_run(input_cfg: Any, seed: int = 0, save_cfg: bool = True) -> tuple[EasyDict, Plan, bool]:
+def start_run(
+    input_cfg: Any, seed: int = 0, save_cfg: bool = True, resume: str | None = None
+) -> tuple[EasyDict, Plan, bool]:
     """Compile the config and start (or join) Ray side by side: ``(cfg, plan, started_ray)``.
 
     Starting Ray takes seconds, mostly spent waiting on the processes it spawns; compiling the
@@ -121,9 +123,13 @@ def start_run(input_cfg: Any, seed: int = 0, save_cfg: bool = True) -> tuple[Eas
     first, so a driver whose own imports are light (``examples/apex_dqn.py``) has its first
     batch that much sooner. The Ray settings are read from the uncompiled ``ray`` section; the
     compiled config then checks every key. ``started_ray``: this call started Ray (shut it down).
+    ``resume``: the folder of a run to continue; the config then writes there (and the actors' namespace
+    is named after it), and ``RayComponents(..., resume=...)`` takes up from its latest checkpoint.
     """
-    input_cfg = split_input_cfg(input_cfg)  # a config file is read once, here
-    main_cfg = input_cfg[0]
+    main_cfg, create_cfg = split_input_cfg(input_cfg)  # a config file is read once, here
+    if resume is not None:
+        main_cfg = EasyDict({**main_cfg, "exp_name": os.fspath(resume)})
+    input_cfg = (main_cfg, create_cfg, resume)
     ray_cfg = RayConfig.default_config()
     ray_cfg.update(main_cfg.get("ray") or {})
     namespace = namespace_of(ray_cfg, main_cfg.get("exp_name") or "default_experiment")
@@ -145,10 +151,11 @@ def start_run(input_cfg: Any, seed: int = 0, save_cfg: bool = True) -> tuple[Eas
     return cfg, plan, started
 
 
-def _compile(input_cfg: Any, seed: int, save_cfg: bool) -> EasyDict:
+def _compile(input_cfg: tuple, seed: int, save_cfg: bool) -> EasyDict:
     from ding_ray.entry.ray_entry import compile_ray_config  # torch, the policy: the slow imports
 
-    return compile_ray_config(input_cfg, seed, save_cfg)
+    main_cfg, create_cfg, resume = input_cfg
+    return compile_ray_config((main_cfg, create_cfg), seed, save_cfg, renew_dir=resume is None)
 
 
 def learner_name(rank: int) -> str:

@@ -4,19 +4,24 @@ What every Ray run does around its pipeline lives here, once, for ``ray_pipeline
 driver script alike: the cluster check (fail in seconds when the cluster is too small), the
 actors (``create_actors``) behind their stage interfaces (``collectors``, ``buffer``,
 ``learner``, ``evaluator``), a rate limiter between collection and sampling (async pipeline),
-and, when the ``with`` block ends, the learner's final checkpoint, ``result.json`` (also for a
-failed run, with its error) and the actors killed so their names are free again::
+run checkpoints (``rc.checkpoint()``, and one at the end or on Ctrl-C/SIGTERM), the learner and
+buffer brought back from them when they die (``Recovery``), a resumed run's counters
+(``resume=``, ``rc.context()``), and, when the ``with`` block ends, the learner's final
+checkpoint, ``result.json`` (also for a failed run, with its error) and the actors killed so their
+names are free again::
 
-    with RayComponents(cfg, plan) as rc, Task(OnlineRLContext()) as task:
+    with RayComponents(cfg, plan) as rc, Task(rc.context()) as task:
         task.use(collector(cfg, rc.collectors))
         ...
         task.use(rc.monitor())                  # progress bar, TensorBoard, dashboard metrics
+        task.use(rc.checkpoint())               # run checkpoints every checkpoint.freq iterations
         task.use(rc.wait_any())                 # block until one actor call finishes
         task.run()
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import os
@@ -28,12 +33,16 @@ from easydict import EasyDict
 
 from ding_ray.data.rate_limiter import RateLimiter
 from ding_ray.distributed.actors import create_actors
+from ding_ray.distributed.checkpointer import RayCheckpointer
 from ding_ray.distributed.cluster import check_cluster
 from ding_ray.distributed.config import Plan
+from ding_ray.distributed.errors import ActorDiedError
 from ding_ray.distributed.monitor import RunMonitor
-from ding_ray.distributed.remote import RemoteBuffer, RemoteEvaluator, RemoteLearner, get
+from ding_ray.distributed.recovery import Recovered, Recovery
+from ding_ray.distributed.remote import RemoteBuffer, RemoteEvaluator, RemoteLearner
 from ding_ray.distributed.remote_collectors import RemoteCollectors
 from ding_ray.framework import OnlineRLContext, current_task
+from ding_ray.utils.checkpoint import checkpoint_store
 from ding_ray.utils.result import write_result
 from ding_ray.utils.runtime import process_age_s, set_torch_threads
 from ding_ray.worker import metrics
@@ -50,48 +59,129 @@ def pipeline_of(cfg: EasyDict) -> str:
 
 class RayComponents:
     def __init__(
-        self, cfg: EasyDict, plan: Plan, max_env_step: int | None = None, started_at: float | None = None
+        self,
+        cfg: EasyDict,
+        plan: Plan,
+        max_env_step: int | None = None,
+        started_at: float | None = None,
+        resume: str | None = None,
     ) -> None:
+        """``resume``: the folder of a run to continue from its latest checkpoint (``cfg`` is that
+        run's config: ``start_run(..., resume=...)`` compiles it so)."""
         self._start = time.perf_counter() if started_at is None else started_at  # for result.json's wall_s
         set_torch_threads(cfg.ray.torch_threads)  # the driver too: it shares the cores
         self.cfg, self.plan = cfg, plan
         self.pipeline = pipeline_of(cfg)
         sync = self.pipeline == "sync"
+        self.store, self.resumed = checkpoint_store(cfg, resume)  # before any actor reads it
         if cfg.ray.check_resources:
             check_cluster(cfg.ray)
         # sync: each round splits n_sample over the collectors
         per_call = math.ceil(plan.n_sample / cfg.ray.num_collectors) if sync else plan.n_sample
         self.actors = create_actors(cfg, plan.namespace, n_sample=per_call, buffer=not sync)
+        self.recovery = Recovery(self.actors, cfg.ray.actor_start_timeout_s, cfg.ray.core_max_restarts)
+        meta = {} if self.resumed is None else self.resumed.meta
         self.limiter = None
         if not sync:
             self.limiter = RateLimiter(plan.samples_per_insert, plan.min_replay_size, plan.tolerance)
             self.limiter.check_chunks(plan.n_sample, plan.sample_size)
+            self.limiter.inserted = int((meta.get("limiter") or {}).get("inserted", 0))
+            self.limiter.sampled = int((meta.get("limiter") or {}).get("sampled", 0))
         self.collectors = RemoteCollectors(cfg, self.actors, plan, self.limiter, sync=sync)
         self.buffer = (
             None
             if sync
             else RemoteBuffer(
-                self.actors, self.limiter, cfg.ray.train_iters_per_call, max_in_flight=cfg.ray.sample_prefetch
+                self.actors,
+                self.recovery,
+                self.limiter,
+                cfg.ray.train_iters_per_call,
+                max_in_flight=cfg.ray.sample_prefetch,
             )
         )
         self.learner = RemoteLearner(
             self.actors,
+            self.recovery,
             self.buffer,
             on_policy=sync,
             start_timeout_s=cfg.ray.actor_start_timeout_s,
             priority=bool(cfg.policy.get("priority", False)),
+            train_iter=int(meta.get("train_iter", 0)),
         )
         # On-policy policies can peak and fall back within a few rounds: every due version is
         # evaluated (a backlog, also of those due while the evaluator starts), not only the latest.
         self.evaluator = RemoteEvaluator(self.actors, max_backlog=8 if sync else 0)
-        self.ctx: Any = OnlineRLContext()  # the latest context the monitor saw, for result.json
+        self.checkpointer = RayCheckpointer(cfg, self.actors, self.recovery, self.store, self.resumed)
+        self.recovery.on_restart("buffer", self._buffer_restarted)
+        self.ctx: Any = self.context()  # the latest context the monitor saw, for result.json
+        if self.resumed is not None:
+            self._resume_counters(meta)
         self.result: dict[str, Any] | None = None
         self.state: dict[str, Any] | None = None  # the learner's final state, once the run ended well
         self.stop_weights: Any = None  # the weights that reached the stop value, once the run ended well
         self._max_env_step = max_env_step
         self._monitor: RunMonitor | None = None
 
+    # ----- resume and recovery ------------------------------------------------------------------
+    def context(self) -> OnlineRLContext:
+        """A new context for the run's ``Task``: a resumed run's counters go on from its checkpoint."""
+        ctx = OnlineRLContext()
+        if self.resumed is not None:
+            meta = self.resumed.meta
+            ctx.env_step, ctx.env_episode = int(meta["env_steps"]), int(meta.get("episodes", 0))
+            ctx.train_iter = int(meta["train_iter"])
+            ctx.last_eval_iter = int(meta.get("evaluator", {}).get("last_eval_iter", -1))
+            if meta.get("last_eval_return") is not None:
+                ctx.last_eval_value = float(meta["last_eval_return"])
+        return ctx
+
+    def _resume_counters(self, meta: dict) -> None:
+        self.collectors.envstep = int(meta["env_steps"])
+        self.collectors.envepisode = int(meta.get("episodes", 0))
+        self.evaluator.best_return = meta.get("evaluator", {}).get("best_return")
+        if self.resumed.has_buffer:
+            self.collectors.skip_warm_up()  # the buffer starts full again
+        logger.info(
+            "resuming %s at iteration %d, %d env steps",
+            self.resumed.folder,
+            meta["train_iter"],
+            meta["env_steps"],
+        )
+
+    def _buffer_restarted(self, instance: dict, event: dict) -> None:
+        """The buffer is back from its latest snapshot: the transitions inserted since are lost."""
+        at = (self.checkpointer.meta_of(instance["restored_from"]).get("limiter") or {}).get("inserted", 0)
+        inserted = self.limiter.inserted if self.limiter is not None else 0
+        event["lost_transitions"] = max(0, inserted - int(at))
+        event["buffer_count"] = instance["count"]
+
+    def _counters(self) -> dict[str, Any]:
+        """The driver's part of a checkpoint's ``meta.json``."""
+        ctx = self.ctx
+        return dict(
+            env_steps=ctx.env_step,
+            episodes=ctx.env_episode,
+            evaluator=dict(best_return=self.evaluator.best_return, last_eval_iter=ctx.last_eval_iter),
+            last_eval_return=None if ctx.last_eval_iter < 0 else ctx.last_eval_value,
+            limiter=None if self.limiter is None else self.limiter.state(),
+            pipeline=f"ray-{self.pipeline}",
+            config=self.cfg,
+        )
+
     # ----- stages --------------------------------------------------------------------------------
+    def checkpoint(self):
+        """Run checkpoints every ``checkpoint.freq`` learner iterations: the learner and the buffer
+        actor write their files while training goes on, the driver commits them once in.
+
+        Reads ctx: train_iter, env_step, env_episode, last_eval_iter, last_eval_value.
+        """
+
+        def _checkpoint(ctx: OnlineRLContext) -> None:
+            self.ctx = ctx
+            self.checkpointer.step(ctx.train_iter, self._counters)
+
+        return _checkpoint
+
     def wait_any(self, timeout_s: float = 1.0):
         """Block until a call of some actor finishes; not while the driver has work of its own: the
         buffer to warm up, or a sample to launch because the learner just finished a call (the
@@ -145,7 +235,8 @@ class RayComponents:
                 monitor.scalars[metrics.BUFFER_SAMPLES_PER_INSERT] = self.limiter.samples_per_insert_now()
             # buffer size, pushes and samples: one stats call in flight, never waited on
             if stats["ref"] is not None and ray.wait([stats["ref"]], timeout=0)[0]:
-                monitor.update(get(self.actors, stats["ref"]))
+                with contextlib.suppress(Recovered):  # the buffer died meanwhile: ask the new one
+                    monitor.update(self.recovery.get(stats["ref"]))
                 stats["ref"] = None
             due = time.monotonic() - stats["at"] >= self.cfg.ray.report_interval_s
             if stats["ref"] is None and self.actors.buffer is not None and due:
@@ -170,6 +261,10 @@ class RayComponents:
         # the evaluator runs beside training: the weights that reached the stop value were taken
         # at this many env steps, while env_steps counts what was collected until it said so
         out["stop_env_step"] = self.evaluator.stop_env_step
+        out["recoveries"] = self.recovery.events  # each restart of the learner or buffer, and what it lost
+        out.update(self.checkpointer.summary())
+        if self.resumed is not None:
+            out["resumed_from"] = self.resumed.folder
         if self.limiter is not None:
             out.update(
                 samples_per_insert_target=self.limiter.samples_per_insert,
@@ -219,11 +314,24 @@ class RayComponents:
                 self._monitor.report(self.ctx.env_step, self.ctx.train_iter, last_eval, force=True)
                 self._monitor.close()
             self.collectors.close()
+            if exc is None or isinstance(exc, KeyboardInterrupt):  # Ctrl-C, SIGTERM: resume= goes on
+                self._last_checkpoint()
             if exc is None:
                 if self.evaluator.stop_weights is not None:  # held by the learner: fetch before the kill
                     self.stop_weights = ray.get(self.evaluator.stop_weights.ref)
-                self.state = get(self.actors, self.actors.learner.state_dict.remote())
-                get(self.actors, self.actors.learner.close.remote())  # after_run hooks: the final checkpoint
+                self.state = self.recovery.get(self.actors.learner.state_dict.remote())
+                # after_run hooks: ckpt_final.pth.tar
+                self.recovery.get(self.actors.learner.close.remote())
             self.write_result(exc)
         finally:
+            self.recovery.sweep(wait_s=1.0)
             self.actors.kill()
+
+    def _last_checkpoint(self) -> None:
+        try:
+            ckpt = self.checkpointer.save_now(self.ctx.train_iter, self._counters)
+        except (Recovered, ActorDiedError) as err:  # the run's earlier checkpoints stay
+            logger.warning("no checkpoint at the end of the run: %s", err)
+            return
+        if ckpt is not None:
+            logger.info("saved %s: resume=%r continues the run", ckpt.folder, self.cfg.exp_name)

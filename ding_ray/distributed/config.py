@@ -46,7 +46,10 @@ class RayConfig:
         torch_threads=1,  # torch threads of driver, collectors, evaluator (learner: policy.learn.num_threads)
         helper_nice=0,  # niceness added to collectors and evaluator (e.g. 5: the learner gets the CPU
         # first on a dedicated small machine; on a shared one, others' processes then starve them)
-        max_restarts=-1,  # restarts of a dead collector or evaluator (-1: unlimited); learner/buffer: none
+        max_restarts=-1,  # restarts of a dead collector or evaluator (-1: unlimited)
+        # restarts of a dead learner or buffer actor; each reloads the run's latest checkpoint (see the
+        # checkpoint section) and the run goes on. 0: a dead one ends the run. A learner group: none.
+        core_max_restarts=3,
         n_sample=None,  # transitions per collect call; None: policy.collect.n_sample
         samples_per_insert=None,  # sampled / inserted items; None: update_per_collect*batch_size/n_sample
         samples_per_insert_tolerance=None,  # items the ratio may drift; None: 2x the largest call

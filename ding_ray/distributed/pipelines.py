@@ -44,6 +44,7 @@ def async_pipeline(
     task.use(trainer(cfg, rc.learner, log_freq=1000))
     task.use(weights_publisher(rc.learner, rc.collectors, rc.evaluator))
     task.use(rc.monitor())
+    task.use(rc.checkpoint())
     task.use(termination_checker(max_env_step, max_train_iter))
     task.use(rc.wait_any())
     return task
@@ -67,5 +68,6 @@ def sync_pipeline(
     task.use(gae_estimator(cfg, None))  # the collector actors computed the advantages
     task.use(trainer(cfg, rc.learner, log_freq=1000))
     task.use(rc.monitor())
+    task.use(rc.checkpoint())
     task.use(termination_checker(max_env_step, max_train_iter))
     return task

@@ -10,8 +10,10 @@ evaluator) and turns them into remote calls that do not block the driver:
 - the learner's weights are published through the object store (``weights()`` gives the latest
   ``WeightsRef``) for the ``weights_publisher`` stage to hand to collectors and evaluator.
 
-A dead learner or buffer ends the run with an ``ActorDiedError`` naming it; a dead evaluator is
-waited for while Ray restarts it, and evaluates the latest weights once back.
+A dead learner or buffer is waited for while Ray restarts it from the run's latest checkpoint
+(``Recovery``): what was in flight on it is dropped and counted, and the run goes on; one that does
+not come back ends the run with an ``ActorDiedError`` naming it. A dead evaluator is waited for
+while Ray restarts it, and evaluates the latest weights once back.
 """
 
 from __future__ import annotations
@@ -23,43 +25,20 @@ from dataclasses import dataclass
 from typing import Any
 
 import ray
-from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError
+from ray.exceptions import RayActorError
 
 from ding_ray.data.rate_limiter import RateLimiter
 from ding_ray.distributed.actors import Actors
 from ding_ray.distributed.cluster import ClusterError
+from ding_ray.distributed.errors import ActorDiedError
+from ding_ray.distributed.recovery import Recovered, Recovery
 from ding_ray.distributed.weights import WeightsRef
-from ding_ray.errors import ActorDiedError
 from ding_ray.utils.runtime import process_age_s
 from ding_ray.worker import metrics
 
 logger = logging.getLogger(__name__)
 
 MAX_EVAL_FAILURES = 3
-
-
-def get(actors: Actors, ref: Any, timeout: float | None = None) -> Any:
-    """``ray.get`` a learner or buffer call; their death ends the run with an error naming them."""
-    try:
-        return ray.get(ref, timeout=timeout)
-    except (RayActorError, RayTaskError) as err:
-        raise diagnose(actors, err) from err
-
-
-def diagnose(actors: Actors, err: Exception) -> Exception:
-    """The error to raise for ``err``: ``ActorDiedError`` naming a dead learner or buffer."""
-    for name, handle in (("learner", actors.learner), ("buffer", actors.buffer)):
-        if handle is None:  # the sync pipeline has no buffer
-            continue
-        try:
-            ray.get(handle.ping.remote(), timeout=30)
-        except (RayActorError, GetTimeoutError) as dead:
-            return ActorDiedError(
-                f"The {name} actor '{name}' (namespace '{actors.namespace}') died: {dead}. The learner and "
-                "the buffer are not restarted (recovering them from checkpoints is not supported yet), so "
-                "the run stops here; see the actor's log in the Ray dashboard."
-            )
-    return err
 
 
 class RemoteBuffer:
@@ -70,29 +49,40 @@ class RemoteBuffer:
     def __init__(
         self,
         actors: Actors,
+        recovery: Recovery,
         limiter: RateLimiter | None = None,
         batches_per_call: int = 1,
         max_in_flight: int = 2,
     ) -> None:
-        self.actors, self.handle, self.limiter = actors, actors.buffer, limiter
+        self.actors, self.handle, self.recovery, self.limiter = actors, actors.buffer, recovery, limiter
         self.batches_per_call, self.max_in_flight = int(batches_per_call), int(max_in_flight)
         self.in_flight = 0  # sampled batches the learner has not finished training on
         self.learner_waits = 0  # times the learner ran dry because the collectors were behind
         self._pushes: list = []
+        self._updates: list = []
         self._last_n: int | None = None  # items of the last sample call
+        recovery.on_restart("buffer", self._restarted)
 
     def push(self, data: Any, cur_collector_envstep: int = -1) -> None:
         """Store the batch (or list of batches) behind the reference(s) ``data``."""
         for ref in data if isinstance(data, list) else [data]:
             self._pushes.append(self.handle.push.remote(ref, cur_collector_envstep))
-        done, self._pushes = ray.wait(self._pushes, num_returns=len(self._pushes), timeout=0)
+        self._pushes = self._take_finished(self._pushes)
+
+    def _take_finished(self, refs: list) -> list:
+        """Take the outcome of the calls of ``refs`` that finished; the others."""
+        done, refs = ray.wait(refs, num_returns=len(refs), timeout=0)
         for ref in done:
             try:
-                ray.get(ref)
-            except ray.exceptions.ObjectLostError as err:  # its collector died before the buffer read it
-                logger.warning("a pushed batch was lost with its collector: %s", err)
-            except (RayActorError, RayTaskError) as err:
-                raise diagnose(self.actors, err) from err
+                self.recovery.get(ref)
+            except Recovered as err:  # the buffer died with it, or its collector did before it was read
+                logger.info("a pushed batch or a priority update was lost: %s", err)
+        return refs
+
+    def _restarted(self, instance: dict, event: dict) -> None:
+        """The buffer is back: what was being pushed or updated went with the dead one."""
+        self.recovery.discard(self._pushes + self._updates)
+        self._pushes, self._updates = [], []
 
     def sample(self, size: int, train_iter: int = 0, **_: Any) -> Any:
         """A reference to ``size * batches_per_call`` sampled items, or None (not yet)."""
@@ -125,7 +115,8 @@ class RemoteBuffer:
     def update(self, info: Any) -> None:
         """New priorities: a reference (or list of them) to the learner's priority info."""
         for ref in info if isinstance(info, list) else [info]:
-            self.handle.update.remote(ref)
+            self._updates.append(self.handle.update.remote(ref))
+        self._updates = self._take_finished(self._updates)
 
     def stats(self) -> Any:
         return self.handle.stats.remote()
@@ -147,14 +138,17 @@ class RemoteLearner:
     def __init__(
         self,
         actors: Actors,
+        recovery: Recovery,
         buffer: RemoteBuffer | None = None,
         on_policy: bool = False,
         start_timeout_s: float = 120.0,
         priority: bool = False,
+        train_iter: int = 0,
     ) -> None:
         self.actors, self.handle, self.buffer, self.on_policy = actors, actors.learner, buffer, on_policy
+        self.recovery = recovery
         self.members = actors.learners or [actors.learner]  # a learner group: every call goes to all
-        self.train_iter = 0
+        self.train_iter = train_iter  # a resumed run's learner starts from its checkpoint
         self.priority_info: list | None = None  # refs of the priorities of the calls just finished
         self.latest: WeightsRef | None = None
         self.train_s = 0.0  # seconds the learner spent in train calls
@@ -164,6 +158,22 @@ class RemoteLearner:
         self._first_publish: Any = self.handle.publish.remote()
         self._start_timeout_s = start_timeout_s
         self._created = time.monotonic()
+        recovery.on_restart("learner", self._restarted)
+
+    def _restarted(self, instance: dict, event: dict) -> None:
+        """The learner is back from its latest checkpoint: the iterations since are lost, the calls
+        in flight too (their samples go back to the rate limiter), and it publishes again."""
+        event["lost_train_iters"] = max(0, self.train_iter - instance["train_iter"])
+        self.train_iter = instance["train_iter"]
+        for call in self._calls:
+            if self.buffer is not None:
+                self.buffer.sample_done(call.size, trained=False)
+            self.recovery.discard([call.info, *(call.priority or []), *call.others])
+        self._calls.clear()
+        if self._first_publish is not None:
+            self.recovery.discard([self._first_publish])
+        self.latest = None
+        self._first_publish = self.handle.publish.remote()
 
     @property
     def pending(self) -> bool:
@@ -180,15 +190,18 @@ class RemoteLearner:
         if self._first_publish is not None:
             wait = self._start_timeout_s if self.on_policy else 0
             if ray.wait([self._first_publish], timeout=wait)[0]:
-                self._take_weights(get(self.actors, self._first_publish))
-                self._first_publish = None
-                logger.info("learner ready %.1f s after launch", process_age_s())
+                try:
+                    self._take_weights(self.recovery.get(self._first_publish))
+                    self._first_publish = None
+                    logger.info("learner ready %.1f s after launch", process_age_s())
+                except Recovered:  # the learner died first; it publishes again once back
+                    pass
             elif self.on_policy:
                 self.check_started()
         return None if self.latest is None else (self.latest.version, self.latest)
 
     def _take_weights(self, weights: WeightsRef) -> None:
-        if self.latest is None or weights.version > self.latest.version:
+        if weights.newer_than(self.latest):
             self.latest = weights
 
     def train(self, data: Any, envstep: int = -1) -> dict | None:
@@ -197,7 +210,11 @@ class RemoteLearner:
             if not data:
                 return None
             calls = [m.train_sync.remote(envstep, *data) for m in self.members]
-            info = get(self.actors, calls)[0]  # member 0's: it publishes
+            try:
+                info = self.recovery.get(calls)[0]  # member 0's: it publishes
+            except Recovered:  # the round is lost with the learner (or with a collector's batch)
+                self.recovery.discard(calls)
+                return None
             self.train_s += info["seconds"]
             return self._took(info)
         if data is not None:
@@ -213,13 +230,19 @@ class RemoteLearner:
         out, priorities = None, []
         while self._calls and ray.wait([self._calls[0].info], timeout=0)[0]:
             call = self._calls.popleft()
-            info = get(self.actors, call.info)
+            try:
+                info = self.recovery.get(call.info)
+                self.recovery.get(call.others)  # the other members' infos: their errors surface here
+            except Recovered:  # the learner died under it, or the buffer under its sample
+                if self.buffer is not None:
+                    self.buffer.sample_done(call.size, trained=False)
+                self.recovery.discard([*(call.priority or []), *call.others])
+                continue
             self.train_s += info["seconds"]
             if self._first_train is None:
                 self._first_train = time.monotonic() - info["seconds"]
             if self.buffer is not None:
                 self.buffer.sample_done(call.size, trained=info["iters"] > 0)
-            get(self.actors, call.others)  # the other members' infos: their errors surface here
             if info["iters"] > 0 and call.priority is not None:
                 priorities += call.priority
             out = self._took(info)
@@ -277,7 +300,7 @@ class RemoteEvaluator:
         return [] if self._ref is None else [self._ref]
 
     def load_weights(self, version: int, weights: WeightsRef) -> bool:
-        if self.weights is not None and version <= self.weights.version:
+        if not weights.newer_than(self.weights):
             return False
         self.weights = weights
         self.actors.start_evaluator()

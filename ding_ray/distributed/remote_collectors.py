@@ -66,7 +66,7 @@ class RemoteCollectors:
     def load_weights(self, version: int, weights: WeightsRef) -> bool:
         """Use ``weights`` from the next call on. The first weights also start the collectors that
         were left for later, so that they did not compete with the starting learner for the CPU."""
-        if self.weights is not None and version <= self.weights.version:
+        if not weights.newer_than(self.weights):
             return False
         if self.weights is None:
             self._adopt()
@@ -89,6 +89,10 @@ class RemoteCollectors:
         if not data and self.warming_up:
             data.append(self._warm_up(train_iter))
         return data
+
+    def skip_warm_up(self) -> None:
+        """No random transitions first: a resumed run's buffer starts with its snapshot."""
+        self._random_left = 0
 
     @property
     def warming_up(self) -> bool:

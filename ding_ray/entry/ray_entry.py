@@ -13,20 +13,24 @@ from ding_ray.config import compile_config
 from ding_ray.config.compile import split_input_cfg
 from ding_ray.envs import get_vec_env_setting
 from ding_ray.errors import ConfigError
-from ding_ray.framework import OnlineRLContext, Task
-from ding_ray.utils.runtime import setup_logging
+from ding_ray.framework import Task
+from ding_ray.utils.runtime import setup_logging, sigterm_as_interrupt
 
 # torch, the policies and the actors' code load in start_run's thread while Ray starts, not on import
 
 
-def compile_ray_config(input_cfg: Any, seed: int = 0, save_cfg: bool = True) -> EasyDict:
-    """``compile_config`` with the ``ray`` section's defaults, and model shapes read from the env."""
+def compile_ray_config(
+    input_cfg: Any, seed: int = 0, save_cfg: bool = True, renew_dir: bool = True
+) -> EasyDict:
+    """``compile_config`` with the ``ray`` section's defaults, and model shapes read from the env.
+    ``renew_dir=False``: write into ``exp_name`` even if it exists (a resumed run)."""
     main_cfg, create_cfg = split_input_cfg(input_cfg)
     cfg = compile_config(
         main_cfg,
         seed=seed,
         create_cfg=create_cfg,
         save_cfg=save_cfg,
+        renew_dir=renew_dir,
         # A run into an existing experiment folder gets a fresh <exp_name>_<yymmdd_HHMMSS> one, as
         # serial runs do; its actors' namespace is named after it, so two runs never share names.
         extra_defaults={"ray": distributed.RayConfig.default_config()},
@@ -56,6 +60,7 @@ def ray_pipeline(
     seed: int = 0,
     max_env_step: int | None = None,
     max_train_iter: int | None = None,
+    resume: str | None = None,
 ) -> Any:
     """Train with collector, evaluator, buffer and learner actors until ``env.stop_value`` or a
     budget is reached; return the trained policy (learn, collect and eval modes).
@@ -65,17 +70,23 @@ def ray_pipeline(
     logs under ``<exp_name>/log/ray``, the best evaluated weights as
     ``<exp_name>/ckpt/ckpt_best.pth.tar``, the learner's final ones as ``ckpt_final.pth.tar``, and
     ``<exp_name>/result.json`` (also when the run fails, with the error).
+
+    Run checkpoints every ``checkpoint.freq`` learner iterations (and at the end, and on Ctrl-C or
+    SIGTERM) go to ``<exp_name>/checkpoints`` or ``checkpoint.storage_path``; a learner or buffer
+    actor that dies comes back from the latest one. ``resume=<run folder>`` continues that run.
     """
     start = time.perf_counter()
     setup_logging()
-    cfg, plan, started_ray = distributed.start_run(input_cfg, seed)  # compiles the config while Ray starts
+    # compiles the config while Ray starts
+    cfg, plan, started_ray = distributed.start_run(input_cfg, seed, resume=resume)
     from ding_ray.policy import create_policy
     from ding_ray.policy.weights import load_weights
 
     try:
         with (
-            distributed.RayComponents(cfg, plan, max_env_step, started_at=start) as rc,
-            Task(OnlineRLContext()) as task,
+            sigterm_as_interrupt(),
+            distributed.RayComponents(cfg, plan, max_env_step, started_at=start, resume=resume) as rc,
+            Task(rc.context()) as task,
         ):
             build = distributed.sync_pipeline if rc.pipeline == "sync" else distributed.async_pipeline
             build(task, cfg, rc, max_env_step, max_train_iter)

@@ -26,14 +26,12 @@ from ding_ray.utils.checkpoint import (
     BUFFER_FILE,
     LEARNER_FILE,
     Checkpoint,
-    CheckpointStore,
     buffer_bytes,
-    find_checkpoint,
+    checkpoint_store,
     learner_bytes,
     load_buffer_bytes,
     load_learner_bytes,
-    set_rng_state,
-    storage_root,
+    restore_learner,
 )
 from ding_ray.utils.registry import POLICY_REGISTRY
 from ding_ray.utils.result import _finite_or_none, log_config, write_result
@@ -208,10 +206,7 @@ class SerialRun:
             save_cfg=True,
             renew_dir=not (self.resume_training or resume is not None),
         )
-        self.store, self.resumed = CheckpointStore(storage_root(cfg), cfg.checkpoint.keep), None
-        if resume is not None:
-            self.resumed = find_checkpoint(resume, cfg)[1]
-            check_same_run(self.resumed, cfg)
+        self.store, self.resumed = checkpoint_store(cfg, resume)
         set_torch_threads(cfg.policy.learn.get("num_threads", 1))
         set_pkg_seed(cfg.seed, use_cuda=cfg.policy.cuda)
         collector_env, evaluator_env = build_envs(cfg, dynamic_seed, env_setting)
@@ -293,8 +288,8 @@ class SerialRun:
         """Write a run checkpoint of everything the loop holds now."""
         learner, collector, evaluator = self.learner, self.collector, self.evaluator
         folder = self.store.folder(learner.train_iter)
-        state = learner_bytes(learner.policy.state_dict(), learner.train_iter, collector.envstep)
-        files = {LEARNER_FILE: self.store.write(folder, LEARNER_FILE, state)}
+        learner.collector_envstep = collector.envstep
+        files = {LEARNER_FILE: self.store.write(folder, LEARNER_FILE, learner_bytes(learner))}
         if self.buffer is not None and self.cfg.checkpoint.save_buffer:
             files[BUFFER_FILE] = self.store.write(folder, BUFFER_FILE, buffer_bytes(self.buffer))
         meta = dict(
@@ -313,16 +308,14 @@ class SerialRun:
     def restore(self, ckpt: Checkpoint) -> None:
         """Put the run back where ``ckpt`` left it (the envs start new episodes)."""
         state = load_learner_bytes(self.store.read(ckpt, LEARNER_FILE), f"{ckpt.folder}/{LEARNER_FILE}")
-        self.learner.policy.load_state_dict(state["policy"])
-        self.learner.last_iter.update(state["train_iter"])
-        self.learner.collector_envstep = self.collector.envstep = state["envstep"]
+        restore_learner(self.learner, state)
+        self.collector.envstep = state["envstep"]
         self.collector.envepisode = ckpt.meta.get("episodes", 0)
         evaluator = ckpt.meta.get("evaluator", {})
         self.evaluator.restore(evaluator.get("best_return"), evaluator.get("last_eval_iter", -1))
         self.last_eval = ckpt.meta.get("last_eval_return")
         if self.buffer is not None and ckpt.has_buffer:
             load_buffer_bytes(self.buffer, self.store.read(ckpt, BUFFER_FILE))
-        set_rng_state(state["rng"])
         logging.getLogger(__name__).info(
             "resumed %s at iteration %d, %d env steps%s",
             ckpt.folder,
@@ -356,20 +349,6 @@ class SerialRun:
         for close in self.closers:
             close()
         self.tb_logger.close()
-
-
-def check_same_run(ckpt: Checkpoint, cfg: EasyDict) -> None:
-    """A checkpoint resumes only the policy and env it was written for."""
-    saved = ckpt.meta.get("config") or {}
-    for path in (("policy", "type"), ("env", "env_id")):
-        old, new = saved, cfg
-        for key in path:
-            old, new = (old or {}).get(key), (new or {}).get(key)
-        if old != new:
-            raise ConfigError(
-                f"resume: the checkpoint {ckpt.folder} was written by a run with {'.'.join(path)}={old!r}, "
-                f"and this config has {new!r}. Resume with the config of that run, or start a new one."
-            )
 
 
 def _budget_spent(

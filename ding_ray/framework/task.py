@@ -32,7 +32,7 @@ from concurrent.futures import ThreadPoolExecutor
 from types import GeneratorType
 from typing import Any
 
-from ding_ray.errors import StageError
+from ding_ray.errors import ActorDiedError, StageError
 from ding_ray.framework.context import Context, OnlineRLContext
 
 logger = logging.getLogger(__name__)
@@ -137,6 +137,9 @@ class Task:
                 stack.append((name, result))
                 return result
         except StageError:
+            raise
+        except ActorDiedError as e:  # kept as it is, so that `except RayActorError` catches a dead actor
+            e.add_note(f"(raised in stage '{name}')")
             raise
         except Exception as e:
             raise StageError(f"Stage '{name}' failed: {type(e).__name__}: {e}") from e

@@ -199,6 +199,17 @@ class CheckpointStore:
         return meta
 
 
+def restore_latest(store: CheckpointStore, name: str, restore: Any) -> str | None:
+    """``restore(bytes, where)`` with file ``name`` of the latest complete checkpoint holding one;
+    the checkpoint's folder, or None when there is none (a new run)."""
+    ckpt = store.latest()
+    if ckpt is None or name not in ckpt.meta["files"]:
+        return None
+    restore(store.read(ckpt, name), f"{ckpt.folder}/{name}")
+    logger.info("restored %s from %s (iteration %d)", name, ckpt.folder, ckpt.train_iter)
+    return ckpt.folder
+
+
 def find_checkpoint(run_dir: str, cfg: Mapping | None = None) -> tuple[CheckpointStore, Checkpoint]:
     """The latest complete checkpoint of the run in ``run_dir`` (or under ``cfg``'s storage path):
     what ``resume=`` continues from. No checkpoint there is a ``ConfigError`` saying so."""
@@ -214,23 +225,63 @@ def find_checkpoint(run_dir: str, cfg: Mapping | None = None) -> tuple[Checkpoin
     return store, ckpt
 
 
+def checkpoint_store(cfg: Mapping, resume: str | None = None) -> tuple[CheckpointStore, Checkpoint | None]:
+    """The run's checkpoint store, and with ``resume`` the checkpoint to go on from.
+
+    A new run must find no checkpoint there: its actors would start from it (a shared
+    ``checkpoint.storage_path`` that holds an earlier run of the same name), so that is a
+    ``ConfigError`` naming ``resume=`` and the way to a fresh folder.
+    """
+    if resume is not None:
+        store, ckpt = find_checkpoint(resume, cfg)
+        check_same_run(ckpt, cfg)
+        return store, ckpt
+    store = CheckpointStore(storage_root(cfg), (cfg.get("checkpoint") or {}).get("keep", 2))
+    if store.latest() is not None:
+        raise ConfigError(
+            f"{store.dir} already holds checkpoints of an earlier run named like this one. Continue that run "
+            "with resume=<its folder>, or give this one another exp_name (or checkpoint.storage_path)."
+        )
+    return store, None
+
+
+def check_same_run(ckpt: Checkpoint, cfg: Mapping) -> None:
+    """A checkpoint resumes only the policy and env it was written for."""
+    saved = ckpt.meta.get("config") or {}
+    for path in (("policy", "type"), ("env", "env_id")):
+        old, new = saved, cfg
+        for key in path:
+            old, new = (old or {}).get(key), (new or {}).get(key)
+        if old != new:
+            raise ConfigError(
+                f"resume: the checkpoint {ckpt.folder} was written by a run with {'.'.join(path)}={old!r}, "
+                f"and this config has {new!r}. Resume with the config of that run, or start a new one."
+            )
+
+
 # ----- the learner file --------------------------------------------------------------------------------
-def learner_bytes(
-    policy_state: Mapping, train_iter: int, envstep: int, extra: Mapping | None = None
-) -> bytes:
-    """``learner.pth``: the policy's learn state, the counters and this process's RNG states."""
+def learner_bytes(learner: Any) -> bytes:
+    """``learner.pth`` of a ``BaseLearner``: its policy's learn state (model, target model,
+    optimizer, normalisation), its counters and this process's RNG states."""
     import torch
 
     state = {
-        "policy": dict(policy_state),
-        "train_iter": int(train_iter),
-        "envstep": int(envstep),
+        "policy": dict(learner.policy.state_dict()),
+        "train_iter": int(learner.train_iter),
+        "envstep": int(learner.collector_envstep),
         "rng": rng_state(),
-        **(extra or {}),
     }
     buf = io.BytesIO()
     torch.save(state, buf)
     return buf.getvalue()
+
+
+def restore_learner(learner: Any, state: Mapping[str, Any]) -> None:
+    """Put a ``BaseLearner`` (and this process's RNGs) back to a state read by ``load_learner_bytes``."""
+    learner.policy.load_state_dict(state["policy"])
+    learner.last_iter.update(int(state["train_iter"]))
+    learner.collector_envstep = int(state["envstep"])
+    set_rng_state(state["rng"])
 
 
 def load_learner_bytes(data: bytes, where: str) -> dict[str, Any]:

@@ -62,12 +62,13 @@ def trainer(cfg: Any, policy: Any, log_freq: int = 100):
         if learner is not None:
             before = learner.train_iter
             output = learner.train(ctx.train_data, getattr(ctx, "env_step", -1))
+            # also back: a learner actor restarted from a checkpoint lost the iterations since
+            ctx.train_iter += learner.train_iter - before
             if output is None:  # a learner actor's calls are still running
                 return
             output = dict(output)
             if learner.priority_info is not None:
                 output["priority_info"] = learner.priority_info
-            ctx.train_iter += learner.train_iter - before
         else:
             output = learn_mode.forward(ctx.train_data)
             ctx.train_iter += 1

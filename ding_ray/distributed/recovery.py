@@ -1,0 +1,128 @@
+"""Recovery of the learner and buffer actors.
+
+Both are created with ``ray.core_max_restarts``: when one dies, Ray starts it again with the same
+arguments, and its ``__init__`` reloads the run's latest complete checkpoint (learner state, or the
+buffer snapshot). The driver notices the death on the next call that fails, waits for the actor to
+be back, lets the components drop what was in flight on it, records what was lost (result.json's
+``recoveries``), and the run goes on. An actor that does not come back ends the run with an
+``ActorDiedError`` naming it, raised once.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import ray
+from ray.exceptions import GetTimeoutError, ObjectLostError, RayActorError, RayTaskError
+
+from ding_ray.distributed.actors import Actors
+from ding_ray.distributed.errors import ActorDiedError
+
+logger = logging.getLogger(__name__)
+
+
+class Recovered(Exception):
+    """The actor behind a call died and is back (or the call depended on one that did): whatever
+    was in flight on it is gone, and the caller drops the call."""
+
+
+def is_actor_failure(err: BaseException) -> bool:
+    """Whether ``err`` comes from an actor (or an object) that was lost, not from the call's code."""
+    if isinstance(err, (RayActorError, ObjectLostError)):
+        return True
+    return isinstance(err, RayTaskError) and isinstance(err.cause, (RayActorError, ObjectLostError))
+
+
+class Recovery:
+    """Watches the learner and the buffer actor of a run (``Actors``).
+
+    ``get(ref)`` is ``ray.get`` of a call on either: when the call failed because an actor died,
+    the actor is waited for (``timeout_s``), the callbacks registered with ``on_restart`` run, and
+    ``Recovered`` is raised for the caller to drop the call.
+    """
+
+    def __init__(self, actors: Actors, timeout_s: float, max_restarts: int) -> None:
+        self.actors, self.timeout_s, self.max_restarts = actors, float(timeout_s), int(max_restarts)
+        self.events: list[dict[str, Any]] = []  # one per restart, for result.json
+        self._names = [n for n in ("learner", "buffer") if getattr(actors, n) is not None]
+        self._ids: dict[str, Any] = {n: getattr(actors, n).instance.remote() for n in self._names}
+        self._listeners: dict[str, list[Callable[[dict, dict], None]]] = {n: [] for n in self._names}
+        self._failed: ActorDiedError | None = None
+        self._discarded: list = []
+
+    def on_restart(self, name: str, fn: Callable[[dict, dict], None]) -> None:
+        """``fn(instance, event)`` runs when actor ``name`` is back: ``instance`` is what its
+        ``instance()`` says (``restored_from``, its counters); ``fn`` adds what was lost to ``event``."""
+        if name in self._listeners:
+            self._listeners[name].append(fn)
+
+    def get(self, ref: Any, timeout: float | None = None) -> Any:
+        try:
+            return ray.get(ref, timeout=timeout)
+        except (RayActorError, RayTaskError, ObjectLostError) as err:
+            if not is_actor_failure(err):
+                raise  # the call's own error (a NaN loss, a bad batch): not a death
+            self.recover(err)
+            raise Recovered(str(err)) from err
+
+    def recover(self, err: BaseException) -> None:
+        """Bring back the actors that died; ``ActorDiedError`` if one does not come back."""
+        if self._failed is not None:
+            raise self._failed
+        for name in self._names:
+            handle = getattr(self.actors, name)
+            old = self._known_id(name)
+            try:
+                now = ray.get(handle.instance.options(max_task_retries=-1).remote(), timeout=self.timeout_s)
+            except (RayActorError, GetTimeoutError) as dead:
+                self._failed = ActorDiedError(
+                    f"The {name} actor (namespace '{self.actors.namespace}') died and did not come back: "
+                    f"{type(dead).__name__}: {dead}. It is restarted at most ray.core_max_restarts="
+                    f"{self.max_restarts} times, within {self.timeout_s:g} s each "
+                    "(ray.actor_start_timeout_s); see its log in the Ray dashboard. The run's latest "
+                    "checkpoint is in its checkpoints/ folder: resume=<the run's folder> goes on from there."
+                )
+                raise self._failed from err
+            self._ids[name] = now
+            if old is None or now["id"] != old["id"]:
+                self._restarted(name, now)
+
+    def _known_id(self, name: str) -> dict | None:
+        """What the actor's instance answered last; None if it died before it ever answered."""
+        known = self._ids[name]
+        if isinstance(known, dict):
+            return known
+        try:
+            return ray.get(known, timeout=0.5)
+        except (RayActorError, GetTimeoutError, ObjectLostError):
+            return None
+
+    def _restarted(self, name: str, instance: dict) -> None:
+        event = {"actor": name, "restored_from": instance["restored_from"]}
+        for fn in self._listeners[name]:
+            fn(instance, event)
+        self.events.append(event)
+        logger.warning(
+            "the %s actor died and is back, restored from %s; lost: %s",
+            name,
+            instance["restored_from"] or "nothing (no checkpoint yet)",
+            {k: v for k, v in event.items() if k.startswith("lost_")},
+        )
+
+    def discard(self, refs: list) -> None:
+        """Calls whose results are no longer wanted (an actor died under them): their outcomes are
+        taken later (``sweep``), so Ray does not log each failure again when a reference is dropped."""
+        self._discarded += list(refs)
+        self.sweep(wait_s=0)
+
+    def sweep(self, wait_s: float = 0) -> None:
+        if not self._discarded:
+            return
+        done, self._discarded = ray.wait(self._discarded, num_returns=len(self._discarded), timeout=wait_s)
+        for ref in done:
+            try:
+                ray.get(ref)
+            except Exception:  # noqa: BLE001 - their errors are the death already handled
+                pass

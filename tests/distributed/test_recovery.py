@@ -1,0 +1,99 @@
+"""Run checkpoints, resume and actor recovery of the Ray pipeline, on the session's Ray.
+
+Each test runs the async Task pipeline on actors of its own (a fresh experiment folder) and kills
+an actor the way a failing node or an OOM kill would: Ray restarts it, it reloads the latest
+checkpoint, and the run goes on. The killed actor's state is then compared with the checkpoint.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+import ray
+
+from ding_ray.data.file_format import decode_state, encode_state
+from ding_ray.distributed import RayComponents, async_pipeline, make_plan
+from ding_ray.errors import ConfigError
+from ding_ray.framework import Task
+from ding_ray.utils.checkpoint import BUFFER_FILE
+from tests.distributed.configs import compiled
+
+pytestmark = pytest.mark.ray
+
+
+def _cfg(tmp_path, name: str):
+    cfg = compiled(tmp_path, name=name)
+    cfg.checkpoint.freq = 100
+    return cfg
+
+
+def _run(rc: RayComponents, max_train_iter: int, each=None):
+    with Task(rc.context()) as task:
+        async_pipeline(task, rc.cfg, rc, max_train_iter=max_train_iter)
+        if each is not None:
+            task.use(each)
+        task.run()
+    return task.ctx
+
+
+def _buffer_state(handle) -> dict:
+    return ray.get(handle.__ray_call__.remote(lambda worker: worker.buffer.state_dict()))
+
+
+@pytest.mark.parametrize("victim", ["learner", "buffer"])
+def test_a_killed_core_actor_comes_back_from_the_latest_checkpoint(ray_session, tmp_path, victim):
+    cfg = _cfg(tmp_path, f"kill_{victim}")
+    killed = {}
+
+    def kill_once(ctx):
+        if not killed and ctx.train_iter >= 250 and rc.checkpointer.last is not None:
+            killed.update(train_iter=ctx.train_iter, checkpoint=rc.checkpointer.last)
+            incarnation = rc.learner.latest.incarnation
+            killed["incarnation"] = incarnation
+            ray.kill(getattr(rc.actors, victim), no_restart=False)  # the process dies; Ray may restart it
+
+    with RayComponents(cfg, make_plan(cfg)) as rc:
+        ctx = _run(rc, max_train_iter=450, each=kill_once)
+        if victim == "buffer":  # the restarted buffer holds the snapshot plus what came since
+            assert ray.get(rc.actors.buffer.instance.remote())["restored_from"] == killed["checkpoint"].folder
+        else:  # the restarted learner publishes weights that replace the dead one's, lower version or not
+            assert rc.learner.latest.incarnation != killed["incarnation"]
+    assert ctx.train_iter >= 450
+    (event,) = rc.result["recoveries"]
+    assert event["actor"] == victim and event["restored_from"] == killed["checkpoint"].folder
+    meta = killed["checkpoint"].meta
+    if victim == "learner":
+        # the iterations since the checkpoint are lost (the driver saw at least killed['train_iter'])
+        assert event["lost_train_iters"] >= killed["train_iter"] - meta["train_iter"] > 0
+    else:
+        assert event["buffer_count"] == meta["buffer_count"]  # exactly the snapshot's transitions
+        assert event["lost_transitions"] > 0
+    # the file is written once the run ended well, and says what was lost
+    with open(os.path.join(cfg.exp_name, "result.json")) as f:
+        assert json.load(f)["recoveries"] == [event]
+
+
+def test_resume_continues_counters_and_the_replay_buffer(ray_session, tmp_path):
+    cfg = _cfg(tmp_path, "resumed")
+    with RayComponents(cfg, make_plan(cfg)) as rc:
+        first = _run(rc, max_train_iter=200)
+    last = rc.checkpointer.last
+    assert last.meta["env_steps"] == first.env_step and last.meta["train_iter"] >= 200
+
+    # the same folder again without resume: refused, so that nothing starts from another run's state
+    with pytest.raises(ConfigError, match="resume="):
+        RayComponents(cfg, make_plan(cfg))
+
+    with RayComponents(cfg, make_plan(cfg), resume=cfg.exp_name) as rc:
+        assert rc.resumed.folder == last.folder
+        # the buffer actor starts with the snapshot's contents, equal item for item
+        snapshot = decode_state(rc.store.read(rc.resumed, BUFFER_FILE))
+        assert encode_state(_buffer_state(rc.actors.buffer), "x") == encode_state(snapshot, "x")
+        ctx = rc.context()
+        assert (ctx.env_step, ctx.train_iter) == (last.meta["env_steps"], last.meta["train_iter"])
+        assert ray.get(rc.actors.learner.ping.remote()) == last.meta["train_iter"]
+        ctx = _run(rc, max_train_iter=400)
+    assert ctx.train_iter >= 400 and ctx.env_step > last.meta["env_steps"]
+    assert rc.result["resumed_from"] == last.folder and rc.result["train_iter"] == ctx.train_iter
