@@ -30,8 +30,8 @@ def env_cfg(bad_every: int) -> EasyDict:
     return cfg
 
 
-def manager(bad_every: int = 7, n: int = 2):
-    env = create_env_manager(dict(type="base"), [partial(GymnasiumEnv, cfg=env_cfg(bad_every))] * n)
+def manager(bad_every: int = 7, n: int = 2, kind: str = "base"):
+    env = create_env_manager(dict(type=kind), [partial(GymnasiumEnv, cfg=env_cfg(bad_every))] * n)
     env.seed(0)
     return env
 
@@ -44,11 +44,16 @@ def finite(items) -> bool:
     )
 
 
-def test_nonfinite_steps_are_counted_logged_and_never_collected(caplog):
+@pytest.mark.parametrize("kind", ["base", "subprocess", "async_subprocess"])
+def test_nonfinite_steps_are_counted_logged_and_never_collected(caplog, kind):
     policy = DQNPolicy(dict(model=MODEL, nstep=3))
-    collector = SampleSerialCollector(dict(n_sample=60), manager(bad_every=7), policy.collect_mode)
+    env = manager(bad_every=7, kind=kind)
+    collector = SampleSerialCollector(dict(n_sample=60), env, policy.collect_mode)
     with caplog.at_level(logging.WARNING):
-        data = collector.collect(policy_kwargs={"eps": 0.5})
+        try:
+            data = collector.collect(policy_kwargs={"eps": 0.5})
+        finally:
+            env.close()
     assert len(data) == 60 and finite(data)
     # 2 envs, every 7th step of each is broken: at least one of each kind has been met
     assert collector.nonfinite_count >= 4
