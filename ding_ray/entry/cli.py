@@ -50,15 +50,23 @@ def build_parser() -> argparse.ArgumentParser:
         ),
         epilog="examples:\n  ding-ray train cartpole_dqn --max-env-step 20000\n"
         "  ding-ray train apex_dqn --set ray.num_collectors=4\n"
+        "  ding-ray train cartpole_dqn --resume cartpole_dqn_seed0\n"
         "  ding-ray train my_config.py --mode ray --address auto --set policy.learn.learning_rate=3e-4",
     )
     train.add_argument(
         "config",
         metavar="CONFIG",
+        nargs="?",
         help="a Python config file defining main_config (and create_config), DI-engine style, a run's "
-        "total_config.json, or a bundled config's name (see `ding-ray list`)",
+        "total_config.json, or a bundled config's name (see `ding-ray list`); with --resume, default: "
+        "the run's total_config.json",
     )
-    train.add_argument("--seed", type=int, default=0, help="seed of envs, torch and numpy (default 0)")
+    train.add_argument(
+        "--seed",
+        type=int,
+        default=None,
+        help="seed of envs, torch and numpy (default 0; --resume: the run's)",
+    )
     train.add_argument(
         "--mode",
         choices=("serial", "ray"),
@@ -79,7 +87,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="env step budget (default: the bundled config's; a config file: until env.stop_value)",
     )
     train.add_argument("--max-train-iter", type=int, default=None, help="train iteration budget")
-    train.add_argument("--resume", metavar="DIR", default=None, help="continue a run (not available yet)")
+    train.add_argument(
+        "--resume",
+        metavar="DIR",
+        default=None,
+        help="continue the run in DIR from its latest checkpoint (its counters, replay buffer and "
+        "TensorBoard curves go on; --mode and --seed default to the run's)",
+    )
     train.add_argument(
         "--set",
         metavar="KEY.PATH=VALUE",

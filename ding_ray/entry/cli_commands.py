@@ -104,13 +104,20 @@ def latest_run_dir(exp_name: str) -> str | None:
 
 
 def cmd_train(args: argparse.Namespace) -> int:
-    if args.resume is not None:
-        raise DingRayError(
-            "--resume is not available yet: runs do not write checkpoints a run can continue from "
-            "(that comes with the reliability work); start a new run instead."
-        )
+    if args.config is None:
+        if args.resume is None:
+            raise ConfigError("ding-ray train needs a CONFIG (a file or a bundled name), or --resume DIR.")
+        args.config = os.path.join(args.resume, "total_config.json")  # the run's own settings
     main_cfg, create_cfg, defaults = resolve_config(args.config)
-    if not any(item.split("=", 1)[0].strip() == "exp_name" for item in args.set):
+    if args.resume is not None:  # the run's folder, mode and seed
+        from ding_ray.utils.checkpoint import find_checkpoint
+
+        meta = find_checkpoint(args.resume)[1].meta
+        main_cfg.exp_name = args.resume
+        defaults["mode"] = "ray" if str(meta.get("pipeline", "")).startswith("ray") else "serial"
+        args.seed = int(meta["config"]["seed"]) if args.seed is None else args.seed
+    args.seed = 0 if args.seed is None else args.seed
+    if args.resume is None and not any(item.split("=", 1)[0].strip() == "exp_name" for item in args.set):
         # a run's own total_config.json already carries a seed suffix: replace it
         base = re.sub(r"_seed\d+$", "", main_cfg.get("exp_name") or "default_experiment")
         main_cfg.exp_name = f"{base}_seed{args.seed}"
@@ -124,16 +131,17 @@ def cmd_train(args: argparse.Namespace) -> int:
     budget = f"{max_env_step} env steps" if max_env_step is not None else "no env step budget"
     print(f"{PROG}: training {args.config} ({mode}, seed {args.seed}, {budget}) into {main_cfg.exp_name}")
     input_cfg = (main_cfg, create_cfg)
+    budget = dict(max_env_step=max_env_step, max_train_iter=args.max_train_iter, resume=args.resume)
     if mode == "ray":
         from ding_ray.entry import ray_pipeline
 
-        ray_pipeline(input_cfg, seed=args.seed, max_env_step=max_env_step, max_train_iter=args.max_train_iter)
+        ray_pipeline(input_cfg, seed=args.seed, **budget)
     else:
         from ding_ray.entry import serial_pipeline, serial_pipeline_onpolicy
         from ding_ray.entry.serial_entry_onpolicy import is_on_policy
 
         entry = serial_pipeline_onpolicy if is_on_policy(main_cfg, create_cfg) else serial_pipeline
-        entry(input_cfg, seed=args.seed, max_env_step=max_env_step, max_train_iter=args.max_train_iter)
+        entry(input_cfg, seed=args.seed, **budget)
     print_run_summary(main_cfg.exp_name)
     return 0
 

@@ -137,6 +137,35 @@ def test_train_serial_writes_the_run_and_says_where(runs):
     assert "budget spent after" in outs[0] or "stop value reached" in outs[0]
 
 
+def test_train_resume_continues_a_run_with_its_own_settings(runs):
+    cwd, _ = runs
+    run_dir = cwd / "cartpole_dqn_seed4"
+    first = json.loads((run_dir / "result.json").read_text())
+    proc = ding_ray(
+        "train", "--resume", "cartpole_dqn_seed4", "--max-env-step", str(2 * TRAIN_STEPS), cwd=cwd
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads((run_dir / "result.json").read_text())
+    assert result["seed"] == 4 and result["pipeline"] == "serial"  # the run's seed and mode
+    assert result["resumed_from"].startswith(str(run_dir / "checkpoints" / "iter_"))
+    assert result["train_iter"] > first["train_iter"] and result["env_steps"] >= 2 * TRAIN_STEPS
+    config = json.loads((run_dir / "total_config.json").read_text())
+    assert config["policy"]["learn"]["learning_rate"] == 5e-4  # the run's --set value, kept
+    # TensorBoard: a second events file in the same folder, its points after the first one's
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    files = sorted(
+        (run_dir / "log" / "serial").glob("events.out.tfevents.*"), key=lambda p: p.stat().st_mtime
+    )
+    assert len(files) == 2
+    steps = []
+    for path in files:
+        acc = EventAccumulator(str(path))
+        acc.Reload()
+        steps.append([e.step for e in acc.Scalars("learner/total_loss")])
+    assert min(steps[1]) > max(steps[0])
+
+
 def test_train_config_file_takes_the_onpolicy_pipeline(tmp_path):
     (tmp_path / "my_ppo.py").write_text(
         "from ding_ray.configs.cartpole_ppo import main_config, create_config\n"
@@ -199,7 +228,10 @@ def test_plot_one_run_and_several_seeds(runs):
             ["train", "cartpole_dqn", "--set", "policy.learn.lr=1e-3"],
             ["Unknown config key 'policy.learn.lr'"],
         ),
-        (["train", "cartpole_dqn", "--resume", "somewhere"], ["--resume is not available yet"]),
+        (
+            ["train", "cartpole_dqn", "--resume", "somewhere"],
+            ["no complete checkpoint under", "start a new run"],
+        ),
         (["train", "cartpole_dqn", "--address", "auto"], ["--mode ray"]),
         # --address becomes ray.address: nothing listens on port 9
         (
