@@ -39,14 +39,24 @@ class StepEnv(gym.Env):
 
 class NonFiniteEnv(StepEnv):
     """Every ``bad_every``-th step (counted over the env's life) is broken, in turn: a NaN in the
-    observation, an infinite reward, a -inf observation, a NaN reward. ``bad_every=0``: never."""
+    observation, an infinite reward, a -inf observation, a NaN reward. ``bad_every=0``: never.
+    ``nan_first_reset``: the first observation of the env's first episode holds a NaN."""
 
     BREAKAGES = ("nan_obs", "inf_reward", "neg_inf_obs", "nan_reward")
 
-    def __init__(self, bad_every: int = 7, length: int = 10):
+    def __init__(self, bad_every: int = 7, length: int = 10, nan_first_reset: bool = False):
         super().__init__(length)
         self.bad_every = bad_every
         self.broken = 0
+        self.nan_first_reset = nan_first_reset
+        self.resets = 0
+
+    def reset(self, *, seed=None, options=None):
+        obs, info = super().reset(seed=seed, options=options)
+        self.resets += 1
+        if self.nan_first_reset and self.resets == 1:
+            obs[0] = np.nan
+        return obs, info
 
     def step(self, action):
         obs, reward, terminated, truncated, info = super().step(action)

@@ -17,6 +17,7 @@ from ding_ray.envs import GymnasiumEnv, create_env_manager
 from ding_ray.errors import NonFiniteError
 from ding_ray.policy import DQNPolicy
 from ding_ray.worker import BaseLearner, SampleSerialCollector
+from ding_ray.worker.collector.step_checks import all_finite
 from ding_ray.worker.collector.vector_collector import NONFINITE_STEPS
 from ding_ray.worker.rollout_worker import RolloutWorker
 from tests.bad_input.configs import CREATE, compiled, small_main
@@ -24,14 +25,14 @@ from tests.bad_input.configs import CREATE, compiled, small_main
 MODEL = dict(obs_shape=4, action_shape=2, encoder_hidden_size_list=[16], dueling=False)
 
 
-def env_cfg(bad_every: int) -> EasyDict:
+def env_cfg(bad_every: int, **kwargs) -> EasyDict:
     cfg = GymnasiumEnv.default_config()
-    cfg.update(env_id="BadInputNonFinite-v0", kwargs=dict(bad_every=bad_every))
+    cfg.update(env_id="BadInputNonFinite-v0", kwargs=dict(bad_every=bad_every, **kwargs))
     return cfg
 
 
-def manager(bad_every: int = 7, n: int = 2, kind: str = "base"):
-    env = create_env_manager(dict(type=kind), [partial(GymnasiumEnv, cfg=env_cfg(bad_every))] * n)
+def manager(bad_every: int = 7, n: int = 2, kind: str = "base", **kwargs):
+    env = create_env_manager(dict(type=kind), [partial(GymnasiumEnv, cfg=env_cfg(bad_every, **kwargs))] * n)
     env.seed(0)
     return env
 
@@ -60,6 +61,26 @@ def test_nonfinite_steps_are_counted_logged_and_never_collected(caplog, kind):
     assert "NaN or infinite observation or reward" in caplog.text and NONFINITE_STEPS in caplog.text
     # the broken steps cost no samples and no env steps: each env's episode ended there instead
     assert collector.envstep >= 60
+
+
+def test_a_nan_first_observation_is_dropped_with_its_step():
+    policy = DQNPolicy(dict(model=MODEL))
+    collector = SampleSerialCollector(
+        dict(n_sample=30), manager(bad_every=0, nan_first_reset=True), policy.collect_mode
+    )
+    data = collector.collect(policy_kwargs={"eps": 0.5})
+    assert len(data) == 30 and finite(data) and collector.nonfinite_count == 2  # one per env
+
+
+def test_all_finite_looks_into_every_float():
+    assert all_finite(
+        1.0, np.ones((2, 3), np.float32), {"a": [np.float64(2.0), (np.int64(3),)]}, "text", None
+    )
+    big = np.full(4, np.finfo(np.float32).max, np.float32)  # huge, but finite
+    assert all_finite(big) and all_finite(np.array([1 + 2j]))
+    for bad in (float("nan"), np.float32("inf"), np.array([[0.0, np.nan]]), {"a": [np.array([-np.inf])]}):
+        assert not all_finite(1.0, bad)
+    assert not all_finite(np.array([complex(0, np.inf)]))
 
 
 def test_learner_trains_only_on_finite_data():

@@ -3,6 +3,7 @@ observations of the shape the model was built for."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -18,19 +19,25 @@ MAX_NONFINITE_IN_A_ROW = 100
 
 def all_finite(*values: Any) -> bool:
     """True if no float (or complex) number in ``values`` (arrays, scalars, nested dicts, lists
-    and tuples) is NaN or infinite. Integer, boolean and non-numeric values are not looked at."""
+    and tuples) is NaN or infinite. Integer, boolean and non-numeric values are not looked at.
+
+    Runs for every env step, so the common cases (a Python float, an array) are tested first.
+    """
     for value in values:
-        if isinstance(value, Mapping):
+        if type(value) is float:
+            if not math.isfinite(value):
+                return False
+        elif isinstance(value, np.ndarray):
+            if value.dtype.kind in "fc" and not np.isfinite(value).all():
+                return False
+        elif isinstance(value, (np.floating, np.complexfloating, float)):
+            if not np.isfinite(value):
+                return False
+        elif isinstance(value, Mapping):
             if not all_finite(*value.values()):
                 return False
         elif isinstance(value, (list, tuple)):
             if not all_finite(*value):
-                return False
-        elif isinstance(value, (float, np.floating, np.complexfloating)):
-            if not np.isfinite(value):
-                return False
-        elif isinstance(value, np.ndarray) and value.dtype.kind in "fc":
-            if not np.isfinite(value).all():
                 return False
     return True
 
@@ -45,7 +52,11 @@ def fixed_obs_shape(space: Any) -> tuple[int, ...] | None:
 
 def obs_shape_ok(want: tuple[int, ...] | None, obs: Any) -> bool:
     """False if ``obs`` is an array observation whose shape is not ``want`` (None: any shape)."""
-    return want is None or isinstance(obs, Mapping) or np.shape(obs) == want
+    if want is None:
+        return True
+    if type(obs) is np.ndarray:
+        return obs.shape == want
+    return isinstance(obs, Mapping) or np.shape(obs) == want
 
 
 def obs_shape_error(want: tuple[int, ...], obs: Any, env_name: str, when: str) -> ShapeError:

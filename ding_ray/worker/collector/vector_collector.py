@@ -86,6 +86,10 @@ class VectorCollector(EnvRunner, ISerialCollector):
             self._episode_return = [0.0] * self._env_num
             self._episode_length = [0] * self._env_num
             self._nonfinite_in_a_row = [0] * self._env_num
+            self._checked_obs: dict[
+                int, Any
+            ] = {}  # each env's last next_obs found finite, of the right shape
+            self._unchecked: dict[int, bool] = {}  # whether the obs an env acts on is still to be checked
             self._obs_shape = fixed_obs_shape(getattr(self._env, "observation_space", None))
 
     def reset_policy(self, _policy: Any = None) -> None:
@@ -110,7 +114,11 @@ class VectorCollector(EnvRunner, ISerialCollector):
         """
         obs = dict(self._env.ready_obs)  # the manager refills ready_obs during step
         for env_id, o in obs.items():
-            self._check_obs_shape(env_id, o, 0)
+            # An obs that is not the next_obs checked in the env's last step is new (a reset's):
+            # its shape is checked now, its values with the step it is acted on in.
+            self._unchecked[env_id] = o is not self._checked_obs.get(env_id)
+            if self._unchecked[env_id]:
+                self._check_obs_shape(env_id, o, 0)
         if random_collect and not self._random_with_policy:
             output = {i: {"action": self._env.random_action(i)} for i in obs}
         else:
@@ -125,10 +133,14 @@ class VectorCollector(EnvRunner, ISerialCollector):
                 self._episode_return[env_id], self._episode_length[env_id] = 0.0, 0
                 continue
             self._check_obs_shape(env_id, timestep.obs, 1)
-            if not all_finite(self._obs_pool[env_id], timestep.obs, timestep.reward):
+            acted_on = self._obs_pool[env_id]
+            if not all_finite(timestep.obs, timestep.reward) or (
+                self._unchecked[env_id] and not all_finite(acted_on)
+            ):
                 self._drop_nonfinite(env_id, timestep.done)
                 events.append((env_id, None, True))
                 continue
+            self._checked_obs[env_id] = timestep.obs
             self._nonfinite_in_a_row[env_id] = 0
             self._total_envstep_count += 1
             self._stats.env_steps += 1
@@ -164,6 +176,8 @@ class VectorCollector(EnvRunner, ISerialCollector):
             self._env.reset({env_id: None})
 
     def _check_obs_shape(self, env_id: int, obs: Any, ahead: int) -> None:
+        """Raise ``ShapeError`` if ``obs`` (``ahead`` steps past the env's current step) is not of
+        the shape of the env's observation space."""
         if not obs_shape_ok(self._obs_shape, obs):
             step = self._episode_length[env_id] + ahead
             when = f"at step {step} of its episode" if step else "at reset"
