@@ -16,6 +16,7 @@ import ray
 from easydict import EasyDict
 
 from ding_ray.distributed.buffer_actor import ReplayBufferActor
+from ding_ray.distributed.cluster import start_local_ray
 from ding_ray.distributed.weights import WeightsPublisher, WeightsRef, pull
 from ding_ray.errors import ConfigError
 from ding_ray.utils.runtime import set_torch_threads
@@ -83,7 +84,7 @@ def selfplay_on_ray(
         raise ConfigError(f"selfplay_on_ray needs n_collectors >= 1, got {n_collectors}.")
     started = not ray.is_initialized()
     if started:
-        ray.init(include_dashboard=False)
+        start_local_ray()  # on 127.0.0.1 only, without the dashboard
     set_torch_threads(1)
     learner = SelfPlayLearner(
         cfg, selfplay_cfg["refresh_freq"], selfplay_cfg["pool_size"], selfplay_cfg["target_win_rate"]

@@ -78,9 +78,9 @@ def init_ray(ray_cfg: EasyDict, namespace: str) -> bool:
         if address is None:
             if not ray_cfg.include_dashboard:
                 logger.info("starting Ray without its dashboard (ray.include_dashboard=True turns it on)")
-            ray.init(
+            start_local_ray(
+                namespace,
                 num_cpus=ray_cfg.num_cpus,
-                namespace=namespace,
                 include_dashboard=ray_cfg.include_dashboard,
                 dashboard_host=ray_cfg.dashboard_host,
             )
@@ -94,6 +94,42 @@ def init_ray(ray_cfg: EasyDict, namespace: str) -> bool:
             "or use address=None to start Ray on this machine."
         ) from err
     return True
+
+
+def start_local_ray(
+    namespace: str | None = None,
+    num_cpus: int | None = None,
+    include_dashboard: bool = False,
+    dashboard_host: str = "127.0.0.1",
+) -> None:
+    """``ray.init()`` of a Ray on this machine alone, every port of it listening on 127.0.0.1.
+
+    Left to itself, Ray on Linux takes this machine's network address as the node's and opens
+    the GCS, raylet, worker, agent and metrics ports on all interfaces, and whoever reaches one
+    of them can run code here. A Ray that a driver starts for itself serves that driver only, so
+    its node address is the loopback one (what Ray does on macOS and Windows) and only the
+    dashboard goes where ``dashboard_host`` says. A cluster other machines join is started with
+    ``ray start --head`` (or ``ray up``) and joined through ``ray.address``.
+    """
+    from ray._private import ray_constants  # private: the switch Ray reads to pick the node address
+
+    cluster_mode = getattr(ray_constants, "ENABLE_RAY_CLUSTER", None)
+    ray_constants.ENABLE_RAY_CLUSTER = False
+    try:
+        ray.init(
+            num_cpus=num_cpus,
+            namespace=namespace,
+            include_dashboard=include_dashboard,
+            dashboard_host=dashboard_host,
+        )
+    finally:
+        if cluster_mode is None:
+            del ray_constants.ENABLE_RAY_CLUSTER
+        else:
+            ray_constants.ENABLE_RAY_CLUSTER = cluster_mode
+    node_ip = ray.util.get_node_ip_address()
+    if node_ip not in ("127.0.0.1", "::1"):
+        logger.warning("this Ray's node address is %s: its ports are open on the network", node_ip)
 
 
 def join_cluster(address: str, namespace: str, attempts: int = 3) -> None:
