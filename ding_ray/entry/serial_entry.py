@@ -6,7 +6,7 @@ import contextlib
 import logging
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from functools import partial
 from typing import Any
 
@@ -146,6 +146,15 @@ def serial_pipeline(
         episodes_as_samples=lambda cfg: cfg.policy.other.replay_buffer.type != "episode",
         resume=resume,
     )
+    train_off_policy(run, start, max_train_iter, max_env_step)
+    return run.policy
+
+
+def train_off_policy(
+    run: SerialRun, start: float, max_train_iter: int | None = None, max_env_step: int | None = None
+) -> None:
+    """``serial_pipeline``'s loop on a built ``SerialRun``: collect, push to the replay buffer,
+    sample and train ``update_per_collect`` times, evaluate when due, checkpoint when due."""
     cfg, learner, collector = run.cfg, run.learner, run.collector
     replay_buffer = run.buffer = create_buffer(
         cfg.policy.other.replay_buffer, tb_logger=run.tb_logger, exp_name=cfg.exp_name
@@ -173,7 +182,6 @@ def serial_pipeline(
                 if priority:
                     replay_buffer.update(learner.priority_info)
             run.checkpoint_if_due()
-    return run.policy
 
 
 class SerialRun:
@@ -235,6 +243,7 @@ class SerialRun:
         self.buffer: Any = None  # the off-policy entry's replay buffer: part of every checkpoint
         self.closers = [self.collector.close, self.evaluator.close, self.learner.close]
         self.stop, self.last_eval = False, None
+        self.on_eval: Callable[[dict], None] | None = None  # called with each evaluation's info (Tune)
         self._next_ckpt = 0
 
     @contextlib.contextmanager
@@ -272,6 +281,8 @@ class SerialRun:
                 learner.save_checkpoint, learner.train_iter, collector.envstep
             )
             self.last_eval = info["eval_episode_return_mean"]
+            if self.on_eval is not None:
+                self.on_eval(info)
         return self.stop
 
     def budget_spent(self, max_train_iter: int | None, max_env_step: int | None) -> bool:

@@ -50,12 +50,20 @@ def serial_pipeline_onpolicy(
         episodes_as_samples=lambda cfg: True,
         resume=resume,
     )
+    train_on_policy(run, start, max_train_iter, max_env_step)
+    return run.policy
+
+
+def train_on_policy(
+    run: SerialRun, start: float, max_train_iter: int | None = None, max_env_step: int | None = None
+) -> None:
+    """``serial_pipeline_onpolicy``'s loop on a built ``SerialRun``: collect ``n_sample``, train on
+    exactly that data, evaluate when due, checkpoint when due."""
     with run.running(start, "serial_onpolicy"):
         while not run.evaluate() and not run.budget_spent(max_train_iter, max_env_step):
             new_data = run.collector.collect(train_iter=run.learner.train_iter)
             run.learner.train(new_data, run.collector.envstep)
             run.checkpoint_if_due()
-    return run.policy
 
 
 def is_on_policy(main_cfg: Mapping, create_cfg: Mapping) -> bool:

@@ -3,14 +3,19 @@
 A trial takes its hyperparameters as dotted keys of the config (``{"policy.nstep": 3}``), runs
 the same loop as ``serial_pipeline`` (or ``serial_pipeline_onpolicy`` for on-policy configs) in
 its Ray worker, and calls ``tune.report`` after every evaluation with ``eval_return``,
-``env_step`` and ``train_iter``, so Tune's schedulers can stop a weak trial early.
+``env_step`` and ``train_iter``, so Tune's schedulers can stop a weak trial early, and with a
+run checkpoint (learner state, counters, replay buffer) that Tune keeps: a restored trial
+(``Tuner.restore``, a failed trial retried, PBT) resumes from it, and the best trial's checkpoint
+continues as any run does (``resume=``).
 
 Needs the ``tune`` extra (``pip install 'ding_ray[tune]'``).
 """
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -66,11 +71,9 @@ def serial_trainable(
     max_env_step=...)``. The run writes its usual folder (config, TensorBoard, checkpoints,
     ``result.json``) inside the trial's folder.
     """
-    from ding_ray.entry.serial_entry import SerialRun
-    from ding_ray.entry.serial_entry_onpolicy import is_on_policy
-    from ding_ray.rl_utils import get_epsilon_greedy_fn
+    from ding_ray.entry.serial_entry import SerialRun, train_off_policy
+    from ding_ray.entry.serial_entry_onpolicy import is_on_policy, train_on_policy
     from ding_ray.utils.runtime import setup_logging
-    from ding_ray.worker import create_buffer
 
     tune = _import_tune()
     start = time.perf_counter()
@@ -88,57 +91,41 @@ def serial_trainable(
         None,
         True,
         episodes_as_samples=lambda c: on_policy or c.policy.other.replay_buffer.type != "episode",
+        resume=_restore_trial(tune, main_cfg.exp_name),
     )
-    cfg, learner, collector, evaluator = run.cfg, run.learner, run.collector, run.evaluator
-    if on_policy:
-        buffer = None
-    else:
-        buffer = create_buffer(cfg.policy.other.replay_buffer, tb_logger=run.tb_logger, exp_name=cfg.exp_name)
-        run.closers.append(buffer.close)
-        eps = cfg.policy.other.get("eps")
-        epsilon_greedy = get_epsilon_greedy_fn(eps.start, eps.end, eps.decay, eps.type) if eps else None
-        batch_size = learner.policy.get_attribute("batch_size")
-        priority = learner.policy.get_attribute("priority")
 
-    run.before_run()
-    if buffer is not None and cfg.policy.get("random_collect_size", 0) > 0:
-        data = collector.collect(n_sample=cfg.policy.random_collect_size, random_collect=True)
-        buffer.push(data, cur_collector_envstep=collector.envstep)
-    try:
-        while True:
-            # SerialRun.evaluate's step, spelled out so that each evaluation is reported
-            if evaluator.should_eval(learner.train_iter):
-                run.stop, info = evaluator.eval(
-                    learner.save_checkpoint, learner.train_iter, collector.envstep
-                )
-                run.last_eval = float(info["eval_episode_return_mean"])
-                tune.report(
-                    {
-                        "eval_return": run.last_eval,
-                        "env_step": collector.envstep,
-                        "train_iter": learner.train_iter,
-                        "stop_value_reached": bool(run.stop),
-                    }
-                )
-            if run.stop or run.budget_spent(max_train_iter, max_env_step):
-                break
-            if buffer is None:
-                learner.train(collector.collect(train_iter=learner.train_iter), collector.envstep)
-                continue
-            policy_kwargs = {"eps": epsilon_greedy(collector.envstep)} if epsilon_greedy else {}
-            buffer.push(
-                collector.collect(train_iter=learner.train_iter, policy_kwargs=policy_kwargs),
-                cur_collector_envstep=collector.envstep,
-            )
-            for _ in range(cfg.policy.learn.update_per_collect):
-                train_data = buffer.sample(batch_size, learner.train_iter)
-                if train_data is None:
-                    break
-                learner.train(train_data, collector.envstep)
-                if priority:
-                    buffer.update(learner.priority_info)
-    finally:
-        run.finish(start, "serial_onpolicy" if on_policy else "serial")
+    def report(info: dict) -> None:
+        """Each evaluation: its figures, and a run checkpoint Tune keeps with them (a trial that
+        Tune restores, e.g. after a failure or for PBT, goes on from it)."""
+        ckpt = run.checkpoint()
+        metrics = {
+            "eval_return": float(info["eval_episode_return_mean"]),
+            "env_step": run.collector.envstep,
+            "train_iter": run.learner.train_iter,
+            "stop_value_reached": bool(run.stop),
+        }
+        tune.report(metrics, checkpoint=tune.Checkpoint.from_directory(ckpt.folder))
+
+    run.on_eval = report
+    train = train_on_policy if on_policy else train_off_policy
+    train(run, start, max_train_iter, max_env_step)
+
+
+def _restore_trial(tune: Any, exp_name: str) -> str | None:
+    """The run folder to resume when Tune restores the trial: the trial's own run if it left a
+    checkpoint, else Tune's latest reported checkpoint copied into a new run folder."""
+    from ding_ray.utils.checkpoint import META_FILE, CheckpointStore
+
+    if CheckpointStore(exp_name).latest() is not None:
+        return exp_name
+    checkpoint = tune.get_checkpoint()
+    if checkpoint is None:
+        return None
+    with checkpoint.as_directory() as folder:
+        with open(os.path.join(folder, META_FILE)) as f:
+            train_iter = int(json.load(f)["train_iter"])
+        shutil.copytree(folder, CheckpointStore(exp_name).folder(train_iter))
+    return exp_name
 
 
 def tune_pipeline(

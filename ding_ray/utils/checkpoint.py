@@ -362,6 +362,6 @@ def _protocols(fs: Any) -> tuple:
 
 
 def _json_default(value: Any) -> Any:
-    if isinstance(value, np.generic):
-        return value.item()
-    raise TypeError(f"{type(value).__name__} cannot go into meta.json")
+    """numpy scalars as numbers; anything else (a config's activation class) as its repr, as
+    total_config.json writes it."""
+    return value.item() if isinstance(value, np.generic) else repr(value)

@@ -60,6 +60,13 @@ def test_two_trial_sweep_reports_each_evaluation(ray_local, tmp_path):
         with open(os.path.join(result.path, run_dirs[0], "result.json")) as f:
             record = json.load(f)
         assert record["env_steps"] == history["env_step"].iloc[-1]
+        # each report carries a run checkpoint of the moment it was taken
+        with result.checkpoint.as_directory() as folder:
+            with open(os.path.join(folder, "meta.json")) as f:
+                meta = json.load(f)
+            assert {"learner.pth", "buffer.msgpack"} <= set(os.listdir(folder))
+        assert meta["train_iter"] == history["train_iter"].iloc[-1]
+        assert meta["env_steps"] == history["env_step"].iloc[-1]
     best = grid.get_best_result()
     assert best.config["policy.learn.learning_rate"] in learning_rates
     assert best.metrics["eval_return"] == max(r.metrics["eval_return"] for r in grid)
