@@ -3,9 +3,11 @@
 
 from __future__ import annotations
 
+import copy
 import logging
 import numbers
 import os
+import zipfile
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -120,7 +122,15 @@ class LoadCkptHook(LearnerHook):
             return
         state = dict(load_checkpoint(self._load_path))
         last_iter, last_step = state.pop("last_iter", None), state.pop("last_step", None)
-        engine.policy.load_state_dict(state)
+        held = copy.deepcopy(engine.policy.state_dict())
+        try:
+            engine.policy.load_state_dict(state)
+        except Exception as e:  # noqa: BLE001 - torch copies what fits before it raises: undo that
+            engine.policy.load_state_dict(held)
+            raise DataFormatError(
+                f"Checkpoint '{self._load_path}' does not fit this policy ({type(e).__name__}: {e}). Nothing "
+                "was loaded: load a checkpoint of the same policy.model config."
+            ) from e
         if last_iter is not None:
             engine.last_iter.update(int(last_iter))
         if last_step is not None:
@@ -205,9 +215,15 @@ def load_checkpoint(path: str) -> dict[str, Any]:
     if not os.path.isfile(path):
         raise FileNotFoundError(f"Checkpoint '{path}' does not exist.")
     try:
+        with zipfile.ZipFile(path) as archive:  # torch.save writes a zip with a CRC-32 per record
+            damaged = archive.testzip()
+        if damaged is not None:
+            raise DataFormatError(f"record '{damaged}' fails its CRC-32 check")
         return torch.load(path, map_location="cpu", weights_only=True)
     except Exception as e:  # noqa: BLE001 - torch raises several types for bad files
         raise DataFormatError(
             f"Checkpoint '{path}' cannot be loaded as weights ({type(e).__name__}: {e}). It may be "
-            "truncated, or hold pickled objects other than tensors; ding_ray never unpickles code."
+            "truncated or damaged, or hold pickled objects other than tensors; ding_ray never unpickles "
+            "code. Nothing was loaded: point load_ckpt_before_run at another checkpoint (an earlier "
+            "iteration_*.pth.tar), or set it to '' to start afresh."
         ) from e
