@@ -46,7 +46,8 @@ _FOLDER = re.compile(r"^iter_(\d+)$")
 CHECKPOINT_CONFIG = dict(
     freq=10000,  # learner iterations between run checkpoints (0: only at the end and on Ctrl-C/SIGTERM)
     save_buffer=True,  # include a replay-buffer snapshot (the buffer's msgpack format)
-    storage_path=None,  # None: the exp_name folder; else a folder or fsspec URL every node can reach
+    # None: $DING_RAY_STORAGE_PATH, else the exp_name folder; or a folder / fsspec URL every node reaches
+    storage_path=None,
     keep=2,  # complete checkpoints kept; older ones are deleted
 )
 
@@ -67,9 +68,14 @@ class Checkpoint:
         return BUFFER_FILE in self.meta["files"]
 
 
+STORAGE_ENV = "DING_RAY_STORAGE_PATH"  # the default storage_path of every run in this environment
+
+
 def storage_root(cfg: Mapping) -> str:
-    """Where the run's checkpoints live: ``exp_name``, or ``storage_path/<exp_name's base name>``."""
-    storage = (cfg.get("checkpoint") or {}).get("storage_path")
+    """Where the run's checkpoints live: ``exp_name``, or ``storage_path/<exp_name's base name>``
+    (``checkpoint.storage_path``, else the environment's ``DING_RAY_STORAGE_PATH``: the cluster
+    files set it on every node)."""
+    storage = (cfg.get("checkpoint") or {}).get("storage_path") or os.environ.get(STORAGE_ENV)
     exp_name = str(cfg["exp_name"])
     if not storage:
         return os.path.abspath(exp_name)
@@ -86,7 +92,13 @@ class CheckpointStore:
         import fsspec
 
         self.root = root
-        self.fs, path = fsspec.core.url_to_fs(root)
+        try:
+            self.fs, path = fsspec.core.url_to_fs(root)
+        except (ImportError, ValueError) as err:  # fsspec names the package of a protocol it lacks
+            raise ConfigError(
+                f"Checkpoint storage '{root}' cannot be opened: {err}. Install the filesystem package "
+                "fsspec names (s3fs for s3://, gcsfs for gs://) on every node, or use a local folder."
+            ) from err
         self.dir = path.rstrip("/") + "/checkpoints"
         self.keep = max(1, int(keep))
         self._local = "file" in _protocols(self.fs)

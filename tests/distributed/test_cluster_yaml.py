@@ -101,8 +101,11 @@ def test_cpu_nodes_get_cpu_torch_and_the_gpu_node_a_cuda_build(name):
             assert "/whl/cpu" not in torch_installs[0]
         else:
             assert CPU_INDEX in torch_installs[0], (node_type, torch_installs)
-        # the working copy, mounted on every node, installed after torch (so pip keeps that torch)
-        assert commands.index(torch_installs[0]) < commands.index("python -m pip install -q -e ~/ding_ray")
+        # the working copy, mounted on every node, installed after torch (so pip keeps that torch),
+        # with the filesystem package of the checkpoint bucket (DING_RAY_STORAGE_PATH)
+        (ding_ray,) = [c for c in commands if c.startswith("python -m pip install -q -e ~/ding_ray")]
+        assert commands.index(torch_installs[0]) < commands.index(ding_ray)
+        assert ("s3fs" if config["provider"]["type"] == "aws" else "gcsfs") in ding_ray
     assert config["file_mounts"] == {"~/ding_ray": "."}
 
 
