@@ -29,6 +29,7 @@ COUNTERS = frozenset(
         "learner/train_iter",
         "collector/lost_batches",
         "collector/restarts",
+        "collector/nonfinite_steps",
         "buffer/pushed",
         "buffer/sampled",
         "buffer/removed",

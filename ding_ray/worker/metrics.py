@@ -12,6 +12,7 @@ COLLECTOR_RETURN_MAX = "collector/episode_return_max"
 COLLECTOR_RETURN_MIN = "collector/episode_return_min"
 COLLECTOR_EPISODE_LENGTH = "collector/episode_length_mean"
 COLLECTOR_ENV_ERRORS = "collector/env_errors"
+COLLECTOR_NONFINITE_STEPS = "collector/nonfinite_steps"  # steps dropped for NaN/inf observations or rewards
 COLLECTOR_POLICY_VERSION = "collector/policy_version"
 
 EVAL_RETURN_MEAN = "evaluator/episode_return_mean"

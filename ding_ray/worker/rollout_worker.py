@@ -22,7 +22,6 @@ from ding_ray.policy.weights import Weights, load_weights
 from ding_ray.utils.runtime import set_pkg_seed
 from ding_ray.worker import metrics
 from ding_ray.worker.collector import create_serial_collector
-from ding_ray.worker.collector.vector_collector import NONFINITE_STEPS
 
 SEED_STRIDE = 1000  # collector i seeds its envs from cfg.seed + i * SEED_STRIDE
 
@@ -144,7 +143,7 @@ class RolloutWorker:
             metrics.COLLECTOR_POLICY_VERSION: self.version,
             # steps dropped in this call because the env returned NaN/inf (never in the batch)
             "nonfinite_steps": self._collector.nonfinite_count - nonfinite_before,
-            NONFINITE_STEPS: self._collector.nonfinite_count,
+            metrics.COLLECTOR_NONFINITE_STEPS: self._collector.nonfinite_count,
         }
         for key, value in self._sink.pop().items():
             info.setdefault(key, value)

@@ -18,7 +18,7 @@ from ding_ray.errors import NonFiniteError
 from ding_ray.policy import DQNPolicy
 from ding_ray.worker import BaseLearner, SampleSerialCollector
 from ding_ray.worker.collector.step_checks import all_finite
-from ding_ray.worker.collector.vector_collector import NONFINITE_STEPS
+from ding_ray.worker.metrics import COLLECTOR_NONFINITE_STEPS as NONFINITE_STEPS
 from ding_ray.worker.rollout_worker import RolloutWorker
 from tests.bad_input.configs import CREATE, compiled, small_main
 

@@ -20,7 +20,6 @@ from ding_ray.worker.env_runner import EnvRunner
 
 logger = logging.getLogger(__name__)
 
-NONFINITE_STEPS = "collector/nonfinite_steps"  # steps dropped for NaN/inf observations or rewards
 
 
 class VectorCollector(EnvRunner, ISerialCollector):
@@ -169,7 +168,7 @@ class VectorCollector(EnvRunner, ISerialCollector):
                 self._instance_name,
                 name,
                 self.nonfinite_count,
-                NONFINITE_STEPS,
+                metrics.COLLECTOR_NONFINITE_STEPS,
             )
         self._episode_return[env_id], self._episode_length[env_id] = 0.0, 0
         if not done:  # a finished env was reset by the manager already
@@ -196,7 +195,7 @@ class VectorCollector(EnvRunner, ISerialCollector):
             return
         self._last_report_iter = train_iter
         scalars = self._stats.report(self._total_envstep_count, getattr(self._env, "error_count", 0))
-        scalars[NONFINITE_STEPS] = self.nonfinite_count
+        scalars[metrics.COLLECTOR_NONFINITE_STEPS] = self.nonfinite_count
         metrics.log_scalars(self._tb_logger, scalars, self._total_envstep_count)
         ret = scalars.get(metrics.COLLECTOR_RETURN_MEAN)
         logger.info(
