@@ -21,7 +21,6 @@ from ding_ray.worker.env_runner import EnvRunner
 logger = logging.getLogger(__name__)
 
 
-
 class VectorCollector(EnvRunner, ISerialCollector):
     """Holds env, policy and statistics; ``_step`` advances every ready env by one step.
 
@@ -85,9 +84,8 @@ class VectorCollector(EnvRunner, ISerialCollector):
             self._episode_return = [0.0] * self._env_num
             self._episode_length = [0] * self._env_num
             self._nonfinite_in_a_row = [0] * self._env_num
-            self._checked_obs: dict[
-                int, Any
-            ] = {}  # each env's last next_obs found finite, of the right shape
+            # each env's last next_obs found finite, of the right shape
+            self._checked_obs: dict[int, Any] = {}
             self._unchecked: dict[int, bool] = {}  # whether the obs an env acts on is still to be checked
             self._obs_shape = fixed_obs_shape(getattr(self._env, "observation_space", None))
 
