@@ -40,18 +40,19 @@ from ding_ray.framework.middleware import (
 from ding_ray.utils.runtime import setup_logging
 
 
-def main(seed: int, max_env_step: int | None, dashboard: bool = False) -> dict:
+def main(seed: int, max_env_step: int | None, dashboard: bool = False, resume: str | None = None) -> dict:
     setup_logging()  # ding_ray's INFO lines: first batch, learner ready, evaluations
     main_config["exp_name"] = f"apex_dqn_seed{seed}"
     main_config["ray"]["include_dashboard"] = dashboard  # only used when Ray starts in this process
     # Ray starts while a thread compiles the config (loading torch); the plan holds the
     # namespace, the calls' sizes and the samples per insert.
-    cfg, plan, started_ray = distributed.start_run((main_config, create_config), seed)
+    # With resume, the run in that folder goes on from its latest checkpoint.
+    cfg, plan, started_ray = distributed.start_run((main_config, create_config), seed, resume=resume)
 
     # The actors behind the interfaces the stages call: collectors, buffer, learner, evaluator.
     # It checks the cluster can hold them first, and at the end saves the learner's final
     # checkpoint, writes result.json and frees the actors' names.
-    with distributed.RayComponents(cfg, plan, max_env_step) as rc, Task(rc.context()) as task:
+    with distributed.RayComponents(cfg, plan, max_env_step, resume=resume) as rc, Task(rc.context()) as task:
         task.use(interaction_evaluator(cfg, rc.evaluator))  # every eval_freq iters, on the latest weights
         task.use(eps_greedy_handler(cfg))  # epsilon by env steps, for the next collect calls
         task.use(collector(cfg, rc.collectors))  # relaunch idle collectors; refs of finished batches
@@ -78,4 +79,4 @@ if __name__ == "__main__":
     add_override_args(parser)  # --num-collectors N, --set key.path=value ...
     args = parser.parse_args()
     apply_override_args(args, main_config, create_config)
-    print(json.dumps(main(args.seed, args.max_env_step, args.dashboard)))
+    print(json.dumps(main(args.seed, args.max_env_step, args.dashboard, args.resume)))

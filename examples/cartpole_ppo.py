@@ -30,5 +30,5 @@ if __name__ == "__main__":
     apply_override_args(args, main_config, create_config)
     main_config["exp_name"] = f"cartpole_ppo_seed{args.seed}"
     train = entry.ray_pipeline if args.ray else entry.serial_pipeline_onpolicy
-    train((main_config, create_config), seed=args.seed, max_env_step=args.max_env_step)
-    print(json.dumps(entry.read_result(main_config["exp_name"])))
+    train((main_config, create_config), seed=args.seed, max_env_step=args.max_env_step, resume=args.resume)
+    print(json.dumps(entry.read_result(args.resume or main_config["exp_name"])))

@@ -44,7 +44,7 @@ from ding_ray.distributed.remote_collectors import RemoteCollectors
 from ding_ray.framework import OnlineRLContext, current_task
 from ding_ray.utils.checkpoint import checkpoint_store
 from ding_ray.utils.result import write_result
-from ding_ray.utils.runtime import process_age_s, set_torch_threads
+from ding_ray.utils.runtime import process_age_s, set_torch_threads, sigterm_as_interrupt
 from ding_ray.worker import metrics
 
 logger = logging.getLogger(__name__)
@@ -305,16 +305,22 @@ class RayComponents:
         return self.result
 
     def __enter__(self) -> RayComponents:
+        # SIGTERM (`kill`, `ray job stop`, a scheduler) stops the run as Ctrl-C does: with a checkpoint
+        self._signals = contextlib.ExitStack()
+        self._signals.enter_context(sigterm_as_interrupt())
         return self
 
     def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
+        if getattr(self, "_signals", None) is not None:
+            self._signals.close()
         try:
             if self._monitor is not None:
                 last_eval = None if self.ctx.last_eval_iter < 0 else self.ctx.last_eval_value
                 self._monitor.report(self.ctx.env_step, self.ctx.train_iter, last_eval, force=True)
                 self._monitor.close()
             self.collectors.close()
-            if exc is None or isinstance(exc, KeyboardInterrupt):  # Ctrl-C, SIGTERM: resume= goes on
+            # Ctrl-C, SIGTERM (as a SystemExit where Ray's own handler got it first): resume= goes on
+            if exc is None or isinstance(exc, (KeyboardInterrupt, SystemExit)):
                 self._last_checkpoint()
             if exc is None:
                 if self.evaluator.stop_weights is not None:  # held by the learner: fetch before the kill

@@ -77,11 +77,14 @@ def apply_overrides(main_cfg: dict, create_cfg: dict, items: list[str]) -> None:
 
 
 def add_override_args(parser: argparse.ArgumentParser) -> None:
-    """The example scripts' ``--num-collectors`` and ``--set`` (as ``ding-ray train``'s), so that
-    ``ray submit cluster.yaml examples/x.py --num-collectors 16`` needs no edit of the script."""
+    """The example scripts' ``--num-collectors``, ``--set`` and ``--resume`` (as ``ding-ray train``'s),
+    so that ``ray submit cluster.yaml examples/x.py --num-collectors 16`` needs no edit of the script."""
     parser.add_argument("--num-collectors", type=int, help="collector actors on Ray (ray.num_collectors)")
     parser.add_argument(
         "--set", nargs="*", default=[], metavar="KEY=VALUE", help="config overrides, as ding-ray's"
+    )
+    parser.add_argument(
+        "--resume", metavar="DIR", default=None, help="continue the run in DIR from its latest checkpoint"
     )
 
 

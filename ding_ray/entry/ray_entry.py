@@ -14,7 +14,7 @@ from ding_ray.config.compile import split_input_cfg
 from ding_ray.envs import get_vec_env_setting
 from ding_ray.errors import ConfigError
 from ding_ray.framework import Task
-from ding_ray.utils.runtime import setup_logging, sigterm_as_interrupt
+from ding_ray.utils.runtime import setup_logging
 
 # torch, the policies and the actors' code load in start_run's thread while Ray starts, not on import
 
@@ -84,7 +84,6 @@ def ray_pipeline(
 
     try:
         with (
-            sigterm_as_interrupt(),
             distributed.RayComponents(cfg, plan, max_env_step, started_at=start, resume=resume) as rc,
             Task(rc.context()) as task,
         ):

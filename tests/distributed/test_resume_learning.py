@@ -66,3 +66,40 @@ def test_a_sigkilled_ray_run_resumes_from_its_checkpoint_and_solves(tmp_path):
     # counters continue from the checkpoint instead of starting again
     assert result["train_iter"] > ckpt.train_iter and result["env_steps"] > ckpt.meta["env_steps"]
     print(f"resumed run: {time.monotonic() - start:.1f} s to 475 from iteration {ckpt.train_iter}")
+
+
+def test_sigterm_checkpoints_the_ray_example_and_its_resume_flag_goes_on(tmp_path):
+    example = os.path.join(REPO, "examples", "apex_dqn.py")
+    env = {**os.environ, "PYTHONPATH": REPO, "RAY_TMPDIR": tempfile.mkdtemp(prefix="drst", dir="/tmp")}
+    args = ["--set", "checkpoint.freq=300", "ray.progress_bar=False"]
+    proc = subprocess.Popen(
+        [sys.executable, example, *args], cwd=tmp_path, env=env, stderr=subprocess.PIPE, text=True
+    )
+    exp = str(tmp_path / "apex_dqn_seed0")
+    store = CheckpointStore(exp)
+    deadline = time.monotonic() + 240
+    while store.latest() is None and time.monotonic() < deadline:
+        assert proc.poll() is None, proc.stderr.read()[-3000:]
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGTERM)  # what `ray job stop` and schedulers send
+    err = proc.communicate(timeout=120)[1]
+    assert proc.returncode != 0
+    with open(os.path.join(exp, "result.json")) as f:
+        stopped = json.load(f)
+    assert "KeyboardInterrupt" in stopped["error"] and "SIGTERM" in stopped["error"], err[-2000:]
+    last = store.latest()
+    assert last.folder == stopped["last_checkpoint"]  # the one written on the way out
+    assert last.meta["env_steps"] == stopped["env_steps"]
+
+    budget = ["--max-env-step", str(last.meta["env_steps"] + 1000)]
+    done = subprocess.run(
+        [sys.executable, example, "--resume", exp, *budget, *args],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["resumed_from"] == last.folder and "error" not in result
+    assert result["env_steps"] > last.meta["env_steps"] + 1000 and result["train_iter"] > last.train_iter
