@@ -1,0 +1,93 @@
+"""Node failure: a worker node of a ``ray.cluster_utils.Cluster`` on this machine is removed mid-training
+and the run goes on to its budget (``node_failure_run.py``, each run in its own process with its own
+``RAY_TMPDIR``, as in test_multinode.py).
+
+- collector node: the worker node hosts one of the two collectors (they ask for a ``collector_slot``
+  resource, the head has 2, the worker 1, and ``SPREAD`` puts one on each node); when it goes, the
+  collector's call is lost and counted, Ray restarts the collector in the head's spare slot, and it
+  rejoins (``lost_batches``, ``collector_restarts`` in result.json).
+- buffer node: only the worker node has the ``buffer_node`` resource the buffer asks for; once it
+  is removed a replacement node with that resource joins, as an autoscaler would add one for the
+  pending actor. Ray restarts the buffer there, it reloads the latest run checkpoint's snapshot,
+  and result.json's ``recoveries`` says which checkpoint and how many transitions were lost.
+
+The worker nodes offer no CPU to Ray, so nothing but the collector / buffer lands on them; the
+learner and the evaluator stay on the head (removing the driver's node is not survivable).
+The node goes after iteration 300, once a checkpoint is committed (every 100 iterations); the
+budget is 1,200 iterations, which leaves the restarted actor time to come back before the end.
+
+An undisturbed run of the same cluster and config, for the wall time to compare with:
+``RAY_TMPDIR=$(mktemp -d) PYTHONPATH=. python -m tests.distributed.node_failure_run DIR none-buffer``
+(or ``none-collector``); the JSON line's ``run_s`` is the time of ``task.run()``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+
+import pytest
+
+from tests.distributed.conftest import REPO, run_python
+from tests.distributed.node_failure_run import MAX_TRAIN_ITER, REMOVE_AT
+
+pytestmark = [pytest.mark.ray, pytest.mark.slow]
+
+
+def _run(exp_name: str, mode: str) -> dict:
+    ray_tmp = tempfile.mkdtemp(prefix="drnf", dir="/tmp")
+    code = f"import runpy, sys; sys.argv = ['x', {exp_name!r}, {mode!r}]; " + (
+        "runpy.run_module('tests.distributed.node_failure_run', run_name='__main__')"
+    )
+    proc = run_python(code, timeout=180, env={"RAY_TMPDIR": ray_tmp, "PYTHONPATH": REPO})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    with open(os.path.join(exp_name, "result.json")) as f:
+        assert json.load(f) == out["result"]  # the file on disk says the same
+    return out
+
+
+def _reached_the_budget(out: dict) -> dict:
+    result = out["result"]
+    assert "error" not in result
+    assert REMOVE_AT <= out["removed_at"] < MAX_TRAIN_ITER  # removed mid-training ...
+    assert out["checkpoint_before"] is not None  # ... after a checkpoint
+    assert result["train_iter"] >= MAX_TRAIN_ITER
+    assert result["env_steps"] > out["env_step_at_removal"]  # collection went on after the removal
+    return result
+
+
+def test_removing_the_node_of_a_collector_loses_its_batch_and_the_collector_restarts(tmp_path):
+    out = _run(str(tmp_path / "collector_node"), "collector")
+    head, worker = out["head_node"], out["worker_node"]
+    assert sorted(out["collector_nodes"]) == sorted([head, worker])  # one collector on each node
+    assert out["learner_node"] == head and out["buffer_node"] == head
+    result = _reached_the_budget(out)
+    assert result["lost_batches"] >= 1  # the call in flight on the removed node
+    assert result["collector_restarts"] >= 1  # it came back before the end of the run ...
+    assert out["collector_nodes_after"] == [head, head]  # ... in the head's spare collector slot
+    assert result["recoveries"] == []  # the learner and the buffer were not touched
+
+
+def test_removing_the_node_of_the_buffer_restores_it_from_the_latest_snapshot(tmp_path):
+    exp_name = str(tmp_path / "buffer_node")
+    out = _run(exp_name, "buffer")
+    head, worker = out["head_node"], out["worker_node"]
+    assert out["buffer_node"] == worker and out["learner_node"] == head
+    assert out["buffer_node_after"] == out["replacement_node"] != worker
+    result = _reached_the_budget(out)
+    (event,) = result["recoveries"]
+    assert event["actor"] == "buffer"
+    # the latest checkpoint committed before the buffer came back: the one there was at the removal,
+    # or the next one if both its files were in before the node went
+    restored = event["restored_from"]
+    assert os.path.dirname(restored) == os.path.join(exp_name, "checkpoints")
+    at_removal = os.path.join(exp_name, "checkpoints", f"iter_{out['removed_at']:08d}")
+    assert out["checkpoint_before"] <= restored <= at_removal
+    assert out["buffer_instance"]["restored_from"] == restored
+    with open(os.path.join(restored, "meta.json")) as f:
+        meta = json.load(f)
+    assert event["buffer_count"] == meta["buffer_count"] > 0  # exactly the snapshot's transitions
+    assert event["lost_transitions"] > 0  # what was pushed between the snapshot and the removal
+    assert result["lost_batches"] == 0 and result["collector_restarts"] == 0
