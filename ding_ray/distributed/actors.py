@@ -94,8 +94,14 @@ class EvaluatorWorker(EvalWorker):
     def ping(self) -> int:
         return self.version
 
-    def evaluate(self, weights: WeightsRef | None, train_iter: int, envstep: int) -> dict[str, Any]:
+    def evaluate(
+        self, weights: WeightsRef | None, train_iter: int, envstep: int, best_return: float | None = None
+    ) -> dict[str, Any]:
+        """``best_return``: the run's best so far, as the driver knows it (this actor may be new: a
+        restart, a resumed run), so that only a better evaluation replaces ``ckpt_best.pth.tar``."""
         pull(self, weights)
+        if best_return is not None and best_return > self.best_return:
+            self._evaluator.restore(best_return, self._evaluator.last_eval_iter)
         start = time.perf_counter()
         info = self.eval(train_iter, envstep)
         self._metrics.record(info)

@@ -37,13 +37,14 @@ class BufferWorker:
             self.restored_from = restore_latest(
                 self._store, BUFFER_FILE, lambda data, where: load_buffer_bytes(self.buffer, data)
             )
+        self._restored_count = self.buffer.count()  # what it started with
 
     def ping(self) -> int:
         return self.buffer.count()
 
     def instance(self) -> dict:
         """Which process this is (a restart is another) and where it started from."""
-        return {"id": self._instance_id, "restored_from": self.restored_from, "count": self.buffer.count()}
+        return {"id": self._instance_id, "restored_from": self.restored_from, "count": self._restored_count}
 
     def save_checkpoint_file(self, folder: str) -> dict:
         """Write ``buffer.msgpack`` of a run checkpoint into ``folder``; what ``meta.json`` records."""

@@ -325,7 +325,7 @@ class RemoteEvaluator:
 
     def _launch(self, job: tuple) -> None:
         self._evaluating = job
-        self._ref = self.actors.start_evaluator().evaluate.remote(*job)
+        self._ref = self.actors.start_evaluator().evaluate.remote(*job, self.best_return)
 
     def result(self) -> tuple[bool, dict] | None:
         """``(stop, info)`` of the evaluation in flight once it is done, else None."""

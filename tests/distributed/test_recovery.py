@@ -97,3 +97,5 @@ def test_resume_continues_counters_and_the_replay_buffer(ray_session, tmp_path):
         ctx = _run(rc, max_train_iter=400)
     assert ctx.train_iter >= 400 and ctx.env_step > last.meta["env_steps"]
     assert rc.result["resumed_from"] == last.folder and rc.result["train_iter"] == ctx.train_iter
+    best = last.meta["evaluator"]["best_return"]  # the new evaluator actor does not forget it
+    assert best is None or rc.result["best_eval_return"] >= best
