@@ -67,11 +67,13 @@ def init_ray(ray_cfg: EasyDict, namespace: str) -> bool:
     """
     if ray.is_initialized():
         return False
-    address = ray_cfg.address
+    address = join_as = ray_cfg.address
     if address is None and (found := existing_cluster_address()) is not None:
         try:
             check_reachable(found)
-            address = found
+            # joined as "auto", as a plain ray.init() would: with that, and not with the address
+            # itself, Ray sends the ~/.ray/auth_token of a cluster that token authentication guards
+            address, join_as = found, "auto" if not found.startswith("ray://") else found
         except ClusterError:
             logger.warning("ignoring the stale Ray address %s (nothing answers there)", found)
     try:
@@ -87,11 +89,13 @@ def init_ray(ray_cfg: EasyDict, namespace: str) -> bool:
         else:
             check_reachable(address)
             logger.info("joining the Ray cluster at %s", address)
-            join_cluster(address, namespace)
+            join_cluster(join_as, namespace)
     except ConnectionError as err:
         raise ClusterError(
             f"Could not connect to Ray at '{address}': {err}. Start a cluster first (`ray start --head`) "
-            "or use address=None to start Ray on this machine."
+            "or use address=None to start Ray on this machine. A cluster that token authentication "
+            "guards also needs RAY_AUTH_MODE=token and its token (~/.ray/auth_token or RAY_AUTH_TOKEN); "
+            "see docs/security.md."
         ) from err
     return True
 

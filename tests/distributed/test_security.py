@@ -10,12 +10,18 @@ that Ray listen on, read from ``/proc`` (every process is a descendant of the dr
 from __future__ import annotations
 
 import json
+import os
+import signal
+import socket
+import subprocess
+import sys
 import tempfile
+import time
 
 import pytest
 
 from ding_ray.distributed.config import RayConfig
-from tests.distributed.conftest import REPO, run_python
+from tests.distributed.conftest import REPO, free_port, run_python
 
 pytestmark = [pytest.mark.ray]
 
@@ -61,12 +67,14 @@ def listeners():
 def get(url, token=None):
     req = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"} if token else {})
     try:
-        return urllib.request.urlopen(req, timeout=10).status
+        return urllib.request.urlopen(req, timeout=60).status
     except urllib.error.HTTPError as err:
         return err.code
 
+settings = json.loads(sys.argv[1])
+check_token = settings.pop("check_token", False)
 cfg = RayConfig.default_config()
-cfg.update(json.loads(sys.argv[1]))
+cfg.update(settings)
 init_ray(cfg, "security-test")
 info = ray._private.worker.global_worker.node.address_info
 deadline = time.time() + 30
@@ -74,7 +82,7 @@ while time.time() < deadline and info["metrics_export_port"] not in {p for _, p 
     time.sleep(0.5)
 out = dict(listeners=listeners(), node_ip=info["node_ip_address"], gcs=info["gcs_address"],
            metrics_port=info["metrics_export_port"], dashboard=info["webui_url"])
-if cfg.include_dashboard:
+if check_token:
     url = "http://127.0.0.1:" + info["webui_url"].rsplit(":", 1)[1] + "/api/version"
     token = open(os.path.expanduser("~/.ray/auth_token")).read().strip()
     out.update(no_token=get(url), wrong_token=get(url, "x" * 32), token=get(url, token))
@@ -88,7 +96,7 @@ def _start(ray_settings: dict) -> dict:
     env["HOME"] = tempfile.mkdtemp(prefix="drsechome", dir="/tmp")
     code = f"import sys; sys.argv = ['probe', {json.dumps(ray_settings)!r}]\n" + PROBE
     proc = run_python(code, timeout=120, env=env)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.returncode == 0, proc.stdout[-1000:] + proc.stderr[-3000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
@@ -100,7 +108,7 @@ def test_ray_config_defaults_keep_the_dashboard_off_and_on_loopback():
 
 
 def test_every_port_of_an_embedded_ray_listens_on_loopback_and_the_dashboard_wants_the_token():
-    out = _start({"include_dashboard": True, "num_cpus": 1})
+    out = _start({"include_dashboard": True, "num_cpus": 1, "check_token": True})
     listening = {port: host for host, port in out["listeners"]}
     dashboard_port = int(out["dashboard"].rsplit(":", 1)[1])
     gcs_port = int(out["gcs"].rsplit(":", 1)[1])
@@ -119,4 +127,70 @@ def test_a_dashboard_host_the_user_sets_is_the_only_port_off_loopback():
     out = _start({"include_dashboard": True, "dashboard_host": "0.0.0.0", "num_cpus": 1})
     dashboard_port = int(out["dashboard"].rsplit(":", 1)[1])
     exposed = {(host, port) for host, port in out["listeners"] if host not in LOOPBACK}
-    assert exposed == {("0.0.0.0", dashboard_port)}, out["listeners"]
+    assert exposed == {("0.0.0.0", dashboard_port)}, out
+
+
+def _stop(head: subprocess.Popen, ray_tmp: str) -> None:
+    """End the ``ray start --block`` this test began (its own processes only; never ``ray stop``,
+    which stops every Ray on the machine)."""
+    head.send_signal(signal.SIGTERM)
+    head.wait(timeout=60)
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                mine = ray_tmp.encode() in f.read()
+            if mine:
+                os.kill(int(pid), signal.SIGKILL)
+        except OSError:
+            pass
+
+
+def test_a_driver_joins_a_token_guarded_cluster_found_on_this_machine():
+    """``ray start --head`` with ``~/.ray/auth_token`` present guards the cluster with the token;
+    ding_ray joins it as a plain ``ray.init()`` does, without RAY_AUTH_MODE being set."""
+    ray_bin = os.path.join(os.path.dirname(sys.executable), "ray")
+    home, ray_tmp = (
+        tempfile.mkdtemp(prefix="drsechome", dir="/tmp"),
+        tempfile.mkdtemp(prefix="drsec", dir="/tmp"),
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("RAY_AUTH", "RAY_ADDRESS"))}
+    env.update(HOME=home, RAY_TMPDIR=ray_tmp, PYTHONPATH=REPO)
+    subprocess.run([ray_bin, "get-auth-token", "--generate"], env=env, check=True, capture_output=True)
+    port = free_port()
+    head = subprocess.Popen(
+        [
+            ray_bin,
+            "start",
+            "--head",
+            f"--port={port}",
+            "--num-cpus=3",
+            "--include-dashboard=false",
+            "--block",
+        ],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        deadline = time.time() + 60
+        while not os.path.exists(os.path.join(ray_tmp, "ray", "ray_current_cluster")):
+            assert head.poll() is None and time.time() < deadline, (
+                head.stdout.read() if head.poll() else "slow"
+            )
+            time.sleep(0.5)
+        socket.create_connection(("127.0.0.1", port), timeout=10).close()
+        code = (
+            "import ray\nfrom ding_ray.distributed.cluster import init_ray\n"
+            "from ding_ray.distributed.config import RayConfig\n"
+            "init_ray(RayConfig.default_config(), 'security-test')\n"
+            "print(ray.get_runtime_context().gcs_address, ray.cluster_resources()['CPU'])\nray.shutdown()\n"
+        )
+        proc = subprocess.run(
+            [sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True, timeout=120
+        )
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        gcs_address, cpus = proc.stdout.split()[-2:]
+        assert gcs_address.endswith(f":{port}") and float(cpus) == 3.0  # that cluster, not a new Ray
+    finally:
+        _stop(head, ray_tmp)
