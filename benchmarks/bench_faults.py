@@ -6,18 +6,23 @@ for every scenario, so checkpoint cost is in the reference too). The faults:
 
 - ``learner``: the learner actor's process is killed (``ray.kill``, Ray restarts it) once the
   driver has seen ``--kill-at`` learner iterations and a checkpoint exists;
-- ``buffer``: the same for the replay-buffer actor.
+- ``buffer``: the same for the replay-buffer actor;
+- ``collector-node``: on a 2-node ``ray.cluster_utils.Cluster`` of this machine (the worker node
+  offers no CPU, only a slot that one collector takes; the head has a spare slot), the worker node
+  is removed; ``none-cluster`` is the same cluster undisturbed, the reference for it.
 
 Per run it prints the time to solve, the env steps of the weights that solved, and what
 ``result.json`` says was lost; then the median per scenario and its ratio to the undisturbed one.
 
-Run:  python benchmarks/bench_faults.py [--seeds 0 1 2] [--scenarios none learner buffer]
+Run:  python benchmarks/bench_faults.py [--seeds 0 1 2]
+        [--scenarios none learner buffer none-cluster collector-node]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -35,12 +40,26 @@ seed, kill_at, freq = int(sys.argv[2]), int(sys.argv[4]), int(sys.argv[5])
 cfg = copy.deepcopy(main_config)
 cfg["exp_name"], cfg["checkpoint"] = exp, dict(freq=freq)
 cfg["ray"]["progress_bar"] = False
+cluster = None
+if victim in ("collector-node", "none-cluster"):
+    from ray.cluster_utils import Cluster
+
+    head = dict(num_cpus=2, resources={"collector_slot": 2}, include_dashboard=False)
+    cluster = Cluster(initialize_head=True, head_node_args=head)
+    worker = cluster.add_node(num_cpus=0, resources={"collector_slot": 1})
+    ray.init(address=cluster.address)
+    cfg["ray"].update(collector_num_cpus=0, collector_resources={"collector_slot": 1})
+    cfg["ray"]["collector_scheduling"] = "SPREAD"  # one collector on the worker node
 cfg, plan, started = distributed.start_run((cfg, create_config), seed)
 killed = []
 
 def fault(ctx):
-    if victim != "none" and not killed and ctx.train_iter >= kill_at and rc.checkpointer.last is not None:
-        killed.append(ctx.train_iter)
+    if victim.startswith("none") or killed or ctx.train_iter < kill_at or rc.checkpointer.last is None:
+        return
+    killed.append(ctx.train_iter)
+    if victim == "collector-node":
+        cluster.remove_node(worker)
+    else:
         ray.kill(getattr(rc.actors, victim), no_restart=False)
 
 with distributed.RayComponents(cfg, plan, 200_000) as rc, Task(rc.context()) as task:
@@ -48,6 +67,8 @@ with distributed.RayComponents(cfg, plan, 200_000) as rc, Task(rc.context()) as 
     task.use(fault)
     task.run()
 ray.shutdown()
+if cluster is not None:
+    cluster.shutdown()
 print(json.dumps(dict(rc.result, killed_at=killed)))
 """
 
@@ -55,7 +76,10 @@ print(json.dumps(dict(rc.result, killed_at=killed)))
 def run(scenario: str, seed: int, kill_at: int, freq: int) -> dict:
     with tempfile.TemporaryDirectory(prefix="bench_faults_") as tmp:
         args = [f"{tmp}/run", str(seed), scenario, str(kill_at), str(freq)]
-        done = subprocess.run([sys.executable, "-c", RUN, *args], capture_output=True, text=True, cwd=tmp)
+        env = {**os.environ, "RAY_TMPDIR": tmp}  # its own Ray (or cluster): nobody else's joins it
+        done = subprocess.run(
+            [sys.executable, "-c", RUN, *args], capture_output=True, text=True, cwd=tmp, env=env
+        )
     if done.returncode != 0:
         raise RuntimeError(f"{scenario} seed {seed} failed:\n{done.stderr[-3000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -66,7 +90,8 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    parser.add_argument("--scenarios", nargs="+", default=["none", "learner", "buffer"])
+    default = ["none", "learner", "buffer", "none-cluster", "collector-node"]
+    parser.add_argument("--scenarios", nargs="+", default=default)
     parser.add_argument("--kill-at", type=int, default=1000, help="learner iterations before the fault")
     parser.add_argument("--ckpt-freq", type=int, default=500, help="checkpoint.freq of every run")
     args = parser.parse_args()
@@ -82,10 +107,10 @@ def main() -> None:
                 f"checkpoints={r['checkpoints_saved']} lost_batches={r['lost_batches']}",
                 flush=True,
             )
-    base = statistics.median(times["none"]) if times.get("none") else None
     for scenario, values in times.items():
+        reference = times.get("none-cluster" if scenario == "collector-node" else "none")
         median = statistics.median(values)
-        ratio = f" ratio_to_undisturbed={median / base:.2f}" if base else ""
+        ratio = f" ratio_to_undisturbed={median / statistics.median(reference):.2f}" if reference else ""
         print(f"bench_faults_median scenario={scenario} median_launch_to_stop_s={median:.1f}{ratio}")
 
 
