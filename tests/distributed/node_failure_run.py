@@ -3,6 +3,11 @@ of this machine, with the worker node that hosts a collector (``collector``) or 
 (``buffer``) removed mid-training; ``none-collector`` / ``none-buffer``: the same cluster and config,
 undisturbed (the wall time to compare with). Prints one JSON line.
 
+``python -m tests.distributed.node_failure_run EXP_DIR MODE [drain|crash]`` (with a fresh
+``RAY_TMPDIR``). ``drain``: the node's processes get SIGTERM and its raylet says goodbye to the GCS
+(a node drained or preempted with notice); ``crash``: SIGKILL, the GCS finds out from its failed
+health checks (a node that lost power or its network).
+
 The worker node offers no CPU to Ray, only a custom resource, so exactly the actors that ask for
 it land there (a collector, or the buffer) and the learner and evaluator stay on the head:
 
@@ -33,8 +38,8 @@ from ding_ray.framework import Task
 from tests.distributed.configs import small_config
 from tests.distributed.conftest import free_port
 
-MAX_TRAIN_ITER = 1200
-REMOVE_AT = 300  # learner iterations before the worker node goes (checkpoint.freq is 100)
+MAX_TRAIN_ITER = 2400
+REMOVE_AT = 150  # learner iterations before the worker node goes (checkpoint.freq is 100)
 
 LAYOUTS = {  # victim -> (head resources, worker resources, ray config overrides)
     "collector": (
@@ -56,7 +61,7 @@ def _node_of(handle) -> str:
     return ray.get(call.remote(lambda _: ray.get_runtime_context().get_node_id()), timeout=60)
 
 
-def main(exp_name: str, mode: str) -> None:
+def main(exp_name: str, mode: str, how: str = "drain") -> None:
     victim = mode.removeprefix("none-")
     disturb = victim == mode
     head_res, worker_res, ray_over = LAYOUTS[victim]
@@ -66,6 +71,10 @@ def main(exp_name: str, mode: str) -> None:
         "resources": head_res,
         "include_dashboard": False,
         "dashboard_agent_listen_port": free_port(),
+        # a node that crashed (no goodbye to the GCS) is declared dead after 3 failed health checks
+        # 0.5 s apart (Ray's default: 5, 3 s apart); a check fails at once when the node's raylet is
+        # gone, but only after health_check_timeout_ms (10 s) when it is alive but busy
+        "_system_config": {"health_check_period_ms": 500, "health_check_failure_threshold": 3},
     }
     cluster = Cluster(initialize_head=True, head_node_args=head)
     worker = cluster.add_node(num_cpus=0, resources=worker_res)
@@ -83,11 +92,23 @@ def main(exp_name: str, mode: str) -> None:
             out.update(removed_at=ctx.train_iter, env_step_at_removal=ctx.env_step)
             out["checkpoint_before"] = rc.checkpointer.last.folder
             t0 = time.perf_counter()
-            cluster.remove_node(worker)
+            out["removed_s"] = round(t0 - t_run, 2)
+            cluster.remove_node(worker, allow_graceful=how == "drain")
             out["remove_s"] = round(time.perf_counter() - t0, 2)
             if victim == "buffer":
                 out["replacement_node"] = cluster.add_node(num_cpus=0, resources=worker_res).node_id
             out["removal_blocked_s"] = round(time.perf_counter() - t0, 2)
+
+        # (seconds into the run, train_iter, env_step, collector restarts, buffer/learner recoveries)
+        timeline: list = []
+
+        def record(ctx) -> None:
+            now = round(time.perf_counter() - t_run, 2)
+            restarts, recoveries = rc.collectors.pool.restarts, len(rc.recovery.events)
+            if "removed_s" in out and "back_s" not in out and restarts + recoveries > 0:
+                out["back_s"] = round(now - out["removed_s"], 2)  # seconds the actor was away
+            if not timeline or now - timeline[-1][0] >= 0.5:
+                timeline.append((now, ctx.train_iter, ctx.env_step, restarts, recoveries))
 
         with RayComponents(cfg, make_plan(cfg)) as rc, Task(rc.context()) as task:
             rc.actors.start_collectors()  # the pipeline would after the learner's first weights
@@ -97,6 +118,7 @@ def main(exp_name: str, mode: str) -> None:
             async_pipeline(task, cfg, rc, max_train_iter=MAX_TRAIN_ITER)
             if disturb:
                 task.use(remove_node)
+            task.use(record)
             t_run = time.perf_counter()
             task.run()
             out["run_s"] = round(time.perf_counter() - t_run, 2)
@@ -105,6 +127,7 @@ def main(exp_name: str, mode: str) -> None:
             out["buffer_node_after"] = _node_of(rc.actors.buffer)
             out["buffer_instance"] = ray.get(rc.actors.buffer.instance.remote(), timeout=60)
         out["result"] = rc.result
+        out["timeline"] = timeline
     finally:
         ray.shutdown()
         cluster.shutdown()
@@ -113,4 +136,4 @@ def main(exp_name: str, mode: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2])
+    main(*sys.argv[1:])
