@@ -7,6 +7,7 @@ checkpoint, and the run goes on. The killed actor's state is then compared with 
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 
@@ -99,3 +100,29 @@ def test_resume_continues_counters_and_the_replay_buffer(ray_session, tmp_path):
     assert rc.result["resumed_from"] == last.folder and rc.result["train_iter"] == ctx.train_iter
     best = last.meta["evaluator"]["best_return"]  # the new evaluator actor does not forget it
     assert best is None or rc.result["best_eval_return"] >= best
+
+
+def test_the_sync_pipeline_goes_on_after_its_learner_died(ray_session, tmp_path):
+    from ding_ray.configs.cartpole_ppo import create_config, main_config
+    from ding_ray.distributed import sync_pipeline
+    from ding_ray.entry import compile_ray_config
+
+    main = copy.deepcopy(main_config)
+    main["exp_name"], main["checkpoint"] = str(tmp_path / "ppo"), dict(freq=10)
+    main.setdefault("ray", {})["progress_bar"] = False
+    cfg = compile_ray_config((main, create_config), seed=0, save_cfg=False)
+    killed = []
+
+    def kill_once(ctx):
+        if not killed and ctx.train_iter >= 15 and rc.checkpointer.last is not None:
+            killed.append(rc.checkpointer.last)
+            ray.kill(rc.actors.learner, no_restart=False)
+
+    with RayComponents(cfg, make_plan(cfg)) as rc, Task(rc.context()) as task:
+        sync_pipeline(task, cfg, rc, max_train_iter=40)
+        task.use(kill_once)
+        task.run()
+    assert task.ctx.train_iter >= 40
+    (event,) = rc.result["recoveries"]
+    assert event["actor"] == "learner" and event["restored_from"] == killed[0].folder
+    assert event["lost_train_iters"] >= 15 - killed[0].train_iter
