@@ -42,7 +42,7 @@ from ding_ray.distributed.recovery import Recovered, Recovery
 from ding_ray.distributed.remote import RemoteBuffer, RemoteEvaluator, RemoteLearner
 from ding_ray.distributed.remote_collectors import RemoteCollectors
 from ding_ray.framework import OnlineRLContext, current_task
-from ding_ray.utils.checkpoint import checkpoint_store
+from ding_ray.utils.checkpoint import Checkpoint, checkpoint_store
 from ding_ray.utils.result import write_result
 from ding_ray.utils.runtime import process_age_s, set_torch_threads, sigterm_as_interrupt
 from ding_ray.worker import metrics
@@ -332,6 +332,12 @@ class RayComponents:
         finally:
             self.recovery.sweep(wait_s=1.0)
             self.actors.kill()
+
+    def save_checkpoint(self, ctx: OnlineRLContext) -> Checkpoint | None:
+        """A run checkpoint of the state now, waited for (a Tune report carries one); None if an
+        actor died while writing it."""
+        self.ctx = ctx
+        return self.checkpointer.save_now(ctx.train_iter, self._counters)
 
     def _last_checkpoint(self) -> None:
         try:

@@ -111,6 +111,80 @@ def serial_trainable(
     train(run, start, max_train_iter, max_env_step)
 
 
+def ray_trainable(
+    config: dict,
+    input_cfg: str | tuple[Mapping, Mapping] = "apex_dqn",
+    seed: int = 0,
+    max_env_step: int | None = None,
+    max_train_iter: int | None = None,
+) -> None:
+    """Function trainable for ``tune.Tuner``: one ``ray_pipeline`` run with ``config``'s dotted
+    overrides, its actors in a namespace of the trial's own. Reports each evaluation as it comes
+    back from the evaluator actor, with a run checkpoint (as ``serial_trainable``)."""
+    from ding_ray import distributed
+    from ding_ray.framework import Task
+    from ding_ray.utils.runtime import setup_logging
+
+    tune = _import_tune()
+    start = time.perf_counter()
+    setup_logging()
+    main_cfg, create_cfg = resolve_input(input_cfg)
+    apply_dotted(main_cfg, create_cfg, config)
+    exp_base = os.path.basename(str(main_cfg.get("exp_name") or "default_experiment"))
+    context = tune.get_context()
+    main_cfg.exp_name = os.path.join(context.get_trial_dir(), exp_base)
+    # the actors go into the trial's placement group (ray_trial_resources), which Tune already placed
+    main_cfg.setdefault("ray", EasyDict()).update(
+        namespace=f"{exp_base}_{context.get_trial_id()}",
+        progress_bar=False,
+        check_resources=False,
+        collector_scheduling="DEFAULT",
+    )
+    resume = _restore_trial(tune, main_cfg.exp_name)
+    cfg, plan, _ = distributed.start_run((main_cfg, create_cfg), seed, resume=resume)
+
+    def report(ctx: Any) -> None:
+        if not ctx.eval_output:  # set in the iteration an evaluation came back
+            return
+        ckpt = rc.save_checkpoint(ctx)
+        metrics = {
+            "eval_return": float(ctx.last_eval_value),
+            "env_step": ctx.env_step,
+            "train_iter": ctx.train_iter,
+            "stop_value_reached": rc.evaluator.stop_weights is not None,
+        }
+        tune.report(metrics, checkpoint=None if ckpt is None else tune.Checkpoint.from_directory(ckpt.folder))
+
+    with (
+        distributed.RayComponents(cfg, plan, max_env_step, started_at=start, resume=resume) as rc,
+        Task(rc.context()) as task,
+    ):
+        build = distributed.sync_pipeline if rc.pipeline == "sync" else distributed.async_pipeline
+        build(task, cfg, rc, max_env_step, max_train_iter)
+        task.use(report)
+        task.run()
+
+
+def ray_trial_resources(input_cfg: str | tuple[Mapping, Mapping], cpus_per_trial: float) -> Any:
+    """Tune's resources of a ``ray_trainable`` trial: a placement group with a bundle for its
+    driver and one per actor of the trial's config (so a sweep over ``ray.num_collectors`` asks
+    for what each trial needs)."""
+    from ding_ray.distributed.cluster import actor_demands
+    from ding_ray.distributed.config import RayConfig
+
+    tune = _import_tune()
+
+    def resources(config: dict) -> Any:
+        main_cfg, create_cfg = resolve_input(input_cfg)
+        apply_dotted(main_cfg, create_cfg, config)
+        ray_cfg = RayConfig.default_config()
+        ray_cfg.update(main_cfg.get("ray") or {})
+        bundles = [{"CPU": cpus_per_trial}] + [res for _, res in actor_demands(ray_cfg) if res]
+        return tune.PlacementGroupFactory(bundles)
+
+    return resources
+
+
 def _restore_trial(tune: Any, exp_name: str) -> str | None:
     """The run folder to resume when Tune restores the trial: the trial's own run if it left a
     checkpoint, else Tune's latest reported checkpoint copied into a new run folder."""
@@ -141,16 +215,21 @@ def tune_pipeline(
     name: str | None = None,
     cpus_per_trial: float = 1,
     max_concurrent_trials: int | None = None,
+    pipeline: str = "serial",
 ) -> Any:
     """Sweep ``param_space`` (dotted config keys -> values or ``tune`` search spaces) with one
-    serial run per trial; return Tune's ``ResultGrid`` (``.get_best_result()`` is the best trial
-    by the last reported ``metric``).
+    run per trial; return Tune's ``ResultGrid`` (``.get_best_result()`` is the best trial by the
+    last reported ``metric``).
 
     ``input_cfg`` is a bundled config name, a config file or ``(main_config, create_config)``;
-    ``max_env_step`` defaults to the bundled config's budget. Starts a local Ray unless one is
-    already connected.
+    ``max_env_step`` defaults to the bundled config's budget. ``pipeline``: ``'serial'`` (one
+    process per trial, ``cpus_per_trial`` CPUs) or ``'ray'`` (each trial a ``ray_pipeline`` run: its
+    driver takes ``cpus_per_trial``, its actors the ``ray.*_num_cpus`` of the config beside).
+    Starts a local Ray unless one is already connected.
     """
     tune = _import_tune()
+    if pipeline not in ("serial", "ray"):
+        raise ConfigError(f"pipeline must be 'serial' or 'ray', got {pipeline!r}.")
     if not param_space:
         raise ConfigError("param_space is empty: give at least one dotted config key to sweep.")
     if mode not in ("max", "min"):
@@ -164,13 +243,16 @@ def tune_pipeline(
     if max_env_step is None and max_train_iter is None:
         raise ConfigError("Give a budget: max_env_step or max_train_iter (a trial would run until it wins).")
     trainable = tune.with_parameters(
-        serial_trainable,
+        serial_trainable if pipeline == "serial" else ray_trainable,
         input_cfg=input_cfg,
         seed=seed,
         max_env_step=max_env_step,
         max_train_iter=max_train_iter,
     )
-    trainable = tune.with_resources(trainable, {"cpu": cpus_per_trial})
+    if pipeline == "serial":
+        trainable = tune.with_resources(trainable, {"cpu": cpus_per_trial})
+    else:
+        trainable = tune.with_resources(trainable, ray_trial_resources(input_cfg, cpus_per_trial))
     run_config = tune.RunConfig(
         name=name,
         storage_path=None if storage_path is None else os.path.abspath(storage_path),

@@ -72,8 +72,45 @@ def test_two_trial_sweep_reports_each_evaluation(ray_local, tmp_path):
     assert best.metrics["eval_return"] == max(r.metrics["eval_return"] for r in grid)
 
 
+def test_a_ray_pipeline_trial_reports_evaluations_with_checkpoints(ray_local, tmp_path):
+    grid = tune_pipeline(
+        "apex_dqn",
+        param_space={
+            "policy.learn.learning_rate": 1e-3,
+            "policy.eval.evaluator.eval_freq": 50,
+            "policy.random_collect_size": 512,
+            "env.n_evaluator_episode": 2,
+            "env.evaluator_env_num": 2,
+            "ray.num_collectors": 1,
+            "ray.collector_num_cpus": 0.25,
+            "ray.learner_num_cpus": 0.25,
+            "ray.evaluator_num_cpus": 0.1,
+            "ray.buffer_num_cpus": 0.1,
+        },
+        max_train_iter=1000,
+        storage_path=str(tmp_path / "tune"),
+        name="apex_trial",
+        pipeline="ray",
+        cpus_per_trial=0.25,
+    )
+    assert grid.num_errors == 0, [r.error for r in grid]
+    (result,) = grid
+    history = result.metrics_dataframe
+    assert len(history) >= 2 and history["train_iter"].is_monotonic_increasing
+    with result.checkpoint.as_directory() as folder:
+        with open(os.path.join(folder, "meta.json")) as f:
+            meta = json.load(f)
+        assert {"learner.pth", "buffer.msgpack"} <= set(os.listdir(folder))
+    assert meta["pipeline"] == "ray-async" and meta["train_iter"] >= history["train_iter"].iloc[-1]
+    run_dirs = [d for d in os.listdir(result.path) if d.startswith("apex_dqn")]
+    with open(os.path.join(result.path, run_dirs[0], "result.json")) as f:
+        assert json.load(f)["train_iter"] >= 1000
+
+
 def test_sweep_rejects_bad_input(tmp_path):
     with pytest.raises(ConfigError, match="No bundled config"):
         tune_pipeline("cartpole_dqm", {"policy.nstep": 3}, max_env_step=10)
     with pytest.raises(ConfigError, match="param_space is empty"):
         tune_pipeline("cartpole_dqn", {}, max_env_step=10)
+    with pytest.raises(ConfigError, match="pipeline must be 'serial' or 'ray'"):
+        tune_pipeline("cartpole_dqn", {"policy.nstep": 3}, max_env_step=10, pipeline="cluster")
