@@ -3,12 +3,15 @@
 One call in flight per collector, so calls are bounded and each collector is relaunched the
 moment its call returns (nobody waits for the slowest). When a collector dies its call is
 counted as lost (never retried, so no batch is duplicated), the slot pings the actor until Ray
-has restarted it, and the next call hands it the latest weights.
+has restarted it, and the next call hands it the latest weights. ``away_s`` says for how long no
+collector has worked because all of them wait to be restarted (their node died and Ray has found
+no other with room for them), so that a driver can end the run instead of waiting forever.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,6 +36,7 @@ class Slot:
     failures: int = 0  # consecutive failed pings
     restarts: int = 0
     lost: int = 0
+    restarting_since: float | None = None  # time.monotonic() when it died, until it is back
 
 
 @dataclass
@@ -65,6 +69,14 @@ class CollectorPool:
     @property
     def restarts(self) -> int:
         return sum(s.restarts for s in self.slots)
+
+    def away_s(self) -> float:
+        """Seconds since the last working collector died, while every live one waits to be
+        restarted; 0 while one works."""
+        alive = self.alive()
+        if not alive or any(s.state != RESTARTING for s in alive):
+            return 0.0
+        return time.monotonic() - max(s.restarting_since for s in alive)
 
     def idle(self) -> list[Slot]:
         return [s for s in self.slots if s.state == IDLE]
@@ -105,6 +117,8 @@ class CollectorPool:
     def _ping(self, slot: Slot) -> None:
         # A call to a restarting actor fails at once; a ping Ray retries returns once it is back,
         # or raises ActorDiedError if it never comes back.
+        if slot.state != RESTARTING:  # a failed ping pings again: the slot is away since the death
+            slot.restarting_since = time.monotonic()
         slot.state, slot.extra, slot.reserved = RESTARTING, None, 0
         slot.ref = slot.handle.ping.options(max_task_retries=-1).remote()
         self._by_ref[slot.ref] = slot
@@ -125,7 +139,7 @@ class CollectorPool:
                 return Outcome(slot)
             self._ping(slot)
             return Outcome(slot)
-        slot.state, slot.ref, slot.failures = IDLE, None, 0
+        slot.state, slot.ref, slot.failures, slot.restarting_since = IDLE, None, 0, None
         slot.restarts += 1
         logger.warning("%s is back (restart %d)", slot.name, slot.restarts)
         return Outcome(slot)

@@ -141,8 +141,11 @@ class RemoteCollectors:
         if pings:
             self._finish(ray.wait(pings, num_returns=len(pings), timeout=0)[0])
         idle = self.pool.idle()
-        while not idle:  # every collector is restarting: wait for one to come back
-            self._finish(ray.wait(self.pool.refs(), num_returns=1)[0])
+        while not idle:  # every collector is restarting: wait for one to come back, not forever
+            ready = ray.wait(self.pool.refs(), num_returns=1, timeout=1.0)[0]
+            if not ready:
+                self.check_started()
+            self._finish(ready)
             idle = self.pool.idle()
         share = math.ceil(self.plan.n_sample / len(idle))
         for slot in idle:
@@ -191,13 +194,32 @@ class RemoteCollectors:
 
     # ----- health --------------------------------------------------------------------------------
     def check_started(self) -> None:
-        """Raise ``ClusterError`` when no collector actor finished a call within the start timeout."""
+        """Raise ``ClusterError`` when no collector actor finished a call within the start timeout,
+        or when every collector died and none came back within it (their node left the cluster and
+        no other has room for them: Ray would wait for one forever, and the run with it)."""
         timeout = self.cfg.ray.actor_start_timeout_s
+        needs = (
+            f"ray.collector_num_cpus={self.cfg.ray.collector_num_cpus:g}, "
+            f"collector_resources={dict(self.cfg.ray.collector_resources)}"
+        )
         if not self._actor_batches and time.monotonic() - self._created > timeout:
             raise ClusterError(
-                f"No collector actor started within {timeout:g} s (ray.collector_num_cpus="
-                f"{self.cfg.ray.collector_num_cpus:g}, collector_resources="
-                f"{dict(self.cfg.ray.collector_resources)}). Resources free now: {ray.available_resources()}."
+                f"No collector actor started within {timeout:g} s ({needs}). "
+                f"Resources free now: {ray.available_resources()}."
+            )
+        away = self.pool.away_s()
+        if away > timeout:
+            cluster = {
+                k: v
+                for k, v in ray.cluster_resources().items()
+                if not k.startswith("node:") and k not in ("memory", "object_store_memory")
+            }
+            raise ClusterError(
+                f"Every collector actor died and none was restarted within {timeout:g} s "
+                f"(ray.actor_start_timeout_s): no node has room for one ({needs}; in the cluster now: "
+                f"{cluster}), or they die while starting (see their logs). Did their node leave the "
+                "cluster? Add a node with these resources or lower them; resume=<the run's folder> goes "
+                "on from the run's latest checkpoint."
             )
 
     def summary(self) -> dict[str, Any]:

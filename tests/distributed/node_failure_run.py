@@ -18,6 +18,9 @@ it land there (a collector, or the buffer) and the learner and evaluator stay on
   replacement node with ``buffer_node`` joins (what an autoscaler does for a pending actor), and
   Ray restarts the buffer there; it reloads the latest run checkpoint (the storage is this
   machine's disk, which every node of this cluster shares).
+- ``stranded``: both collectors on the worker (only it has ``collector_slot``), nowhere to go once
+  it is removed: the run must end with a ``ClusterError`` after ``ray.actor_start_timeout_s``
+  (here 20 s) instead of waiting forever.
 
 The removal happens in a stage of the driver's Task (the ``Cluster`` object lives in this process),
 once the learner passed ``remove_at`` iterations and a run checkpoint is committed.
@@ -38,8 +41,10 @@ from ding_ray.framework import Task
 from tests.distributed.configs import small_config
 from tests.distributed.conftest import free_port
 
-MAX_TRAIN_ITER = 2400
+# learner iterations of the run: after a crash the GCS needs a few seconds more to find out
+BUDGET = {"drain": 1200, "crash": 2400}
 REMOVE_AT = 150  # learner iterations before the worker node goes (checkpoint.freq is 100)
+STRANDED_TIMEOUT_S = 20.0  # ray.actor_start_timeout_s of the stranded run
 
 LAYOUTS = {  # victim -> (head resources, worker resources, ray config overrides)
     "collector": (
@@ -51,6 +56,15 @@ LAYOUTS = {  # victim -> (head resources, worker resources, ray config overrides
         {},
         {"buffer_node": 1},
         dict(buffer_num_cpus=0, buffer_resources={"buffer_node": 1}, collector_scheduling="DEFAULT"),
+    ),
+    "stranded": (
+        {},
+        {"collector_slot": 2},
+        dict(
+            collector_num_cpus=0,
+            collector_resources={"collector_slot": 1},
+            actor_start_timeout_s=STRANDED_TIMEOUT_S,
+        ),
     ),
 }
 
@@ -110,22 +124,28 @@ def main(exp_name: str, mode: str, how: str = "drain") -> None:
             if not timeline or now - timeline[-1][0] >= 0.5:
                 timeline.append((now, ctx.train_iter, ctx.env_step, restarts, recoveries))
 
-        with RayComponents(cfg, make_plan(cfg)) as rc, Task(rc.context()) as task:
-            rc.actors.start_collectors()  # the pipeline would after the learner's first weights
-            out["collector_nodes"] = [_node_of(c) for c in rc.actors.collectors]
-            out["buffer_node"] = _node_of(rc.actors.buffer)
-            out["learner_node"] = _node_of(rc.actors.learner)
-            async_pipeline(task, cfg, rc, max_train_iter=MAX_TRAIN_ITER)
-            if disturb:
-                task.use(remove_node)
-            task.use(record)
-            t_run = time.perf_counter()
-            task.run()
-            out["run_s"] = round(time.perf_counter() - t_run, 2)
-            # where the actors are now: the collector restarted on the head, the buffer on the new node
-            out["collector_nodes_after"] = [_node_of(c) for c in rc.actors.collectors]
-            out["buffer_node_after"] = _node_of(rc.actors.buffer)
-            out["buffer_instance"] = ray.get(rc.actors.buffer.instance.remote(), timeout=60)
+        rc = RayComponents(cfg, make_plan(cfg))
+        t_run = time.perf_counter()  # the start of task.run(), below
+        try:
+            with rc, Task(rc.context()) as task:
+                rc.actors.start_collectors()  # the pipeline would after the learner's first weights
+                out["collector_nodes"] = [_node_of(c) for c in rc.actors.collectors]
+                out["buffer_node"] = _node_of(rc.actors.buffer)
+                out["learner_node"] = _node_of(rc.actors.learner)
+                async_pipeline(task, cfg, rc, max_train_iter=BUDGET[how])
+                if disturb:
+                    task.use(remove_node)
+                task.use(record)
+                t_run = time.perf_counter()
+                task.run()
+                out["run_s"] = round(time.perf_counter() - t_run, 2)
+                # where they are now: the collector restarted on the head, the buffer on the new node
+                out["collector_nodes_after"] = [_node_of(c) for c in rc.actors.collectors]
+                out["buffer_node_after"] = _node_of(rc.actors.buffer)
+                out["buffer_instance"] = ray.get(rc.actors.buffer.instance.remote(), timeout=60)
+        except Exception as err:  # noqa: BLE001 - reported for the test to judge
+            out["error"] = f"{type(err).__name__}: {err}"
+            out["error_after_removal_s"] = round(time.perf_counter() - t_run - out.get("removed_s", 0), 2)
         out["result"] = rc.result
         out["timeline"] = timeline
     finally:

@@ -10,20 +10,28 @@ and the run goes on to its budget (``node_failure_run.py``, each run in its own 
   is removed a replacement node with that resource joins, as an autoscaler would add one for the
   pending actor. Ray restarts the buffer there, it reloads the latest run checkpoint's snapshot,
   and result.json's ``recoveries`` says which checkpoint and how many transitions were lost.
+- stranded collectors: both collectors on the worker node and no room for them elsewhere: the run
+  ends with a ``ClusterError`` saying so after ``ray.actor_start_timeout_s`` (here 20 s) instead of
+  waiting forever for a node (before, it waited forever: nothing is in flight but the pings Ray
+  holds until the actors are back, and the rate limiter stops the learner).
 
-Each both ways: ``drain`` (the node's processes get SIGTERM, its raylet tells the GCS it is
+Nodes go two ways: ``drain`` (the node's processes get SIGTERM, its raylet tells the GCS it is
 leaving: a node drained or preempted with notice) and ``crash`` (SIGKILL: the GCS finds out from
-failed health checks, here 3 checks 0.5 s apart instead of Ray's 5 checks 3 s apart).
+failed health checks, here 3 checks 0.5 s apart instead of Ray's 5 checks 3 s apart). The
+collector node goes both ways, the buffer node crashes (the harder way: the driver's calls fail
+before the GCS knows; ``node_failure_run.py DIR buffer drain`` runs the other), to keep the file
+within ~2 minutes on 2 cores.
 
 The worker nodes offer no CPU to Ray, so nothing but the collector / buffer lands on them; the
 learner and the evaluator stay on the head (removing the driver's node is not survivable).
 The node goes after iteration 150, once a checkpoint is committed (every 100 iterations); the
-budget is 2,400 iterations (~10 s of training here), which leaves the restarted actor time to come
-back before the end (~5 s after a crash, ~2 s after a drain).
+budget, 1,200 iterations after a drain and 2,400 after a crash (~6 and ~10 s of training here),
+leaves the restarted actor time to come back before the end (~2 s after a drain, ~5 s after a crash).
 
 An undisturbed run of the same cluster and config, for the wall time to compare with:
-``RAY_TMPDIR=$(mktemp -d) PYTHONPATH=. python -m tests.distributed.node_failure_run DIR none-buffer``
-(or ``none-collector``); the JSON line's ``run_s`` is the time of ``task.run()``.
+``RAY_TMPDIR=$(mktemp -d) PYTHONPATH=. python -m tests.distributed.node_failure_run DIR none-buffer drain``
+(or ``none-collector``; ``crash`` for the budget of the crash tests); the JSON line's ``run_s`` is the
+time of ``task.run()``.
 """
 
 from __future__ import annotations
@@ -35,12 +43,13 @@ import tempfile
 import pytest
 
 from tests.distributed.conftest import REPO, run_python
-from tests.distributed.node_failure_run import MAX_TRAIN_ITER, REMOVE_AT
+from tests.distributed.node_failure_run import BUDGET, REMOVE_AT, STRANDED_TIMEOUT_S
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
 
 def _run(exp_name: str, mode: str, how: str) -> dict:
+    """The runner's JSON line; result.json is checked to say what the runner saw at the end."""
     ray_tmp = tempfile.mkdtemp(prefix="drnf", dir="/tmp")
     code = f"import runpy, sys; sys.argv = ['x', {exp_name!r}, {mode!r}, {how!r}]; " + (
         "runpy.run_module('tests.distributed.node_failure_run', run_name='__main__')"
@@ -53,40 +62,37 @@ def _run(exp_name: str, mode: str, how: str) -> dict:
     return out
 
 
-def _reached_the_budget(out: dict) -> dict:
+def _reached_the_budget(out: dict, how: str) -> dict:
     result = out["result"]
-    assert "error" not in result
-    assert REMOVE_AT <= out["removed_at"] < MAX_TRAIN_ITER  # removed mid-training ...
+    assert "error" not in out and "error" not in result, out.get("error")
+    assert REMOVE_AT <= out["removed_at"] < BUDGET[how]  # removed mid-training ...
     assert out["checkpoint_before"] is not None  # ... after a checkpoint
-    assert result["train_iter"] >= MAX_TRAIN_ITER
+    assert result["train_iter"] >= BUDGET[how]
     assert result["env_steps"] > out["env_step_at_removal"]  # collection went on after the removal
     return result
 
 
-HOW = pytest.mark.parametrize("how", ["drain", "crash"])
-
-
-@HOW
+@pytest.mark.parametrize("how", ["drain", "crash"])
 def test_removing_the_node_of_a_collector_loses_its_batch_and_the_collector_restarts(tmp_path, how):
     out = _run(str(tmp_path / "collector_node"), "collector", how)
     head, worker = out["head_node"], out["worker_node"]
     assert sorted(out["collector_nodes"]) == sorted([head, worker])  # one collector on each node
     assert out["learner_node"] == head and out["buffer_node"] == head
-    result = _reached_the_budget(out)
+    result = _reached_the_budget(out, how)
     assert result["lost_batches"] >= 1  # the call in flight on the removed node
     assert result["collector_restarts"] >= 1  # it came back before the end of the run ...
     assert out["collector_nodes_after"] == [head, head]  # ... in the head's spare collector slot
     assert result["recoveries"] == []  # the learner and the buffer were not touched
 
 
-@HOW
+@pytest.mark.parametrize("how", ["crash"])
 def test_removing_the_node_of_the_buffer_restores_it_from_the_latest_snapshot(tmp_path, how):
     exp_name = str(tmp_path / "buffer_node")
     out = _run(exp_name, "buffer", how)
     head, worker = out["head_node"], out["worker_node"]
     assert out["buffer_node"] == worker and out["learner_node"] == head
     assert out["buffer_node_after"] == out["replacement_node"] != worker
-    result = _reached_the_budget(out)
+    result = _reached_the_budget(out, how)
     (event,) = result["recoveries"]
     assert event["actor"] == "buffer"
     # the latest checkpoint committed before the buffer came back: the one there was at the removal,
@@ -101,3 +107,16 @@ def test_removing_the_node_of_the_buffer_restores_it_from_the_latest_snapshot(tm
     assert event["buffer_count"] == meta["buffer_count"] > 0  # exactly the snapshot's transitions
     assert event["lost_transitions"] > 0  # what was pushed between the snapshot and the removal
     assert result["lost_batches"] == 0 and result["collector_restarts"] == 0
+
+
+def test_collectors_with_no_node_left_end_the_run_with_an_error_that_says_so(tmp_path):
+    exp_name = str(tmp_path / "stranded")
+    out = _run(exp_name, "stranded", "crash")
+    assert out["collector_nodes"] == [out["worker_node"]] * 2
+    assert out["error"].endswith(out["result"]["error"])  # result.json records it
+    assert "ClusterError: Every collector actor died and none was restarted within 20 s" in out["error"]
+    assert "collector_resources={'collector_slot': 1}" in out["error"]  # what a node needs to have
+    # after the timeout, not at once, and not much later (the GCS takes a few seconds to see a crash)
+    assert STRANDED_TIMEOUT_S < out["error_after_removal_s"] < STRANDED_TIMEOUT_S + 30
+    assert out["result"]["lost_batches"] == 2 and out["result"]["train_iter"] < BUDGET["crash"]
+    assert out["result"]["last_checkpoint"] is not None  # resume= goes on from there
