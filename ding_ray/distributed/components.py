@@ -110,7 +110,9 @@ class RayComponents:
         )
         # On-policy policies can peak and fall back within a few rounds: every due version is
         # evaluated (a backlog, also of those due while the evaluator starts), not only the latest.
-        self.evaluator = RemoteEvaluator(self.actors, max_backlog=8 if sync else 0)
+        self.evaluator = RemoteEvaluator(
+            self.actors, max_backlog=8 if sync else 0, restart_timeout_s=cfg.ray.actor_start_timeout_s
+        )
         self.checkpointer = RayCheckpointer(cfg, self.actors, self.recovery, self.store, self.resumed)
         self.recovery.on_restart("buffer", self._buffer_restarted)
         self.ctx: Any = self.context()  # the latest context the monitor saw, for result.json

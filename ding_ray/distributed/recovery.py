@@ -79,7 +79,8 @@ class Recovery:
             except (RayActorError, GetTimeoutError) as dead:
                 self._failed = ActorDiedError(
                     f"The {name} actor (namespace '{self.actors.namespace}') died and did not come back: "
-                    f"{type(dead).__name__}: {dead}. It is restarted at most ray.core_max_restarts="
+                    f"{type(dead).__name__}: {dead} (when it waits for a node with room for it: free now "
+                    f"{ray.available_resources()}). It is restarted at most ray.core_max_restarts="
                     f"{self.max_restarts} times, within {self.timeout_s:g} s each "
                     "(ray.actor_start_timeout_s); see its log in the Ray dashboard. The run's latest "
                     "checkpoint is in its checkpoints/ folder: resume=<the run's folder> goes on from there."

@@ -279,8 +279,12 @@ class RemoteEvaluator:
     be missed. 0: skip them, evaluating the latest weights as soon as the evaluator is free.
     """
 
-    def __init__(self, actors: Actors, max_backlog: int = 0) -> None:
+    def __init__(self, actors: Actors, max_backlog: int = 0, restart_timeout_s: float = 120.0) -> None:
+        """``restart_timeout_s``: how long a dead evaluator may take to come back (a node with room
+        for it) before the run ends with an error, rather than training on without evaluations."""
         self.actors = actors
+        self._restart_timeout_s = float(restart_timeout_s)
+        self._restart_since = 0.0
         self.weights: WeightsRef | None = None
         self.stop_weights: WeightsRef | None = None  # the version that reached the stop value
         self.stop_env_step: int | None = None  # the env steps collected when those weights were taken
@@ -329,7 +333,17 @@ class RemoteEvaluator:
 
     def result(self) -> tuple[bool, dict] | None:
         """``(stop, info)`` of the evaluation in flight once it is done, else None."""
-        if self._ref is None or not ray.wait([self._ref], timeout=0)[0]:
+        if self._ref is None:
+            return None
+        if not ray.wait([self._ref], timeout=0)[0]:
+            waited = time.monotonic() - self._restart_since
+            if self._restarting and waited > self._restart_timeout_s:
+                raise ActorDiedError(
+                    f"The evaluator actor died and has not come back within {waited:.0f} s "
+                    "(ray.actor_start_timeout_s): no node has room for it (ray.evaluator_num_cpus; free "
+                    f"now: {ray.available_resources()}). Add a node or lower its resources; "
+                    "resume=<the run's folder> goes on from the latest checkpoint."
+                )
             return None
         ref, self._ref = self._ref, None
         try:
@@ -342,7 +356,7 @@ class RemoteEvaluator:
             # A call to a restarting actor fails at once; a ping that Ray retries returns once it
             # is back (or fails if it never comes back).
             self._ref = self.actors.evaluator.ping.options(max_task_retries=-1).remote()
-            self._restarting = True
+            self._restarting, self._restart_since = True, time.monotonic()
             return None
         if self._restarting:  # the ping answered: evaluate the latest weights now
             self._restarting = False
