@@ -58,6 +58,16 @@ def apply_dotted(main_cfg: dict, create_cfg: dict, overrides: Mapping[str, Any])
             raise ConfigError(f"Tune parameter {err}") from err
 
 
+def _trial_config(tune: Any, config: dict, input_cfg: Any) -> tuple[EasyDict, EasyDict, str]:
+    """The trial's ``(main_config, create_config, experiment base name)``: ``config``'s dotted
+    overrides applied, the run's folder inside the trial's."""
+    main_cfg, create_cfg = resolve_input(input_cfg)
+    apply_dotted(main_cfg, create_cfg, config)
+    exp_base = os.path.basename(str(main_cfg.get("exp_name") or "default_experiment"))
+    main_cfg.exp_name = os.path.join(tune.get_context().get_trial_dir(), exp_base)
+    return main_cfg, create_cfg, exp_base
+
+
 def serial_trainable(
     config: dict,
     input_cfg: str | tuple[Mapping, Mapping] = "cartpole_dqn",
@@ -78,10 +88,7 @@ def serial_trainable(
     tune = _import_tune()
     start = time.perf_counter()
     setup_logging()
-    main_cfg, create_cfg = resolve_input(input_cfg)
-    apply_dotted(main_cfg, create_cfg, config)
-    exp_base = os.path.basename(str(main_cfg.get("exp_name") or "default_experiment"))
-    main_cfg.exp_name = os.path.join(tune.get_context().get_trial_dir(), exp_base)
+    main_cfg, create_cfg, _ = _trial_config(tune, config, input_cfg)
     on_policy = is_on_policy(main_cfg, create_cfg)
     run = SerialRun(
         main_cfg,
@@ -128,14 +135,10 @@ def ray_trainable(
     tune = _import_tune()
     start = time.perf_counter()
     setup_logging()
-    main_cfg, create_cfg = resolve_input(input_cfg)
-    apply_dotted(main_cfg, create_cfg, config)
-    exp_base = os.path.basename(str(main_cfg.get("exp_name") or "default_experiment"))
-    context = tune.get_context()
-    main_cfg.exp_name = os.path.join(context.get_trial_dir(), exp_base)
+    main_cfg, create_cfg, exp_base = _trial_config(tune, config, input_cfg)
     # the actors go into the trial's placement group (ray_trial_resources), which Tune already placed
     main_cfg.setdefault("ray", EasyDict()).update(
-        namespace=f"{exp_base}_{context.get_trial_id()}",
+        namespace=f"{exp_base}_{tune.get_context().get_trial_id()}",
         progress_bar=False,
         check_resources=False,
         collector_scheduling="DEFAULT",
