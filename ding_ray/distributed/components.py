@@ -298,7 +298,8 @@ class RayComponents:
         logger.info("result: %s", self.result)
         exp = self.cfg.exp_name
         logger.info(
-            "the run is in %s: result.json, total_config.json, ckpt/ (best and final weights); "
+            "the run is in %s: result.json, total_config.json, ckpt/ (best and final weights), "
+            "checkpoints/ (what resume= continues from); "
             "TensorBoard: tensorboard --logdir %s; a plot: ding-ray plot %s",
             exp,
             os.path.join(exp, "log"),

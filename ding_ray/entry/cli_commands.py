@@ -171,6 +171,7 @@ def print_run_summary(exp_name: str) -> None:
         f"  TensorBoard:  tensorboard --logdir {os.path.join(run_dir, 'log')}\n"
         f"  plot:         {PROG} plot {run_dir}"
         + (f"\n  evaluate:     {PROG} eval {best_ckpt}" if os.path.isfile(best_ckpt) else "")
+        + (f"\n  continue:     {PROG} train --resume {run_dir}" if result.get("last_checkpoint") else "")
     )
 
 

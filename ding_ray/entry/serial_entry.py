@@ -245,6 +245,7 @@ class SerialRun:
         self.stop, self.last_eval = False, None
         self.on_eval: Callable[[dict], None] | None = None  # called with each evaluation's info (Tune)
         self._next_ckpt = 0
+        self.last_checkpoint: Checkpoint | None = None
 
     @contextlib.contextmanager
     def running(self, start: float, pipeline: str) -> Iterator[None]:
@@ -314,7 +315,8 @@ class SerialRun:
             pipeline="serial",
             config=self.cfg,
         )
-        return self.store.commit(folder, files, meta)
+        self.last_checkpoint = self.store.commit(folder, files, meta)
+        return self.last_checkpoint
 
     def restore(self, ckpt: Checkpoint) -> None:
         """Put the run back where ``ckpt`` left it (the envs start new episodes)."""
@@ -341,10 +343,11 @@ class SerialRun:
         extra = {} if error is None else {"error": f"{type(error).__name__}: {error}"}
         if error is None:
             self.learner.call_hook("after_run")
-            if self.cfg.checkpoint.freq > 0 or self.resumed is not None:
-                self.checkpoint()
+            self.checkpoint()
         if self.resumed is not None:
             extra["resumed_from"] = self.resumed.folder
+        if self.last_checkpoint is not None:
+            extra["last_checkpoint"] = self.last_checkpoint.folder
         write_result(
             self.cfg.exp_name,
             env_steps=self.collector.envstep,

@@ -132,7 +132,14 @@ def test_train_serial_writes_the_run_and_says_where(runs):
     assert config["policy"]["learn"]["learning_rate"] == 5e-4  # --set, parsed as a number
     assert config["env"]["n_evaluator_episode"] == 2
     assert (run_dir / "ckpt" / "ckpt_final.pth.tar").is_file()
-    for where in ("result.json", "total_config.json", "ckpt", "tensorboard --logdir", "ding-ray plot"):
+    for where in (
+        "result.json",
+        "total_config.json",
+        "ckpt",
+        "tensorboard --logdir",
+        "ding-ray plot",
+        "--resume",
+    ):
         assert where in outs[0]
     assert "budget spent after" in outs[0] or "stop value reached" in outs[0]
 
