@@ -91,12 +91,13 @@ class Recovery:
                 self._restarted(name, now)
 
     def _known_id(self, name: str) -> dict | None:
-        """What the actor's instance answered last; None if it died before it ever answered."""
+        """What the actor's instance answered last; None if it died before it ever answered (an
+        actor still starting is waited for: it has not restarted)."""
         known = self._ids[name]
         if isinstance(known, dict):
             return known
         try:
-            return ray.get(known, timeout=0.5)
+            return ray.get(known, timeout=self.timeout_s)
         except (RayActorError, GetTimeoutError, ObjectLostError):
             return None
 
