@@ -1,0 +1,62 @@
+"""The Metrics-tab recipe up to the Prometheus binary: with the dashboard on, Ray writes the
+Prometheus config that ``ray metrics launch-prometheus`` starts Prometheus with; following it (its
+service-discovery file, then each target) as Prometheus would finds every ding_ray figure.
+
+Prometheus itself is not started: it is a download from GitHub, which this machine cannot reach.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+
+import pytest
+
+from tests.distributed.conftest import REPO, run_python
+
+pytestmark = [pytest.mark.ray, pytest.mark.slow]
+
+RUN = """
+import json, sys, time, urllib.request
+import ray, yaml
+from ding_ray import distributed
+from ding_ray.framework import Task
+from tests.distributed.configs import small_config
+
+main, create = small_config(sys.argv[1], include_dashboard=True)
+cfg, plan, started = distributed.start_run((main, create), 0)
+with distributed.RayComponents(cfg, plan) as rc, Task(rc.context()) as task:
+    distributed.async_pipeline(task, cfg, rc, max_train_iter=200)
+    task.run()
+    session = ray._private.worker._global_node.get_session_dir_path()
+    with open(f"{session}/metrics/prometheus/prometheus.yml") as f:
+        prometheus = yaml.safe_load(f)
+    sd = [c for job in prometheus["scrape_configs"] for c in job.get("file_sd_configs", [])]
+    sd_files = [p for c in sd for p in c["files"]]
+    found, deadline = {}, time.monotonic() + 40
+    while time.monotonic() < deadline and len(found) < 4:
+        targets = [t for p in sd_files for entry in json.load(open(p)) for t in entry["targets"]]
+        for target in targets:
+            text = urllib.request.urlopen(f"http://{target}/metrics", timeout=5).read().decode()
+            for line in text.splitlines():
+                if line.startswith("ray_ding_ray_") and 'experiment="' in line:
+                    actor = line.split('actor="', 1)[1].split('"', 1)[0]
+                    found.setdefault(actor.split("-")[0], set()).add(line.split("{", 1)[0])
+        time.sleep(1)
+    found = {k: sorted(v) for k, v in found.items()}
+    print(json.dumps({"sd_files": sd_files, "targets": targets, "found": found}))
+"""
+
+
+def test_the_scrape_targets_ray_writes_for_prometheus_serve_every_ding_ray_figure(tmp_path):
+    env = {"RAY_TMPDIR": tempfile.mkdtemp(prefix="drmr", dir="/tmp"), "PYTHONPATH": REPO}
+    proc = run_python(RUN.replace("sys.argv[1]", repr(str(tmp_path / "recipe"))), timeout=240, env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["sd_files"] and out["targets"]
+    assert all(t.startswith("127.0.0.1:") for t in out["targets"])  # a local Ray serves loopback only
+    found = out["found"]
+    assert "ray_ding_ray_collector_env_steps_total" in found["collector"], found
+    assert "ray_ding_ray_learner_train_iter_total" in found["learner"], found
+    assert "ray_ding_ray_buffer_size" in found["buffer"], found
+    assert "ray_ding_ray_buffer_samples_per_insert" in found["driver"], found
