@@ -217,8 +217,12 @@ def load_checkpoint(path: str) -> dict[str, Any]:
     try:
         with zipfile.ZipFile(path) as archive:  # torch.save writes a zip with a CRC-32 per record
             damaged = archive.testzip()
+            # directory fields that Python's zipfile skips and torch's reader does not: torch writes 0
+            odd = [i.filename for i in archive.infolist() if i.internal_attr or i.external_attr or i.volume]
         if damaged is not None:
             raise DataFormatError(f"record '{damaged}' fails its CRC-32 check")
+        if odd:
+            raise DataFormatError(f"the zip directory entry of '{odd[0]}' is damaged")
         return torch.load(path, map_location="cpu", weights_only=True)
     except Exception as e:  # noqa: BLE001 - torch raises several types for bad files
         raise DataFormatError(
