@@ -221,6 +221,7 @@ class RayComponents:
                 stats["task"] = task = current_task()
                 task.on_close(lambda: self._last_iteration(task.ctx))
             self.ctx = ctx
+            self.recovery.poll()  # a learner or buffer restarted between two calls
             lags = []
             for info in self.collectors.pop_infos():
                 lags.append(ctx.train_iter - max(info["policy_version"], 0))

@@ -11,6 +11,7 @@ be back, lets the components drop what was in flight on it, records what was los
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -51,6 +52,8 @@ class Recovery:
         self._listeners: dict[str, list[Callable[[dict, dict], None]]] = {n: [] for n in self._names}
         self._failed: ActorDiedError | None = None
         self._discarded: list = []
+        self._probe: dict[str, Any] | None = None  # instance() calls in flight (poll)
+        self._probed_at = time.monotonic()
 
     def on_restart(self, name: str, fn: Callable[[dict, dict], None]) -> None:
         """``fn(instance, event)`` runs when actor ``name`` is back: ``instance`` is what its
@@ -88,6 +91,29 @@ class Recovery:
                 raise self._failed from err
             self._ids[name] = now
             if old is None or now["id"] != old["id"]:
+                self._restarted(name, now)
+
+    def poll(self, interval_s: float = 2.0) -> None:
+        """Notice a restart that no failed call revealed (the actor died between two calls, and
+        Ray brought it back before the next): every ``interval_s`` ask each actor who it is."""
+        if self._failed is not None:
+            return
+        if self._probe is None:
+            if time.monotonic() - self._probed_at >= interval_s:
+                self._probe = {n: getattr(self.actors, n).instance.remote() for n in self._names}
+            return
+        refs = list(self._probe.values())
+        if len(ray.wait(refs, num_returns=len(refs), timeout=0)[0]) < len(refs):
+            return
+        probe, self._probe, self._probed_at = self._probe, None, time.monotonic()
+        for name, ref in probe.items():
+            try:
+                now = ray.get(ref)
+            except (RayActorError, ObjectLostError):  # dead now: the next call's failure recovers it
+                continue
+            old = self._known_id(name)
+            if old is not None and now["id"] != old["id"]:
+                self._ids[name] = now
                 self._restarted(name, now)
 
     def _known_id(self, name: str) -> dict | None:
