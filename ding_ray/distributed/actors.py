@@ -282,7 +282,12 @@ def _create(
         ).remote(cfg.policy.other.replay_buffer, cfg.exp_name, int(cfg.seed), storage_root(cfg))
     collectors = [collector(0)]
     publish_freq = rc.publish_freq if publish_freq is None else publish_freq
-    learner_options = dict(num_cpus=rc.learner_num_cpus, num_gpus=rc.learner_num_gpus, **core)
+    learner_options = dict(
+        num_cpus=rc.learner_num_cpus,
+        num_gpus=rc.learner_num_gpus,
+        resources=dict(rc.get("learner_resources", {})),
+        **core,
+    )
     learners = []
     if rc.get("num_learners", 1) > 1:
         from ding_ray.distributed.learner_group import create_learner_group

@@ -205,7 +205,11 @@ def learner_name(rank: int) -> str:
 
 def actor_demands(ray_cfg: EasyDict) -> list[tuple[str, dict[str, float]]]:
     """``(actor name, resources)`` of every actor the pipeline creates."""
-    learner = {"CPU": ray_cfg.learner_num_cpus, "GPU": ray_cfg.learner_num_gpus}
+    learner = {
+        "CPU": ray_cfg.learner_num_cpus,
+        "GPU": ray_cfg.learner_num_gpus,
+        **ray_cfg.get("learner_resources", {}),
+    }
     demands = [(learner_name(rank), learner) for rank in range(ray_cfg.get("num_learners", 1))]
     demands += [
         ("buffer", {"CPU": ray_cfg.buffer_num_cpus, **ray_cfg.buffer_resources}),

@@ -38,6 +38,7 @@ class RayConfig:
         evaluator_num_cpus=0.25,
         learner_num_cpus=0.5,
         learner_num_gpus=0.0,  # a GPU for the learner (also set policy.cuda=True)
+        learner_resources=dict(),  # custom resources of the learner, e.g. {'learner_node': 1}
         # learners training one policy data-parallel (a learner group: gradients averaged with
         # torch.distributed, each on its share of every minibatch); each gets the CPUs/GPUs above
         num_learners=1,

@@ -18,12 +18,14 @@ and the run goes on to its budget (``node_failure_run.py``, each run in its own 
 Nodes go two ways: ``drain`` (the node's processes get SIGTERM, its raylet tells the GCS it is
 leaving: a node drained or preempted with notice) and ``crash`` (SIGKILL: the GCS finds out from
 failed health checks, here 3 checks 0.5 s apart instead of Ray's 5 checks 3 s apart). The
-collector node goes both ways, the buffer node crashes (the harder way: the driver's calls fail
-before the GCS knows; ``node_failure_run.py DIR buffer drain`` runs the other), to keep the file
+collector node goes both ways, the buffer's and the learner's nodes crash (the harder way: the
+driver's calls fail before the GCS knows; ``node_failure_run.py DIR buffer drain`` runs the other),
+to keep the file
 within ~2 minutes on 2 cores.
 
-The worker nodes offer no CPU to Ray, so nothing but the collector / buffer lands on them; the
-learner and the evaluator stay on the head (removing the driver's node is not survivable).
+The worker nodes offer no CPU to Ray, so nothing but the collector / buffer / learner that asks
+for the node's custom resource lands on them; the rest stays on the head (removing the driver's
+node is not survivable).
 The node goes after iteration 150, once a checkpoint is committed (every 100 iterations); the
 budget, 1,200 iterations after a drain and 2,400 after a crash (~6 and ~10 s of training here),
 leaves the restarted actor time to come back before the end (measured: the collector ~4 s after a
@@ -109,6 +111,21 @@ def test_removing_the_node_of_the_buffer_restores_it_from_the_latest_snapshot(tm
     assert event["buffer_count"] == meta["buffer_count"] > 0  # exactly the snapshot's transitions
     assert event["lost_transitions"] > 0  # what was pushed between the snapshot and the removal
     assert result["lost_batches"] == 0 and result["collector_restarts"] == 0
+
+
+def test_removing_the_node_of_the_learner_restores_it_from_the_latest_checkpoint(tmp_path):
+    exp_name = str(tmp_path / "learner_node")
+    out = _run(exp_name, "learner", "crash")
+    head, worker = out["head_node"], out["worker_node"]
+    assert out["learner_node"] == worker and out["buffer_node"] == head
+    assert out["learner_node_after"] == out["replacement_node"] != worker
+    result = _reached_the_budget(out, "crash")
+    (event,) = result["recoveries"]
+    assert event["actor"] == "learner"
+    assert out["checkpoint_before"] <= event["restored_from"]
+    with open(os.path.join(event["restored_from"], "meta.json")) as f:
+        restored_iter = json.load(f)["train_iter"]
+    assert event["lost_train_iters"] >= out["removed_at"] - restored_iter > 0  # since the checkpoint
 
 
 def test_collectors_with_no_node_left_end_the_run_with_an_error_that_says_so(tmp_path):
