@@ -18,6 +18,7 @@ being written when the run died: it is never picked up. Model files load with
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import json
@@ -108,8 +109,13 @@ class CheckpointStore:
         return f"{self.dir}/iter_{int(train_iter):08d}"
 
     def write(self, folder: str, name: str, data: bytes) -> dict[str, Any]:
-        """Write one file of a checkpoint; returns what ``meta.json`` records of it."""
+        """Write one file of a checkpoint; returns what ``meta.json`` records of it. A checkpoint
+        written again at the same iteration (a resumed run that ends at once) is unfinished from
+        its first new file on: its old ``meta.json`` goes first."""
         self.fs.makedirs(folder, exist_ok=True)
+        if self.fs.exists(f"{folder}/{META_FILE}"):
+            with contextlib.suppress(FileNotFoundError):  # the learner and the buffer both may
+                self.fs.rm(f"{folder}/{META_FILE}")
         self._put(f"{folder}/{name}", data)
         return {"size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
 

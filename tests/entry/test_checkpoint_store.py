@@ -37,6 +37,8 @@ def test_an_fsspec_url_keeps_the_newest_complete_checkpoints():
     _commit(store, 500)  # a newer complete one: the unfinished one before it is a dead end, deleted
     kept = sorted(os.path.basename(p) for p in fs.ls(store.dir, detail=False))
     assert kept == ["iter_00000300", "iter_00000500"]
+    store.write(store.folder(500), "learner.pth", b"rewritten")  # the same iteration written again
+    assert store.latest().folder == store.folder(300)  # unfinished until its new meta.json
 
 
 def test_storage_path_and_the_environment_name_the_root(monkeypatch, tmp_path):
