@@ -26,15 +26,7 @@ from ding_ray.distributed.cluster import ClusterError, learner_name, lower_prior
 from ding_ray.distributed.errors import ActorDiedError
 from ding_ray.distributed.metrics import RayMetrics
 from ding_ray.distributed.weights import WeightsPublisher, WeightsRef, pull
-from ding_ray.utils.checkpoint import (
-    LEARNER_FILE,
-    CheckpointStore,
-    learner_bytes,
-    load_learner_bytes,
-    restore_latest,
-    restore_learner,
-    storage_root,
-)
+from ding_ray.utils.checkpoint import CheckpointStore, storage_root
 from ding_ray.utils.runtime import set_torch_threads
 from ding_ray.worker import metrics
 from ding_ray.worker.eval_worker import EvalWorker
@@ -120,7 +112,7 @@ class LearnerWorker(LearnWorker):
         self._metrics = RayMetrics("learner", cfg.exp_name, interval_s=1.0)
         # A resumed run, or Ray restarting this actor after it died: go on from the latest checkpoint.
         self._store = CheckpointStore(storage_root(cfg), cfg.checkpoint.keep)
-        self.restored_from = restore_latest(self._store, LEARNER_FILE, self._restore)
+        self.restored_from = self.restore_run_checkpoint(self._store)
         self._instance_id = uuid.uuid4().hex
 
     def ping(self) -> int:
@@ -130,13 +122,9 @@ class LearnerWorker(LearnWorker):
         """Which process this is (a restart is another) and where it started from."""
         return {"id": self._instance_id, "restored_from": self.restored_from, "train_iter": self.train_iter}
 
-    def _restore(self, data: bytes, where: str) -> None:
-        restore_learner(self._learner, load_learner_bytes(data, where))
-
     def save_checkpoint_file(self, folder: str) -> dict[str, Any]:
         """Write ``learner.pth`` of a run checkpoint into ``folder``; what ``meta.json`` records."""
-        info = self._store.write(folder, LEARNER_FILE, learner_bytes(self._learner))
-        return {"file": info, "train_iter": self.train_iter}
+        return self.save_run_checkpoint_file(self._store, folder)
 
     def publish(self) -> WeightsRef:
         """Put the current weights into the object store (once per version) and return the ref."""

@@ -34,7 +34,7 @@ from ding_ray.utils.checkpoint import (
     restore_learner,
 )
 from ding_ray.utils.registry import POLICY_REGISTRY
-from ding_ray.utils.result import _finite_or_none, log_config, write_result
+from ding_ray.utils.result import finite_or_none, log_config, write_result
 from ding_ray.utils.runtime import set_pkg_seed, set_torch_threads, setup_logging, sigterm_as_interrupt
 from ding_ray.worker import (
     BaseLearner,
@@ -309,7 +309,7 @@ class SerialRun:
             env_steps=collector.envstep,
             episodes=collector.envepisode,
             evaluator=dict(
-                best_return=_finite_or_none(evaluator.best_return), last_eval_iter=evaluator.last_eval_iter
+                best_return=finite_or_none(evaluator.best_return), last_eval_iter=evaluator.last_eval_iter
             ),
             last_eval_return=self.last_eval,
             pipeline="serial",

@@ -23,8 +23,8 @@ def write_result(
     record = {
         "env_steps": int(env_steps),
         "train_iter": int(train_iter),
-        "best_eval_return": _finite_or_none(best_eval_return),
-        "last_eval_return": _finite_or_none(last_eval_return),
+        "best_eval_return": finite_or_none(best_eval_return),
+        "last_eval_return": finite_or_none(last_eval_return),
         "stop": bool(stop),
         "wall_s": round(float(wall_s), 3),
         "env_steps_per_s": round(env_steps / max(wall_s, 1e-9), 1),
@@ -50,7 +50,8 @@ def read_result(exp_name: str) -> dict[str, Any]:
         return json.load(f)
 
 
-def _finite_or_none(x: float | None) -> float | None:
+def finite_or_none(x: float | None) -> float | None:
+    """``x`` as a float, or None when it is missing, NaN or infinite (JSON has no such numbers)."""
     return None if x is None or x != x or x in (float("inf"), float("-inf")) else float(x)
 
 

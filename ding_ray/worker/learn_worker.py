@@ -17,6 +17,14 @@ from easydict import EasyDict
 from ding_ray.data.columnar import Batch, batch_size, take_rows
 from ding_ray.policy import create_policy
 from ding_ray.policy.weights import Weights, state_dict_to_numpy
+from ding_ray.utils.checkpoint import (
+    LEARNER_FILE,
+    CheckpointStore,
+    learner_bytes,
+    load_learner_bytes,
+    restore_latest,
+    restore_learner,
+)
 from ding_ray.utils.runtime import set_pkg_seed
 from ding_ray.worker import metrics
 from ding_ray.worker.learner import BaseLearner
@@ -114,6 +122,23 @@ class LearnWorker:
         state = dict(self._policy.learn_mode.state_dict())
         state["last_iter"] = self.train_iter
         return state
+
+    def save_run_checkpoint_file(self, store: CheckpointStore, folder: str) -> dict[str, Any]:
+        """Write ``learner.pth`` of a run checkpoint into ``folder`` of ``store``; what its
+        ``meta.json`` records (the file's size and sha256, and the iteration)."""
+        return {
+            "file": store.write(folder, LEARNER_FILE, learner_bytes(self._learner)),
+            "train_iter": self.train_iter,
+        }
+
+    def restore_run_checkpoint(self, store: CheckpointStore) -> str | None:
+        """Go on from the latest complete checkpoint in ``store`` (learner state, counters, RNG
+        states); its folder, or None when there is none."""
+        return restore_latest(
+            store,
+            LEARNER_FILE,
+            lambda data, where: restore_learner(self._learner, load_learner_bytes(data, where)),
+        )
 
     def save_checkpoint(self, name: str | None = None) -> str:
         return self._learner.save_checkpoint(name)
