@@ -16,7 +16,7 @@ from pathlib import Path
 
 from easydict import EasyDict
 
-from ding_ray.config import read_python_config
+from ding_ray.config.compile import read_python_config
 
 VERSION = "0.5.3"
 CACHE = Path(os.environ.get("DING_RAY_DI_ENGINE_CACHE", Path(__file__).parents[2] / ".cache" / "di-engine"))
