@@ -191,7 +191,9 @@ class PPOPolicy(Policy):
         self._running_mean_std = RunningMeanStd() if learn.value_norm else None
         self._generator = torch.Generator().manual_seed(int(np.random.randint(2**31)))
 
-    def _forward_learn(self, data: Any) -> dict[str, Any]:
+    def _forward_learn(self, data: Any) -> list[dict[str, Any]]:
+        """``epoch_per_collect`` passes over ``data`` in minibatches; one log dict per gradient step
+        (as DI-engine's PPO: the learner counts one iteration each)."""
         learn = self._cfg.learn
         batch = to_tensor_batch(data, self._device)
         raw_obs, reward = batch["obs"], batch["reward"].reshape(-1)
@@ -205,7 +207,7 @@ class PPOPolicy(Policy):
         model = self._learn_model
         set_mode(model, True)
         rms = self._running_mean_std
-        logs: list[list[float]] = []
+        logs: list[dict[str, float]] = []
         for epoch in range(learn.epoch_per_collect):
             if self._cfg.recompute_adv:
                 with torch.no_grad():
@@ -239,12 +241,9 @@ class PPOPolicy(Policy):
             self._lr_scheduler.step()
         if self._obs_norm is not None:
             self._obs_norm.update(raw_obs)
-        stats = np.mean(np.asarray(logs), axis=0)
-        out = dict(zip(self._log_keys, stats.tolist()))
-        out["cur_lr"] = self._optimizer.param_groups[0]["lr"]
-        return out
+        return logs
 
-    def _train_minibatch(self, obs, logit_old, action, value_old, adv, return_) -> list[float]:
+    def _train_minibatch(self, obs, logit_old, action, value_old, adv, return_) -> dict[str, float]:
         learn = self._cfg.learn
         if learn.adv_norm:
             adv = (adv - adv.mean()) / (adv.std() + 1e-8) if len(adv) > 1 else adv - adv.mean()
@@ -284,7 +283,7 @@ class PPOPolicy(Policy):
                 output["logit"]["mu"].detach().mean().item(),
                 output["logit"]["sigma"].detach().mean().item(),
             ]
-        return stats
+        return {"cur_lr": self._optimizer.param_groups[0]["lr"], **dict(zip(self._log_keys, stats))}
 
     def _monitor_vars_learn(self) -> list[str]:
         return ["cur_lr", *self._log_keys]

@@ -49,7 +49,6 @@ class LearnWorker:
             cfg.policy.learn.learner, self._policy.learn_mode, tb_logger, exp_name=cfg.exp_name
         )
         self._batch_size = int(self._policy.learn_mode.get_attribute("batch_size"))
-        self._update_per_collect = int(cfg.policy.learn.get("update_per_collect", 1))
         self._rng = np.random.default_rng(int(cfg.seed))
         self._samples = 0
         self._learner.call_hook("before_run")
@@ -69,38 +68,41 @@ class LearnWorker:
         Returns (info, priority_info); priority_info is None unless the policy reports priorities.
         ``batch`` None (the buffer could not serve the sample) trains nothing.
         """
-        start = time.perf_counter()
+        start, iter_before = time.perf_counter(), self.train_iter
         if batch is None:
-            return self._info([], 0, start), None
+            return self._info([], 0, start, iter_before), None
         n = batch_size(batch)
         order = self._rng.permutation(n)
-        logs, priorities = [], []
+        logs, priorities, samples = [], [], 0
         for lo in range(0, n - self._batch_size + 1, self._batch_size):
             minibatch = take_rows(batch, self._shard(order[lo : lo + self._batch_size]))
-            logs.append(self._learner.train(minibatch, envstep))
+            logs += self._learner.train(minibatch, envstep)
+            samples += self._batch_size
             if self._learner.priority_info is not None:
                 priorities.append(self._learner.priority_info)
-        return self._info(logs, len(logs) * self._batch_size, start), _concat(priorities)
+        return self._info(logs, samples, start, iter_before), _concat(priorities)
 
     def train_on_policy(self, batches: Sequence[Mapping], envstep: int = -1) -> dict[str, Any]:
-        """``update_per_collect`` learner calls on all of ``batches`` joined (on-policy data)."""
-        start = time.perf_counter()
+        """One learner call on all of ``batches`` joined (on-policy data), as
+        ``serial_pipeline_onpolicy`` makes per collect: the policy's learn forward takes its epochs
+        and minibatches, one iteration each."""
+        start, iter_before = time.perf_counter(), self.train_iter
         data = _join(batches)
         data = take_rows(data, self._shard(np.arange(batch_size(data))))
-        n = batch_size(data)
-        logs = [self._learner.train(data, envstep) for _ in range(self._update_per_collect)]
-        return self._info(logs, n * len(logs), start)
+        logs = self._learner.train(data, envstep)
+        return self._info(logs, batch_size(data), start, iter_before)
 
     def _shard(self, rows: np.ndarray) -> np.ndarray:
         """The rows of a minibatch (or of on-policy data) this learner trains on: all of them; a
         member of a data-parallel learner group takes its share."""
         return rows
 
-    def _info(self, logs: list[dict], samples: int, start: float) -> dict[str, Any]:
+    def _info(self, logs: list[dict], samples: int, start: float, iter_before: int) -> dict[str, Any]:
+        """What one call did: its iterations (gradient steps), samples, time and mean log values."""
         seconds = time.perf_counter() - start
         self._samples += samples
         info: dict[str, Any] = {
-            "iters": len(logs),
+            "iters": self.train_iter - iter_before,
             "samples": samples,
             "seconds": seconds,
             metrics.LEARNER_TRAIN_ITER: self.train_iter,

@@ -145,7 +145,8 @@ def test_fetcher_takes_the_learners_priority_info():
     buffer.push(transitions(20), 20)
 
     def train(ctx):  # ding_ray's learner keeps priorities apart from its log vars
-        ctx.train_output = {**learner.train(ctx.train_data), "priority_info": learner.priority_info}
+        (output,) = learner.train(ctx.train_data)  # one log dict per gradient step, as DI-engine's
+        ctx.train_output = {**output, "priority_info": learner.priority_info}
         ctx.train_iter = learner.train_iter
 
     with Task(OnlineRLContext()) as task:

@@ -116,9 +116,11 @@ def test_learn_trains_and_reports(recompute_adv):
         )
     )
     before = [p.detach().clone() for p in policy._model.parameters()]
-    info = policy.learn_mode.forward(rollout())
-    assert set(policy.learn_mode.monitor_vars()) <= set(info)
-    assert all(math.isfinite(v) for v in info.values())
+    steps = policy.learn_mode.forward(rollout())
+    assert len(steps) == 3 * 64 // 16  # one log dict per gradient step: epochs x minibatches, as DI-engine
+    for info in steps:
+        assert set(policy.learn_mode.monitor_vars()) <= set(info)
+        assert all(math.isfinite(v) for v in info.values())
     assert any(not torch.equal(a, b) for a, b in zip(before, policy._model.parameters()))
     # lr: linear from 3e-4 towards .5 * 3e-4 over 4 learn calls, one step per call
     assert policy._optimizer.param_groups[0]["lr"] == pytest.approx(3e-4 * (1 - 0.5 / 4))
@@ -221,8 +223,9 @@ def test_continuous_learn_trains_and_default_model_follows_the_action_space():
     assert torch.allclose(head.log_sigma_param, torch.full((1, 1), -0.5))
     assert head.mu.weight.abs().max() < 0.05
     before = [p.detach().clone() for p in policy._model.parameters()]
-    info = policy.learn_mode.forward(continuous_rollout())
-    assert all(math.isfinite(v) for v in info.values())
+    steps = policy.learn_mode.forward(continuous_rollout())
+    assert all(math.isfinite(v) for info in steps for v in info.values())
+    info = steps[-1]
     assert set(policy.learn_mode.monitor_vars()) <= set(info) and 0.5 < info["sigma_mean"] < 0.7
     assert any(not torch.equal(a, b) for a, b in zip(before, policy._model.parameters()))
     policy.check_spaces((4,), "continuous", 1)  # a Box env fits

@@ -77,10 +77,11 @@ def test_hooks_take_name_and_priority_positionally_and_run_in_priority_order(tmp
     assert Recorder.calls == [
         ("run", "before_run", 0),
         ("pre", "before_iter", 0),
-        ("early", "after_iter", 1),
-        ("mid", "after_iter", 1),
-        ("tie", "after_iter", 1),
-        ("late", "after_iter", 1),
+        # as DI-engine's learner: after_iter hooks see the count before the step, 0 the first time
+        ("early", "after_iter", 0),
+        ("mid", "after_iter", 0),
+        ("tie", "after_iter", 0),
+        ("late", "after_iter", 0),
     ]
     hook = SaveCkptHook("s", 5, position="after_iter", ext_args={"freq": 2})
     assert (hook.name, hook.priority, hook.position) == ("s", 5, "after_iter")
@@ -143,9 +144,11 @@ def test_short_form_saves_checkpoints_on_disk(tmp_path):
     for i in range(5):
         learner.train(batch(seed=i), envstep=10 * (i + 1))
     learner.call_hook("after_run")
-    assert ckpt_files(tmp_path) == ["ckpt_final.pth.tar", "iteration_2.pth.tar", "iteration_4.pth.tar"]
+    # DI-engine's after_iter hooks see 0, 1, 2, 3, 4: a checkpoint at 0, 2 and 4
+    names = ["ckpt_final.pth.tar", "iteration_0.pth.tar", "iteration_2.pth.tar", "iteration_4.pth.tar"]
+    assert ckpt_files(tmp_path) == names
     state = load_checkpoint(os.path.join(tmp_path, "ckpt", "iteration_4.pth.tar"))
-    assert state["last_iter"] == 4 and state["last_step"] == 40  # DI-engine's keys
+    assert state["last_iter"] == 4 and state["last_step"] == 50  # DI-engine's keys
     final = load_checkpoint(os.path.join(tmp_path, "ckpt", "ckpt_final.pth.tar"))
     assert final["last_iter"] == 5 and final["last_step"] == 50
 
@@ -156,7 +159,7 @@ def test_short_form_log_show_every_freq_iterations(tmp_path, caplog):
         for i in range(4):
             learner.train(batch(seed=i))
     lines = [r.getMessage() for r in caplog.records if "total_loss=" in r.getMessage()]
-    assert len(lines) == 2 and "iter 2 " in lines[0] and "iter 4 " in lines[1]
+    assert len(lines) == 2 and "iter 0 " in lines[0] and "iter 2 " in lines[1]  # DI-engine's iterations
 
 
 def _trained_checkpoint(tmp_path):
@@ -217,9 +220,9 @@ def test_long_form_save_ckpt_and_log_show_read_ext_args_freq(tmp_path, caplog):
     with caplog.at_level(logging.INFO, logger="ding_ray"):
         for i in range(7):
             learner.train(batch(seed=i))
-    assert ckpt_files(tmp_path) == ["iteration_3.pth.tar", "iteration_6.pth.tar"]
+    assert ckpt_files(tmp_path) == ["iteration_0.pth.tar", "iteration_3.pth.tar", "iteration_6.pth.tar"]
     shown = [r.getMessage() for r in caplog.records if "total_loss=" in r.getMessage()]
-    assert len(shown) == 1 and "iter 4 " in shown[0]
+    assert len(shown) == 2 and "iter 0 " in shown[0] and "iter 4 " in shown[1]
     assert [h.priority for h in learner.hooks["after_iter"]] == [100, 100]  # DI-engine's long-form default
 
 
@@ -347,7 +350,10 @@ def _reduce_worker(rank, store, out_dir):
         learner = make_learner(
             exp, dict(save_ckpt_after_iter=1, save_ckpt_after_run=False, log_show_after_iter=1000)
         )
-        local = learner.train(batch(seed=10 + rank))
+        # the second step: log_show (freq 1000) ran after the first (iteration 0, as in DI-engine)
+        # and cleared the buffer, not after this one
+        learner.train(batch(seed=20 + rank))
+        (local,) = learner.train(batch(seed=10 + rank))
         result = dict(local=local, reduced=learner.log_buffer.latest, ckpts=ckpt_files(exp))
         with open(os.path.join(out_dir, f"rank{rank}.json"), "w") as f:
             json.dump(result, f)
@@ -363,4 +369,4 @@ def test_log_reduce_averages_over_two_real_ranks(tmp_path):
     for key, value in r0["reduced"].items():
         assert value == pytest.approx((r0["local"][key] + r1["local"][key]) / 2)
     assert r1["reduced"] == {}  # a rank other than 0 logs nothing and clears its buffer
-    assert r0["ckpts"] == ["iteration_1.pth.tar"] and r1["ckpts"] == []  # only rank 0 saves
+    assert r0["ckpts"] == ["iteration_0.pth.tar", "iteration_1.pth.tar"] and r1["ckpts"] == []  # only rank 0 saves

@@ -47,7 +47,8 @@ def trainer(cfg: Any, policy: Any, log_freq: int = 100):
     aside (``priority_info``) are put into the output, where ``offpolicy_data_fetcher`` looks.
 
     Reads ctx: train_data, train_iter, env_step.
-    Writes ctx: train_output (the step's log dict), train_iter (+ the iterations trained).
+    Writes ctx: train_output (the step's log dict; a list of them for a learn forward of several
+    gradient steps), train_iter (+ the gradient steps taken).
     """
     learner = policy if _is_learner(policy) else None
     learn_mode = None if learner is not None else policy_mode(policy, "learn")
@@ -66,18 +67,26 @@ def trainer(cfg: Any, policy: Any, log_freq: int = 100):
             ctx.train_iter += learner.train_iter - before
             if output is None:  # a learner actor's calls are still running
                 return
-            output = dict(output)
+            output = _one_or_list(output)
             if learner.priority_info is not None:
-                output["priority_info"] = learner.priority_info
+                (output[-1] if isinstance(output, list) else output)["priority_info"] = learner.priority_info
         else:
-            output = learn_mode.forward(ctx.train_data)
-            ctx.train_iter += 1
+            output = _one_or_list(learn_mode.forward(ctx.train_data))
+            ctx.train_iter += len(output) if isinstance(output, list) else 1
         if ctx.train_iter - last_log_iter >= log_freq:
             _log_loss(ctx, output)
             last_log_iter = ctx.train_iter
         ctx.train_output = output
 
     return _train
+
+
+def _one_or_list(output: Any) -> Any:
+    """A copy of a learn call's log: the dict of its one gradient step (a ``BaseLearner`` reports a
+    list, as DI-engine's does), or the list of several steps' dicts (PPO's epochs x minibatches)."""
+    if isinstance(output, list):
+        return dict(output[0]) if len(output) == 1 else [dict(o) for o in output]
+    return dict(output)
 
 
 def multistep_trainer(policy: Any, log_freq: int = 100):

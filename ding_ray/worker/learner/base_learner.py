@@ -83,7 +83,6 @@ class BaseLearner:
         self._last_iter = CountVar(0)
         self._collector_envstep = 0
         self._priority_info: dict[str, Any] | None = None
-        self._learn_info: dict[str, Any] = {}
         self._log_buffer = LogBuffer()
         hook_cfg = dict(cfg.hook or {})
         if self._world_size > 1:  # as DI-engine: several learners average what they log
@@ -111,18 +110,27 @@ class BaseLearner:
             self._tb_logger.flush()
 
     # ----- training ----------------------------------------------------------------------------
-    def train(self, data: Any, envstep: int = -1, policy_kwargs: dict | None = None) -> dict[str, Any]:
-        """One gradient step on ``data`` (a list of samples or a columnar batch)."""
+    def train(self, data: Any, envstep: int = -1, policy_kwargs: dict | None = None) -> list[dict[str, Any]]:
+        """Train on ``data`` (a list of samples or a columnar batch) with one call of the policy's
+        learn forward; one iteration per gradient step it reports.
+
+        As DI-engine's learner: a forward returning a list of log dicts (PPO: one per minibatch per
+        epoch) made that many gradient steps, a dict one. ``before_iter`` hooks run once per call;
+        per step, its values enter the log buffer, the ``after_iter`` hooks run (they see the
+        iteration count before that step: 0 on the very first) and ``last_iter`` goes up by one.
+        Returns the list of the steps' log dicts.
+        """
         self._collector_envstep = envstep
         self.call_hook("before_iter")
         log_vars = self._policy.forward(data, **(policy_kwargs or {}))
-        priority = log_vars.pop("priority", None)
+        steps = log_vars if isinstance(log_vars, list) else [log_vars]
+        priority = steps[-1].pop("priority", None) if steps else None
         self._priority_info = None if priority is None else self._priority_of(data, priority)
-        self._log_buffer.update(log_vars)
-        self._last_iter.add(1)
-        self._learn_info = {"learner_step": self._last_iter.val, "priority_info": self._priority_info}
-        self.call_hook("after_iter")
-        return log_vars
+        for step in steps:
+            self._log_buffer.update(step)
+            self.call_hook("after_iter")
+            self._last_iter.add(1)
+        return steps
 
     @staticmethod
     def _priority_of(data: Any, priority: Any) -> dict[str, Any]:
@@ -189,7 +197,7 @@ class BaseLearner:
 
     @property
     def learn_info(self) -> dict[str, Any]:
-        return self._learn_info
+        return {"learner_step": self._last_iter.val, "priority_info": self._priority_info}
 
     @property
     def collector_envstep(self) -> int:
