@@ -41,3 +41,7 @@ class NonFiniteError(DingRayError, ValueError):
 
 class StageError(DingRayError, RuntimeError):
     """A pipeline stage raised; the message names the stage, the original error is the cause."""
+
+
+class NotSupportedError(DingRayError, NotImplementedError):
+    """A DI-engine feature ding_ray does not offer; the message names what to use instead."""

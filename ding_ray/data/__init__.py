@@ -30,7 +30,7 @@ consecutive items (``(batch, sequence, ...)`` arrays when columnar). Files: ``sa
 from ding_ray.data.advanced import AdvancedReplayBuffer
 from ding_ray.data.base import IBuffer
 from ding_ray.data.columnar import Batch, stack_items, unstack_batch
-from ding_ray.data.deque import DequeBufferWrapper
+from ding_ray.data.deque import DequeBuffer, DequeBufferWrapper
 from ding_ray.data.episode import EpisodeReplayBuffer
 from ding_ray.data.factory import create_buffer, get_buffer_cls
 from ding_ray.data.monitors import PeriodicThruputMonitor, SampledDataAttrMonitor, ThruputController
@@ -42,6 +42,7 @@ from ding_ray.data.sequence import SequenceReplayBuffer
 __all__ = [
     "AdvancedReplayBuffer",
     "Batch",
+    "DequeBuffer",
     "DequeBufferWrapper",
     "EpisodeReplayBuffer",
     "IBuffer",

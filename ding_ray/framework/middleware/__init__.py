@@ -12,13 +12,14 @@ import importlib
 from typing import Any
 
 _EXPORTS = {
-    # data stages (data.py, offline.py, offline_dataset.py, her.py)
+    # data stages (data.py, offline.py, offline_dataset.py, her.py, enhancer.py)
     "buffer_saver": "data",
     "data_pusher": "data",
     "offpolicy_data_fetcher": "data",
     "priority_calculator": "data",
     "sqil_data_pusher": "data",
     "her_data_enhancer": "her",
+    "nstep_reward_enhancer": "enhancer",
     "offline_data_fetcher": "offline",
     "offline_data_saver": "offline",
     "HDF5Dataset": "offline_dataset",
@@ -30,10 +31,12 @@ _EXPORTS = {
     "collector": "collect",
     "inferencer": "collect",
     "rolloutor": "collect",
+    "CkptSaver": "control",
     "ckpt_saver": "control",
     "epoch_timer": "control",
     "eps_greedy_handler": "control",
     "eps_greedy_masker": "control",
+    "final_ctx_saver": "control",
     "termination_checker": "control",
     "interaction_evaluator": "evaluate",
     "interaction_evaluator_ttorch": "evaluate",
@@ -43,6 +46,9 @@ _EXPORTS = {
     "reward_estimator": "train",
     "trainer": "train",
     "weights_publisher": "train",
+    # DI-engine's exchangers between processes: no-ops in one process (exchange.py)
+    "ContextExchanger": "exchange",
+    "ModelExchanger": "exchange",
     # loggers (logger.py, wandb_logger.py)
     "offline_logger": "logger",
     "online_logger": "logger",

@@ -1,7 +1,9 @@
-"""Control stages: exploration schedule, when to stop, checkpoints, and iteration timing."""
+"""Control stages: exploration schedule, when to stop, checkpoints, the final record, and iteration
+timing."""
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import sys
@@ -13,7 +15,8 @@ import numpy as np
 
 from ding_ray.errors import ConfigError
 from ding_ray.framework.context import Context, OnlineRLContext
-from ding_ray.framework.task import current_task
+from ding_ray.framework.task_runner import current_task
+from ding_ray.utils.result import finite_or_none
 
 logger = logging.getLogger(__name__)
 
@@ -86,70 +89,126 @@ def _learn_state_dict(policy: Any) -> dict[str, Any]:
     return policy.policy.state_dict()  # a BaseLearner holds the learn mode
 
 
-def ckpt_saver(cfg: Any, policy: Any, train_freq: int | None = None, save_finish: bool = True):
-    """Save the policy's learn state under ``<cfg.exp_name>/ckpt`` (DI-engine's ``CkptSaver``):
+class CkptSaver:
+    """Save the policy's learn state under ``<save_dir>/ckpt`` (DI-engine's ``CkptSaver``):
 
     - ``iteration_<train_iter>.pth.tar`` at iteration 0 and then every ``train_freq`` iterations;
     - ``eval.pth.tar`` whenever ``ctx.eval_value`` is the best so far;
     - ``final.pth.tar`` when the run ends (``save_finish``), not when it ends with an error.
 
-    Put it right after the evaluator, so that ``eval.pth.tar`` holds the weights that were evaluated
-    rather than those trained later in the iteration. Files are written with ``torch.save`` and
-    load with ``torch.load(path, weights_only=True)``.
-    The iteration that ends the run usually stops before this stage is reached (an evaluator
-    that hit the stop value), so that iteration is checked when the task closes.
+    ``policy``: a ``Policy``, its learn mode or a ``BaseLearner``. Put the stage right after the
+    evaluator, so that ``eval.pth.tar`` holds the weights that were evaluated rather than those
+    trained later in the iteration. Files are written with ``torch.save`` and load with
+    ``torch.load(path, weights_only=True)``. The iteration that ends the run usually stops before
+    this stage is reached (an evaluator that hit the stop value), so that iteration is checked
+    when the task closes.
 
     Reads ctx: train_iter, eval_value.
     Writes: checkpoint files.
     """
-    if policy is None or not (
-        hasattr(policy, "learn_mode") or hasattr(policy, "state_dict") or hasattr(policy, "policy")
-    ):
-        raise ConfigError(
-            f"ckpt_saver() takes a Policy, its learn mode or a BaseLearner, got {type(policy).__name__}."
-        )
-    save_dir = os.path.normpath(cfg.exp_name)
-    prefix = save_dir if os.path.basename(save_dir) == "ckpt" else os.path.join(save_dir, "ckpt")
-    os.makedirs(prefix, exist_ok=True)
-    state = dict(last_save_iter=0, max_eval_value=-np.inf, task=None, last_ctx=None, final_saved=False)
 
-    def save(name: str) -> None:
-        import torch  # here, not at the top: a driver that needs no checkpoints starts without torch
+    def __init__(
+        self, policy: Any, save_dir: str, train_freq: int | None = None, save_finish: bool = True
+    ) -> None:
+        if policy is None or not (
+            hasattr(policy, "learn_mode") or hasattr(policy, "state_dict") or hasattr(policy, "policy")
+        ):
+            raise ConfigError(
+                f"CkptSaver takes a Policy, its learn mode or a BaseLearner, got {type(policy).__name__}."
+            )
+        self.policy = policy
+        self.train_freq = train_freq
+        self.save_finish = save_finish
+        save_dir = os.path.normpath(save_dir)
+        self.prefix = save_dir if os.path.basename(save_dir) == "ckpt" else os.path.join(save_dir, "ckpt")
+        os.makedirs(self.prefix, exist_ok=True)
+        self.last_save_iter = 0
+        self.max_eval_value = -np.inf
+        self._task: Any = None
+        self._last_ctx: Context | None = None
+        self._final_saved = False
 
-        path = os.path.join(prefix, name)
-        torch.save(_learn_state_dict(policy), path + ".tmp")
-        os.replace(path + ".tmp", path)  # a reader never sees half a file
-
-    def check(ctx: Context) -> None:
-        if train_freq and (ctx.train_iter == 0 or ctx.train_iter - state["last_save_iter"] >= train_freq):
-            save(f"iteration_{ctx.train_iter}.pth.tar")
-            state["last_save_iter"] = ctx.train_iter
-        if ctx.eval_value is not None and ctx.eval_value > state["max_eval_value"]:
-            save("eval.pth.tar")
-            state["max_eval_value"] = ctx.eval_value
-        state["last_ctx"] = ctx
-
-    def finish() -> None:
-        if save_finish and not state["final_saved"]:
-            save("final.pth.tar")
-            state["final_saved"] = True
-
-    def at_close() -> None:
-        if sys.exc_info()[0] is not None:  # the run failed: its weights are not a result
-            return
-        task = state["task"]
-        if task.ctx is not state["last_ctx"]:
-            check(task.ctx)
-        finish()
-
-    def _save(ctx: Context):
-        if state["task"] is None:
-            state["task"] = current_task()
-            state["task"].on_close(at_close)
-        check(ctx)
+    def __call__(self, ctx: Context):
+        if self._task is None:
+            self._task = current_task()
+            self._task.on_close(self._at_close)
+        self._check(ctx)
         yield
         if current_task().finish:
-            finish()
+            self._finish()
+
+    def _save(self, name: str) -> None:
+        import torch  # here, not at the top: a driver that needs no checkpoints starts without torch
+
+        path = os.path.join(self.prefix, name)
+        torch.save(_learn_state_dict(self.policy), path + ".tmp")
+        os.replace(path + ".tmp", path)  # a reader never sees half a file
+
+    def _check(self, ctx: Context) -> None:
+        if self.train_freq and (
+            ctx.train_iter == 0 or ctx.train_iter - self.last_save_iter >= self.train_freq
+        ):
+            self._save(f"iteration_{ctx.train_iter}.pth.tar")
+            self.last_save_iter = ctx.train_iter
+        if ctx.eval_value is not None and ctx.eval_value > self.max_eval_value:
+            self._save("eval.pth.tar")
+            self.max_eval_value = ctx.eval_value
+        self._last_ctx = ctx
+
+    def _finish(self) -> None:
+        if self.save_finish and not self._final_saved:
+            self._save("final.pth.tar")
+            self._final_saved = True
+
+    def _at_close(self) -> None:
+        if sys.exc_info()[0] is not None:  # the run failed: its weights are not a result
+            return
+        if self._task.ctx is not self._last_ctx:
+            self._check(self._task.ctx)
+        self._finish()
+
+
+def ckpt_saver(cfg: Any, policy: Any, train_freq: int | None = None, save_finish: bool = True) -> CkptSaver:
+    """``CkptSaver`` into ``<cfg.exp_name>/ckpt``."""
+    return CkptSaver(policy, cfg.exp_name, train_freq, save_finish)
+
+
+def final_ctx_saver(name: str):
+    """Write the run's final counters to ``<name>/final_ctx.json`` when the task closes (not after
+    an error): ``total_step``, ``train_iter``, ``last_eval_iter``, ``eval_value`` (the last
+    evaluation's return), and ``env_step`` / ``env_episode`` or ``trained_env_step`` where the
+    context has them. DI-engine pickles the same record to ``result.pkl``; JSON loads without
+    running code. Like ``CkptSaver`` it registers with the task, because the iteration that
+    finishes the run usually ends before reaching it.
+
+    Reads ctx: the fields above.
+    Writes: ``<name>/final_ctx.json``.
+    """
+    registered = []
+
+    def write() -> None:
+        if sys.exc_info()[0] is not None:
+            return
+        ctx = registered[0].ctx
+        record = {
+            "total_step": ctx.total_step,
+            "train_iter": ctx.train_iter,
+            "last_eval_iter": ctx.last_eval_iter,
+            "eval_value": finite_or_none(ctx.last_eval_value),
+        }
+        for key in ("env_step", "env_episode", "trained_env_step"):
+            if ctx.has_attr(key):
+                record[key] = getattr(ctx, key)
+        os.makedirs(name, exist_ok=True)
+        path = os.path.join(name, "final_ctx.json")
+        with open(path + ".tmp", "w") as f:
+            json.dump(record, f, indent=2)
+        os.replace(path + ".tmp", path)
+
+    def _save(ctx: Context) -> None:
+        if not registered:
+            registered.append(current_task())
+            registered[0].on_close(write)
 
     return _save
 

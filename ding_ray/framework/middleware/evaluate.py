@@ -18,7 +18,7 @@ import numpy as np
 from ding_ray.errors import ConfigError
 from ding_ray.framework.context import Context
 from ding_ray.framework.middleware.collect import policy_mode
-from ding_ray.framework.task import current_task
+from ding_ray.framework.task_runner import current_task
 
 
 def _is_evaluator(obj: Any) -> bool:

@@ -5,9 +5,10 @@ outputs, the extra scalars of ``ctx.info_for_logging``) as TensorBoard scalars u
 metric keys (``evaluator/...``, ``learner/...``, from ``ding_ray.worker.metrics``), so the task's
 curves sit next to the ones the collector, learner and evaluator write themselves.
 
-DI-engine takes its writer from a global (``DistributedWriter``); ding_ray has no globals, so a
+DI-engine takes its writer from a global (``DistributedWriter``, set up by ``ding_init``); here a
 stage takes a ``tb_logger`` (a ``tensorboardX.SummaryWriter``) or an ``exp_name`` to open one in
-``<exp_name>/log/task``. The helpers at the bottom turn train outputs and evaluation outputs into
+``<exp_name>/log/task``; with neither, the experiment ``ding_init(cfg)`` named (or
+``./default_experiment``). The helpers at the bottom turn train outputs and evaluation outputs into
 plain floats; the wandb loggers (``wandb_logger.py``) share them.
 """
 
@@ -21,7 +22,8 @@ import numpy as np
 
 from ding_ray.errors import ConfigError, DingRayError, ShapeError
 from ding_ray.framework.context import OfflineRLContext, OnlineRLContext
-from ding_ray.framework.task import current_task
+from ding_ray.framework.global_task import default_exp_name
+from ding_ray.framework.task_runner import current_task
 from ding_ray.worker import metrics
 
 # Per-sample priorities the learner hands to a prioritized buffer: arrays, not curves
@@ -130,7 +132,7 @@ class _LazyWriter:
             else:
                 from tensorboardX import SummaryWriter
 
-                exp_name = self._exp_name or os.path.join(os.getcwd(), "default_experiment")
+                exp_name = self._exp_name or default_exp_name()
                 self._writer = SummaryWriter(os.path.join(exp_name, "log", "task"))
                 current_task().on_close(self._writer.close)
         return self._writer

@@ -23,7 +23,7 @@ from easydict import EasyDict
 from ding_ray.errors import ConfigError, ShapeError
 from ding_ray.framework.context import OfflineRLContext, OnlineRLContext
 from ding_ray.framework.middleware.logger import episode_returns, eval_scalars, merge_train_output, to_numpy
-from ding_ray.framework.task import current_task
+from ding_ray.framework.task_runner import current_task
 from ding_ray.utils.registry import close_matches
 from ding_ray.worker import metrics
 
