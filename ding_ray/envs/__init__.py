@@ -2,6 +2,7 @@
 
 from ding_ray.envs.board_game import TicTacToeEnv
 from ding_ray.envs.env_manager import BaseEnvManager, create_env_manager, get_env_manager_cls
+from ding_ray.envs.env_manager_v2 import BaseEnvManagerV2, SubprocessEnvManagerV2
 from ding_ray.envs.gymnasium_env import (
     BaseEnvTimestep,
     DingEnvWrapper,
@@ -15,9 +16,11 @@ from ding_ray.envs.subprocess_env_manager import AsyncSubprocessEnvManager, Sync
 __all__ = [
     "AsyncSubprocessEnvManager",
     "BaseEnvManager",
+    "BaseEnvManagerV2",
     "BaseEnvTimestep",
     "DingEnvWrapper",
     "GymnasiumEnv",
+    "SubprocessEnvManagerV2",
     "SyncSubprocessEnvManager",
     "TicTacToeEnv",
     "create_env_manager",

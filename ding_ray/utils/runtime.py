@@ -7,6 +7,7 @@ import logging
 import os
 import random
 import signal
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -55,15 +56,57 @@ def set_torch_threads(num_threads: int = 1) -> None:
     os.environ.setdefault("OMP_NUM_THREADS", str(num_threads))
 
 
+class _FallbackHandler(logging.Handler):
+    """ding_ray's records on stderr when no other handler would take them.
+
+    With no handler anywhere, Python shows only warnings (its last-resort handler), so an
+    application that asks for INFO the way DI-engine's scripts do,
+    ``logging.getLogger().setLevel(logging.INFO)``, saw nothing. This handler sits on the
+    ``ding_ray`` logger and writes a record only if no other handler is on the record's way to the
+    root: once the application configures logging (``basicConfig``, its own handlers), the record
+    goes there instead, never twice. What is shown still follows the loggers' levels.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.setFormatter(logging.Formatter("%(asctime)s %(levelname).1s %(name)s: %(message)s", "%H:%M:%S"))
+
+    def handle(self, record: logging.LogRecord) -> bool:
+        if self._another_handler(logging.getLogger(record.name)):
+            return False
+        return super().handle(record)
+
+    def _another_handler(self, logger: logging.Logger | None) -> bool:
+        while logger is not None:
+            if any(h is not self for h in logger.handlers):
+                return True
+            logger = logger.parent if logger.propagate else None
+        return False
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            sys.stderr.write(self.format(record) + "\n")  # the current stderr, as Python's last resort
+        except Exception:  # noqa: BLE001 - logging must not raise
+            self.handleError(record)
+
+
+_FALLBACK = _FallbackHandler()
+
+
+def install_log_fallback() -> None:
+    """Put the fallback handler on the ``ding_ray`` logger (once; ``import ding_ray`` does it)."""
+    package_logger = logging.getLogger("ding_ray")
+    if _FALLBACK not in package_logger.handlers:
+        package_logger.addHandler(_FALLBACK)
+
+
 def setup_logging(level: int = logging.INFO) -> None:
-    """A readable log format for ding_ray's loggers, unless the application configured logging."""
-    root = logging.getLogger("ding_ray")
-    if root.handlers or logging.getLogger().handlers:
+    """Show ding_ray's lines down to ``level``, unless the application configured logging itself."""
+    package_logger = logging.getLogger("ding_ray")
+    if logging.getLogger().handlers or any(h is not _FALLBACK for h in package_logger.handlers):
         return
-    handler = logging.StreamHandler()
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname).1s %(name)s: %(message)s", "%H:%M:%S"))
-    root.addHandler(handler)
-    root.setLevel(level)
+    install_log_fallback()
+    package_logger.setLevel(level)
 
 
 @contextlib.contextmanager
