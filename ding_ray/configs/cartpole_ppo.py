@@ -44,7 +44,9 @@ main_config = dict(
             ppo_param_init=False,
         ),
         collect=dict(n_sample=256, discount_factor=0.98, gae_lambda=0.8),
-        eval=dict(evaluator=dict(eval_freq=2)),  # every 2 collects: 512 env steps
+        # eval_freq counts gradient steps, as in DI-engine: a collect trains 20 epochs x 1 minibatch,
+        # so 40 is every 2 collects (512 env steps)
+        eval=dict(evaluator=dict(eval_freq=40)),
     ),
     # On Ray (the sync pipeline; the serial one ignores this section): one collector actor with
     # the 8 envs, so a round's data is the serial pipeline's and so is the learning (seeds 0-2

@@ -49,7 +49,9 @@ main_config = dict(
         # 4 envs x 200 steps: one whole Pendulum episode per env and collect call, so no steps
         # are collected and then dropped
         collect=dict(n_sample=800, discount_factor=0.9, gae_lambda=0.95),
-        eval=dict(evaluator=dict(eval_freq=1)),  # every collect: 800 env steps
+        # eval_freq counts gradient steps, as in DI-engine: a collect trains 10 epochs x 13
+        # minibatches, so 130 is every collect (800 env steps)
+        eval=dict(evaluator=dict(eval_freq=130)),
     ),
 )
 create_config = dict(

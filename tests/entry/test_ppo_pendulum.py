@@ -28,7 +28,7 @@ def test_pendulum_ppo_with_obs_norm_checkpoints_the_statistics(tmp_path, monkeyp
     cfg["exp_name"] = "pendulum_ppo_obs_norm"
     cfg["policy"]["obs_norm"] = True
     result, _ = _run(cfg, 1600, monkeypatch)
-    assert result["train_iter"] == 2
+    assert result["train_iter"] == 2 * 130  # two collects of 10 epochs x 13 minibatches
     # the learner's final checkpoint and the evaluator's best one carry the statistics with the weights
     final = torch.load("pendulum_ppo_obs_norm/ckpt/ckpt_final.pth.tar", weights_only=True)
     assert float(final["model"]["obs_norm.count"]) == 1600  # two learn calls of 800 observations
