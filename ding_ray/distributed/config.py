@@ -97,7 +97,7 @@ def make_plan(cfg: EasyDict) -> Plan:
     sample_size = batch_size * int(ray_cfg.train_iters_per_call)
     spi = ray_cfg.samples_per_insert
     if spi is None:
-        updates = policy.learn.get("update_per_collect", 1)
+        updates = policy.learn.get("update_per_collect") or 1  # on-policy PPO has it as None
         spi = updates * batch_size / (policy.collect.get("n_sample") or n_sample)
     largest = max(sample_size, spi * n_sample * ray_cfg.num_collectors)
     tolerance = ray_cfg.samples_per_insert_tolerance

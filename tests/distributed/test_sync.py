@@ -68,5 +68,6 @@ def test_rounds_are_on_policy_and_survive_a_dead_collector(ray_session, tmp_path
     pool = rc.collectors.pool
     assert pool.slots[0].restarts == 1 and pool.lost_batches <= 1
     assert all("collector-1" in names for names in watcher.per_round)  # the other one never stopped
-    assert task.ctx.train_iter == watcher.rounds * cfg.policy.learn.update_per_collect
+    # one learner call per round, as serial_pipeline_onpolicy makes per collect: DQN's is one step
+    assert task.ctx.train_iter == watcher.rounds
     assert rc.result["pipeline"] == "ray-sync" and rc.result["lost_batches"] == pool.lost_batches

@@ -79,13 +79,13 @@ class BaseLearner:
         self._cfg = cfg
         self._exp_name, self._instance_name = exp_name, instance_name
         self._tb_logger = tb_logger
-        self._rank, self._world_size = dist_info or _torch_dist_info()
+        self._dist_info = dist_info  # None: the torch.distributed process group's, when asked
         self._last_iter = CountVar(0)
         self._collector_envstep = 0
         self._priority_info: dict[str, Any] | None = None
         self._log_buffer = LogBuffer()
         hook_cfg = dict(cfg.hook or {})
-        if self._world_size > 1:  # as DI-engine: several learners average what they log
+        if self.world_size > 1:  # as DI-engine: several learners average what they log
             hook_cfg["log_reduce_after_iter"] = True
         self._hooks = build_learner_hook_by_cfg(hook_cfg)
         self._policy = None
@@ -229,11 +229,13 @@ class BaseLearner:
 
     @property
     def rank(self) -> int:
-        return self._rank
+        """This learner's rank: ``dist_info``'s, else that of the process group it is in now (a
+        learner-group member joins its group after its learner is built)."""
+        return (self._dist_info or _torch_dist_info())[0]
 
     @property
     def world_size(self) -> int:
-        return self._world_size
+        return (self._dist_info or _torch_dist_info())[1]
 
 
 def _torch_dist_info() -> tuple[int, int]:
