@@ -28,6 +28,7 @@ from typing import Any
 from ding_ray.errors import NotSupportedError
 from ding_ray.framework.context import Context
 from ding_ray.framework.task_runner import Task, current_task
+from ding_ray.utils.runtime import set_torch_threads
 
 # DI-engine Task methods of its multi-process router: refused by name rather than "no attribute"
 _ROUTER_ONLY = ("emit", "on", "once", "off", "wait_for", "sync", "async_executor", "use_wrapper")
@@ -144,9 +145,13 @@ _exp_name: str | None = None
 
 def ding_init(cfg: Mapping) -> None:
     """DI-engine's per-process setup: ``cfg.exp_name`` becomes the folder where stages that open a
-    TensorBoard writer of their own (``online_logger()`` with no ``exp_name``) write."""
+    TensorBoard writer of their own (``online_logger()`` with no ``exp_name``) write; and, as every
+    ding_ray process does, torch gets ``cfg.policy.learn.num_threads`` threads (default 1: on a
+    small machine torch's default thread pools slow a run down many times over)."""
     global _exp_name
     _exp_name = cfg["exp_name"]
+    policy = cfg.get("policy") or {}
+    set_torch_threads((policy.get("learn") or {}).get("num_threads", 1))
 
 
 def default_exp_name() -> str:
