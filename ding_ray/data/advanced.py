@@ -38,8 +38,10 @@ class AdvancedReplayBuffer(RingBuffer):
     """Samples item ``i`` with probability ``p_i^alpha / sum_j p_j^alpha``, stratified as in PER.
 
     Every sample carries ``IS`` (importance weights ``(N P(i))^-beta / max_j (N P(j))^-beta``,
-    float32), ``priority``, ``replay_unique_id`` and ``replay_buffer_idx``; pass the last three
-    back to ``update`` with new priorities. ``beta`` grows linearly to 1 over ``anneal_step``
+    float32), ``priority``, ``replay_unique_id`` and ``replay_buffer_idx`` (pass these three back to
+    ``update`` with new priorities), and, as DI-engine's samples do, ``use`` (times the item has been
+    sampled, this time included) and ``staleness`` (``cur_learner_iter`` minus its collection
+    iteration). ``beta`` grows linearly to 1 over ``anneal_step``
     sample calls. New items get the largest priority seen so far unless they carry ``priority``.
 
     An item is removed once sampled ``max_use`` times, and an item whose staleness (current
@@ -256,9 +258,9 @@ class AdvancedReplayBuffer(RingBuffer):
         batch["replay_unique_id"] = self._unique_id[idx]
         batch["replay_buffer_idx"] = idx
         np.add.at(self._use_count, idx, 1)  # a row drawn twice counts twice
+        batch["staleness"] = staleness = cur_learner_iter - self._collect_iter[idx]
+        batch["use"] = used = self._use_count[idx]
         if self._attr_monitor.wants_record():
-            used = self._use_count[idx]
-            staleness = cur_learner_iter - self._collect_iter[idx]
             self._attr_monitor.record(cur_learner_iter, used, staleness, priority)
         self._attr_monitor.end_call(cur_learner_iter)
         if self._max_use != float("inf"):

@@ -129,7 +129,7 @@ def unstack_batch(batch: Mapping) -> list[dict]:
 
     def rows(node: Mapping) -> list[dict]:
         columns = [rows(v) if isinstance(v, Mapping) else list(v) for v in node.values()]
-        return _row_builder(len(columns))(zip(*columns, strict=False), *node.keys())
+        return row_builder(len(columns))(zip(*columns, strict=False), *node.keys())
 
     return rows(batch)
 
@@ -137,7 +137,7 @@ def unstack_batch(batch: Mapping) -> list[dict]:
 _BUILDERS: dict[int, Any] = {}
 
 
-def _row_builder(n_keys: int) -> Any:
+def row_builder(n_keys: int) -> Any:
     """``f(rows, *keys) -> [{keys[0]: row[0], ...} for row in rows]``, compiled for ``n_keys`` keys.
 
     A dict display in a comprehension builds each dict about twice as fast as ``dict(zip(...))``,

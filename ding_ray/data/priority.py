@@ -10,7 +10,9 @@ from ding_ray.data.columnar import to_numpy
 from ding_ray.data.segment_tree import SumSegmentTree
 from ding_ray.errors import DingRayError, ShapeError
 
-RESERVED_KEYS = ("priority", "IS", "replay_unique_id", "replay_buffer_idx")  # added to samples
+# Keys added to samples (DI-engine's); push drops an item's own values of them, except 'priority'
+# (its initial priority).
+RESERVED_KEYS = ("priority", "IS", "replay_unique_id", "replay_buffer_idx", "staleness", "use")
 MIN_PRIORITY = 1e-6  # the PER paper's epsilon: a zero priority would make an item unsampleable
 ROW_FIELDS = {"priority": np.float64, "unique_id": np.int64, "use_count": np.int64, "collect_iter": np.int64}
 

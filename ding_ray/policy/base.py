@@ -18,6 +18,7 @@ from easydict import EasyDict
 from ding_ray.config.merge import checked_config, default_config_of
 from ding_ray.errors import ConfigError, EnvError
 from ding_ray.model import create_model
+from ding_ray.policy.common import outputs_to_numpy, per_env
 from ding_ray.utils.registry import POLICY_REGISTRY
 
 
@@ -242,11 +243,33 @@ class Policy:
     def _forward_learn(self, data: Any) -> dict[str, Any]:
         raise NotImplementedError
 
-    def _forward_collect(self, data: dict[int, Any], **kwargs: Any) -> dict[int, Any]:
+    # Collect and eval forwards: a policy computes its outputs for all envs at once in
+    # ``_collect_columns`` / ``_eval_columns``; the public forward hands them out per env as tensors
+    # (DI-engine's types), the ``_numpy`` fast path that ding_ray's collectors and evaluators run
+    # (``policy.common.numpy_forward``) as numpy rows and Python numbers. A policy may instead
+    # override ``_forward_collect`` / ``_forward_eval`` alone; its fast path then converts.
+    def _collect_columns(self, data: dict[int, Any], **kwargs: Any) -> tuple[list[int], dict[str, Any]]:
+        """``(env ids, {key: batched tensor (or dicts/lists of them)})`` of one collect forward."""
         raise NotImplementedError
 
-    def _forward_eval(self, data: dict[int, Any]) -> dict[int, Any]:
+    def _eval_columns(self, data: dict[int, Any], **kwargs: Any) -> tuple[list[int], dict[str, Any]]:
         raise NotImplementedError
+
+    def _forward_collect(self, data: dict[int, Any], **kwargs: Any) -> dict[int, Any]:
+        return per_env(*self._collect_columns(data, **kwargs))
+
+    def _forward_eval(self, data: dict[int, Any], **kwargs: Any) -> dict[int, Any]:
+        return per_env(*self._eval_columns(data, **kwargs))
+
+    def _forward_collect_numpy(self, data: dict[int, Any], **kwargs: Any) -> dict[int, Any]:
+        if type(self)._collect_columns is Policy._collect_columns:
+            return outputs_to_numpy(self._forward_collect(data, **kwargs))
+        return per_env(*self._collect_columns(data, **kwargs), numpy=True)
+
+    def _forward_eval_numpy(self, data: dict[int, Any], **kwargs: Any) -> dict[int, Any]:
+        if type(self)._eval_columns is Policy._eval_columns:
+            return outputs_to_numpy(self._forward_eval(data, **kwargs))
+        return per_env(*self._eval_columns(data, **kwargs), numpy=True)
 
     def _process_transition(self, obs: Any, policy_output: dict[str, Any], timestep: Any) -> dict[str, Any]:
         raise NotImplementedError

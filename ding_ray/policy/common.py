@@ -1,14 +1,15 @@
-"""Helpers shared by policies: training batches to tensors, observations to a batch."""
+"""Helpers shared by policies: training batches to tensors, observations to a batch, batched
+forward outputs to DI-engine's per-env form."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
 import torch
 
-from ding_ray.data.columnar import stack_items
+from ding_ray.data.columnar import row_builder, stack_items
 from ding_ray.errors import NonFiniteError, ShapeError
 
 
@@ -81,3 +82,62 @@ def check_finite_loss(loss: torch.Tensor, batch: Mapping[str, Any], where: str) 
         else "inputs are finite, so the model diverged: lower the learning rate or clip gradients (grad_clip)"
     )
     raise NonFiniteError(f"{where}: loss is {loss.item()} — {cause}.")
+
+
+def per_env(env_ids: list[int], columns: Mapping[str, Any], numpy: bool = False) -> dict[int, dict[str, Any]]:
+    """Batched forward outputs (tensors or numpy arrays with a leading env axis, in dicts and lists)
+    -> ``{env_id: {key: value}}``.
+
+    ``numpy=False`` gives DI-engine's public types: CPU tensors (a 0-d tensor for a discrete action
+    or a value). ``numpy=True`` is the collectors' fast path: numpy rows, and Python numbers for
+    one number per env, with no tensor made per env.
+    """
+    return dict(zip(env_ids, _rows(columns, numpy)))
+
+
+def _rows(columns: Mapping[str, Any], numpy: bool) -> list[dict[str, Any]]:
+    parts = [_split(value, numpy) for value in columns.values()]
+    return row_builder(len(parts))(zip(*parts), *columns)
+
+
+def _split(value: Any, numpy: bool) -> Any:
+    """One batched output -> its per-env parts."""
+    if isinstance(value, torch.Tensor):
+        if not numpy:
+            return value.cpu().unbind(0)
+        if value.ndim == 1:
+            return value.tolist()
+        value = value.cpu().numpy()
+    if isinstance(value, np.ndarray):
+        if not numpy:
+            return torch.from_numpy(value).unbind(0)
+        return value.tolist() if value.ndim == 1 else list(value)
+    if isinstance(value, (list, tuple)):
+        return [list(row) for row in zip(*(_split(v, numpy) for v in value))]
+    if isinstance(value, Mapping):
+        return _rows(value, numpy)
+    raise ShapeError(f"A policy output must be tensors in dicts and lists, got {type(value).__name__}.")
+
+
+def outputs_to_numpy(output: Any) -> Any:
+    """Per-env forward outputs with every tensor as numpy (a 0-d tensor as a Python number)."""
+    if isinstance(output, torch.Tensor):
+        output = output.detach().cpu()
+        return output.item() if output.ndim == 0 else output.numpy()
+    if isinstance(output, Mapping):
+        return {key: outputs_to_numpy(value) for key, value in output.items()}
+    if isinstance(output, (list, tuple)):
+        return [outputs_to_numpy(value) for value in output]
+    return output
+
+
+def numpy_forward(mode: Any) -> Callable[..., dict[int, dict[str, Any]]]:
+    """The forward ding_ray's collectors and evaluators run for ``mode.forward``: a policy's numpy
+    fast path (``_forward_collect`` -> ``_forward_collect_numpy``, eval alike), or, for any other
+    object with a ``forward``, its outputs converted by ``outputs_to_numpy``. Env managers,
+    transitions and batches then see numpy only."""
+    forward = mode.forward
+    fast = getattr(getattr(forward, "__self__", None), f"{getattr(forward, '__name__', '')}_numpy", None)
+    if fast is not None:
+        return fast
+    return lambda data, **kwargs: outputs_to_numpy(forward(data, **kwargs))

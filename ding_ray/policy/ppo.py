@@ -313,30 +313,17 @@ class PPOPolicy(Policy):
         self._ignore_done = bool(self._cfg.learn.ignore_done)
 
     @torch.inference_mode()
-    def _forward_collect(self, data: dict[int, Any], **kwargs: Any) -> dict[int, dict[str, Any]]:
+    def _collect_columns(self, data: dict[int, Any], **kwargs: Any) -> tuple[list[int], dict[str, Any]]:
         env_ids, obs = obs_batch(data)
         model = self._collect_model
         set_mode(model, False)  # the learner shares this model and leaves it in train mode
         output = model(self._normalize(torch.from_numpy(obs).to(self._device)), "compute_actor_critic")
         logit = output["logit"]
         if self._continuous:
-            mu, sigma = logit["mu"], logit["sigma"]
-            actions = (mu + sigma * torch.randn_like(mu)).cpu().numpy()
-            mus, sigmas, values = mu.cpu().numpy(), sigma.cpu().numpy(), output["value"].cpu().tolist()
-            return {
-                env_id: {
-                    "action": actions[i],
-                    "logit": {"mu": mus[i], "sigma": sigmas[i]},
-                    "value": values[i],
-                }
-                for i, env_id in enumerate(env_ids)
-            }
-        actions = torch.multinomial(torch.softmax(logit, dim=-1), 1).squeeze(-1).tolist()
-        logits, values = logit.cpu().numpy(), output["value"].cpu().tolist()
-        return {
-            env_id: {"action": a, "logit": lg, "value": v}
-            for env_id, a, lg, v in zip(env_ids, actions, logits, values)
-        }
+            action = logit["mu"] + logit["sigma"] * torch.randn_like(logit["mu"])
+        else:
+            action = torch.multinomial(torch.softmax(logit, dim=-1), 1).squeeze(-1)
+        return env_ids, {"action": action, "logit": logit, "value": output["value"]}
 
     def _process_transition(self, obs: Any, policy_output: dict[str, Any], timestep: Any) -> dict[str, Any]:
         # 'done' is a real termination only: a time-limit truncation bootstraps from V(next_obs).
@@ -385,16 +372,13 @@ class PPOPolicy(Policy):
     # ----- eval -------------------------------------------------------------------------------
 
     @torch.inference_mode()
-    def _forward_eval(self, data: dict[int, Any]) -> dict[int, dict[str, Any]]:
+    def _eval_columns(self, data: dict[int, Any]) -> tuple[list[int], dict[str, Any]]:
         env_ids, obs = obs_batch(data)
         set_mode(self._eval_model, False)
         obs_t = self._normalize(torch.from_numpy(obs).to(self._device))
         logit = self._eval_model(obs_t, "compute_actor")["logit"]
-        if self._continuous:  # the Gaussian's mean
-            mus = logit["mu"].cpu().numpy()
-            return {env_id: {"action": mus[i]} for i, env_id in enumerate(env_ids)}
-        actions, logits = logit.argmax(-1).tolist(), logit.cpu().numpy()
-        return {env_id: {"action": a, "logit": lg} for env_id, a, lg in zip(env_ids, actions, logits)}
+        action = logit["mu"] if self._continuous else logit.argmax(-1)  # the Gaussian's mean, or greedy
+        return env_ids, {"action": action, "logit": logit}
 
     # ----- state dicts: the model plus the observation statistics ---------------------------------
     def _state_dict_collect(self) -> dict[str, Any]:

@@ -270,14 +270,13 @@ class SACPolicy(Policy):
         )
 
     @torch.inference_mode()
-    def _forward_collect(self, data: dict[int, Any], **kwargs: Any) -> dict[int, dict[str, Any]]:
+    def _collect_columns(self, data: dict[int, Any], **kwargs: Any) -> tuple[list[int], dict[str, Any]]:
         env_ids, obs = obs_batch(data)
         model = self._collect_model
         set_mode(model, False)  # the learner may share this model and left it in train mode
         mu, sigma = model.compute_actor(torch.from_numpy(obs).to(self._device))["logit"]
         noise = torch.randn(mu.shape, generator=self._collect_generator, device=mu.device)
-        action = torch.tanh(mu + sigma * noise)
-        return _outputs(env_ids, action, mu, sigma)
+        return env_ids, {"action": torch.tanh(mu + sigma * noise), "logit": [mu, sigma]}
 
     def _process_transition(self, obs: Any, policy_output: dict[str, Any], timestep: Any) -> dict[str, Any]:
         # A time-limit truncation is not a terminal state: 'done' marks real terminations only, so
@@ -299,13 +298,8 @@ class SACPolicy(Policy):
     # ----- eval -------------------------------------------------------------------------------
 
     @torch.inference_mode()
-    def _forward_eval(self, data: dict[int, Any]) -> dict[int, dict[str, Any]]:
+    def _eval_columns(self, data: dict[int, Any]) -> tuple[list[int], dict[str, Any]]:
         env_ids, obs = obs_batch(data)
         set_mode(self._eval_model, False)
         mu, sigma = self._eval_model.compute_actor(torch.from_numpy(obs).to(self._device))["logit"]
-        return _outputs(env_ids, torch.tanh(mu), mu, sigma)
-
-
-def _outputs(env_ids: list[int], action: torch.Tensor, mu: torch.Tensor, sigma: torch.Tensor) -> dict:
-    actions, mus, sigmas = action.cpu().numpy(), mu.cpu().numpy(), sigma.cpu().numpy()
-    return {env_id: {"action": actions[i], "logit": [mus[i], sigmas[i]]} for i, env_id in enumerate(env_ids)}
+        return env_ids, {"action": torch.tanh(mu), "logit": [mu, sigma]}

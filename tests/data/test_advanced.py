@@ -178,6 +178,23 @@ def test_max_staleness_uses_collect_iter_field():
     assert buf.count() == 4
 
 
+def test_samples_carry_use_and_staleness_as_di_engine_does():
+    """DI-engine's AdvancedReplayBuffer adds ``use`` (this draw included) and ``staleness``
+    (``cur_learner_iter`` minus the item's ``collect_iter``) to every sampled item."""
+    buf = make(replay_buffer_size=4)
+    buf.push([dict(transition(i), collect_iter=c) for i, c in enumerate([2, 2, 5, 5])])
+    seen = np.zeros(4, int)
+    for learner_iter in (7, 8):
+        for item in buf.sample(4, learner_iter):
+            seen[item["replay_buffer_idx"]] += 1
+            assert type(item["use"]) is int and item["use"] == seen[item["replay_buffer_idx"]]
+            assert item["staleness"] == learner_iter - item["collect_iter"]
+    columns = buf.sample(4, 9, columnar=True)
+    np.testing.assert_array_equal(columns["staleness"], 9 - columns["collect_iter"])
+    buf.push(buf.sample(1, 9))  # pushed back: a new item, whose use count starts afresh
+    assert [item["use"] for item in buf.sample(4, 9, sample_range=slice(-1, None))] == [4] * 4
+
+
 def test_ring_overwrite_order_and_ids():
     buf = make(replay_buffer_size=5)
     for i in range(12):

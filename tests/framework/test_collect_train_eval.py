@@ -103,8 +103,10 @@ def test_inferencer_and_rolloutor_fill_the_transition_list(cfg):
     ctx = OnlineRLContext()
     ctx.collect_kwargs["eps"] = 0.5
     infer(ctx)
-    assert set(ctx.obs) == {0, 1} and set(ctx.action.values()) <= {0, 1}
-    assert ctx.inference_output[0]["logit"].shape == (2,)
+    assert set(ctx.obs) == {0, 1} and {int(a) for a in ctx.action.values()} <= {0, 1}
+    assert isinstance(ctx.action[0], np.ndarray)  # as DI-engine's inferencer: to_ndarray of the action
+    output = ctx.inference_output[0]  # the policy's own: tensors, as DI-engine's
+    assert output["logit"].shape == (2,) and output["action"].item() in (0, 1)
     rollout(ctx)
     for _ in range(4):
         infer(ctx)

@@ -30,11 +30,11 @@ def test_greedy_and_exploring_actions_stay_legal():
     policy = policy_preferring(0)  # action 0 is the best and illegal below
     data = {i: masked_obs([0, 1, 0, 1]) for i in range(50)}
     greedy = policy.eval_mode.forward(data)
-    assert {out["action"] for out in greedy.values()} == {1}  # ties among legal actions: the first
+    assert {out["action"].item() for out in greedy.values()} == {1}  # ties among legal actions: the first
     explored = policy.collect_mode.forward(data, eps=1.0)
-    assert {out["action"] for out in explored.values()} == {1, 3}
+    assert {out["action"].item() for out in explored.values()} == {1, 3}
     unmasked = policy.eval_mode.forward({0: np.ones(3, dtype=np.float32)})
-    assert unmasked[0]["action"] == 0
+    assert unmasked[0]["action"].item() == 0
 
 
 def test_double_dqn_target_uses_only_legal_next_actions():

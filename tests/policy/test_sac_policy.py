@@ -54,8 +54,8 @@ def test_collect_samples_in_minus_one_one_and_eval_is_tanh_mu():
     out = policy.collect_mode.forward(obs)
     assert sorted(out) == [0, 5]
     for o in out.values():
-        assert o["action"].shape == (2,) and o["action"].dtype == np.float32
-        assert np.all(np.abs(o["action"]) < 1) and len(o["logit"]) == 2
+        assert o["action"].shape == (2,) and o["action"].dtype == torch.float32
+        assert bool((o["action"].abs() < 1).all()) and len(o["logit"]) == 2
     samples = np.stack([policy.collect_mode.forward(obs)[0]["action"] for _ in range(50)])
     assert samples.std(0).min() > 0.2  # sigma starts near 1: exploration
     evaluated = policy.eval_mode.forward(obs)

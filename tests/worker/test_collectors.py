@@ -34,6 +34,19 @@ def test_exact_sample_counts_and_envstep():
         SampleSerialCollector(dict(), env_manager(), policy().collect_mode).collect()
 
 
+def test_transitions_carry_collect_iter_and_stay_numpy_inside():
+    """DI-engine's collectors add ``collect_iter`` (the ``train_iter`` of the call) to every
+    transition; inside, ding_ray's collectors keep numpy and Python numbers, never a tensor per env."""
+    collector = SampleSerialCollector(dict(n_sample=6), env_manager(), policy().collect_mode)
+    data = collector.collect(train_iter=17, policy_kwargs={"eps": 0.5})
+    assert [t["collect_iter"] for t in data] == [17] * 6
+    assert all(type(t["action"]) is int for t in data)
+    episodes = EpisodeSerialCollector(dict(n_episode=2), env_manager(), policy().collect_mode).collect(
+        train_iter=3
+    )
+    assert {t["collect_iter"] for episode in episodes for t in episode} == {3}
+
+
 def test_transitions_follow_the_env_and_mark_termination():
     collector = SampleSerialCollector(dict(n_sample=30), env_manager(n=1), policy().collect_mode)
     data = collector.collect(drop_extra=False)

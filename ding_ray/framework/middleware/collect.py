@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from ding_ray.data.columnar import to_numpy
 from ding_ray.errors import ConfigError
 from ding_ray.framework.context import OnlineRLContext
 
@@ -94,7 +95,8 @@ def inferencer(seed: int, policy: Any, env: Any):
     ``policy`` is a collect mode (or a ``Policy``, whose collect mode is used).
 
     Reads ctx: collect_kwargs (e.g. ``eps``).
-    Writes ctx: obs ({env_id: obs}), action ({env_id: action}), inference_output ({env_id: output}).
+    Writes ctx: obs ({env_id: obs}), action ({env_id: numpy action}), inference_output ({env_id:
+    output}: the policy's own, tensors as DI-engine's).
     """
     policy = policy_mode(policy, "collect")
     env.seed(seed)
@@ -105,7 +107,7 @@ def inferencer(seed: int, policy: Any, env: Any):
         obs = dict(env.ready_obs)  # the manager refills ready_obs during step
         output = policy.forward(obs, **ctx.collect_kwargs)
         ctx.obs = obs
-        ctx.action = {env_id: out["action"] for env_id, out in output.items()}
+        ctx.action = {env_id: to_numpy(out["action"]) for env_id, out in output.items()}
         ctx.inference_output = output
 
     return _inference

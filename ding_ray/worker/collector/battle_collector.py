@@ -17,6 +17,7 @@ import numpy as np
 
 from ding_ray.envs.gymnasium_env import BaseEnvTimestep
 from ding_ray.errors import ConfigError
+from ding_ray.policy.common import numpy_forward
 from ding_ray.worker.collector.base import EpisodeStats
 from ding_ray.worker.collector.vector_collector import VectorCollector, _policy_attribute
 
@@ -79,6 +80,7 @@ class BattleVectorCollector(VectorCollector):
             return
         for policy in self._policy:
             policy.reset()
+        self._forwards = [numpy_forward(policy) for policy in self._policy]
         lead = self._policy[0]
         attribute = _policy_attribute if hasattr(lead, "get_attribute") else (lambda _p, _n, default: default)
         self._lookahead = int(attribute(lead, "nstep", 1)) - 1
@@ -98,15 +100,16 @@ class BattleVectorCollector(VectorCollector):
         return len(self._policy)
 
     def _step(
-        self, policy_kwargs: dict, random_collect: bool = False
+        self, policy_kwargs: dict, random_collect: bool = False, train_iter: int = 0
     ) -> list[tuple[int, list[dict | None] | None, bool, list[dict] | None]]:
         """Step every ready env once. Returns ``(env_id, transitions, episode_over, infos)`` per env:
-        one transition per player (None for players that keep no data) and, at a normal episode
-        end, the final info of each player. A crashed env's step has ``transitions=None``."""
+        one transition per player (None for players that keep no data; each carries
+        ``collect_iter``) and, at a normal episode end, the final info of each player. A crashed
+        env's step has ``transitions=None``."""
         obs = dict(self._env.ready_obs)  # the manager refills ready_obs during step
         outputs = [
-            policy.forward({env_id: o[player] for env_id, o in obs.items()}, **policy_kwargs)
-            for player, policy in enumerate(self._policy)
+            forward({env_id: o[player] for env_id, o in obs.items()}, **policy_kwargs)
+            for player, forward in enumerate(self._forwards)
         ]
         self._obs_pool.update(obs)
         self._output_pool.update({env_id: [out[env_id] for out in outputs] for env_id in obs})
@@ -122,11 +125,14 @@ class BattleVectorCollector(VectorCollector):
             self._stats.env_steps += 1
             self._episode_length[env_id] += 1
             transitions = [
-                policy.process_transition(
-                    self._obs_pool[env_id][player],
-                    self._output_pool[env_id][player],
-                    player_timestep(timestep, player),
-                )
+                {
+                    **policy.process_transition(
+                        self._obs_pool[env_id][player],
+                        self._output_pool[env_id][player],
+                        player_timestep(timestep, player),
+                    ),
+                    "collect_iter": train_iter,
+                }
                 if self._collect_data[player]
                 else None
                 for player, policy in enumerate(self._policy)

@@ -40,7 +40,9 @@ class BattleEpisodeSerialCollector(BattleVectorCollector):
         return_info: list[list[dict[str, Any]]] = [[] for _ in players]
         with self._timer():
             while len(return_info[0]) < n_episode:
-                for env_id, transitions, episode_over, infos in self._step(policy_kwargs or {}):
+                for env_id, transitions, episode_over, infos in self._step(
+                    policy_kwargs or {}, train_iter=train_iter
+                ):
                     for p in collecting:
                         if transitions is not None:
                             self._traj[env_id, p].append(transitions[p])

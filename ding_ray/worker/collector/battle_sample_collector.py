@@ -51,7 +51,9 @@ class BattleSampleSerialCollector(BattleVectorCollector, SampleSerialCollector):
         collecting = [p for p in players if self._collect_data[p]]
         with self._timer():
             while any(len(return_data[p]) < n_sample for p in collecting):
-                for env_id, transitions, episode_over, infos in self._step(policy_kwargs or {}):
+                for env_id, transitions, episode_over, infos in self._step(
+                    policy_kwargs or {}, train_iter=train_iter
+                ):
                     for p in collecting:
                         traj = self._traj[env_id, p]
                         if transitions is not None:

@@ -51,7 +51,7 @@ class SampleSerialCollector(VectorCollector):
         return_data: list[dict[str, Any]] = []
         with self._timer():
             while len(return_data) < n_sample:
-                for env_id, transition, episode_over in self._step(policy_kwargs, random_collect):
+                for env_id, transition, episode_over in self._step(policy_kwargs, random_collect, train_iter):
                     traj = self._traj[env_id]
                     if transition is not None:
                         traj.append(transition)

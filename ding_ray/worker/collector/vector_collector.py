@@ -6,6 +6,7 @@ import logging
 from typing import Any
 
 from ding_ray.config.merge import checked_config
+from ding_ray.policy.common import numpy_forward
 from ding_ray.worker import metrics
 from ding_ray.worker.collector.base import EpisodeStats, ISerialCollector, Timer
 from ding_ray.worker.collector.step_checks import (
@@ -92,6 +93,7 @@ class VectorCollector(EnvRunner, ISerialCollector):
     def reset_policy(self, _policy: Any = None) -> None:
         super().reset_policy(_policy)
         if self._policy is not None:
+            self._forward = numpy_forward(self._policy)
             self._lookahead = int(_policy_attribute(self._policy, "nstep", 1)) - 1
             self._traj_len_inf = bool(_policy_attribute(self._policy, "traj_len_inf", False))
             self._random_with_policy = bool(
@@ -103,8 +105,11 @@ class VectorCollector(EnvRunner, ISerialCollector):
         self.reset_policy(_policy)
 
     # ----- stepping ----------------------------------------------------------------------------
-    def _step(self, policy_kwargs: dict, random_collect: bool) -> list[tuple[int, dict, bool]]:
-        """Step every ready env once. Returns ``(env_id, transition, episode_over)`` per normal step.
+    def _step(
+        self, policy_kwargs: dict, random_collect: bool, train_iter: int
+    ) -> list[tuple[int, dict, bool]]:
+        """Step every ready env once. Returns ``(env_id, transition, episode_over)`` per normal step;
+        each transition carries ``collect_iter`` (``train_iter``, as DI-engine's collectors add it).
 
         A crashed env's step, and a step with NaN/inf values, is dropped; the env's trajectory so
         far is ended like a truncated episode.
@@ -119,7 +124,7 @@ class VectorCollector(EnvRunner, ISerialCollector):
         if random_collect and not self._random_with_policy:
             output = {i: {"action": self._env.random_action(i)} for i in obs}
         else:
-            output = self._policy.forward(obs, **policy_kwargs)
+            output = self._forward(obs, **policy_kwargs)  # numpy outputs: the columnar fast path
         self._obs_pool.update(obs)
         self._output_pool.update(output)
         timesteps = self._env.step({i: out["action"] for i, out in output.items()})
@@ -146,6 +151,7 @@ class VectorCollector(EnvRunner, ISerialCollector):
             transition = self._policy.process_transition(
                 self._obs_pool[env_id], self._output_pool[env_id], timestep
             )
+            transition["collect_iter"] = train_iter
             if timestep.done:
                 self._stats.add_episode(self._episode_return[env_id], self._episode_length[env_id])
                 self._episode_return[env_id], self._episode_length[env_id] = 0.0, 0

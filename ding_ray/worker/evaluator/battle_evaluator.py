@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from ding_ray.errors import ConfigError
+from ding_ray.policy.common import numpy_forward
 from ding_ray.utils.registry import SERIAL_EVALUATOR_REGISTRY
 from ding_ray.worker import metrics
 from ding_ray.worker.evaluator.interaction_evaluator import InteractionSerialEvaluator
@@ -78,14 +79,15 @@ class BattleInteractionSerialEvaluator(InteractionSerialEvaluator):
         self._env.reset()
         self.reset_policy()
         players = range(len(self._policy))
+        forwards = [numpy_forward(policy) for policy in self._policy]
         monitor = VectorEvalMonitor(self._env.env_num, n_episode)
         return_info: list[list[dict[str, Any]]] = [[] for _ in players]
         env_steps = 0
         while not monitor.is_finished():
             obs = {i: o for i, o in self._env.ready_obs.items() if monitor.needs_episode(i)}
             outputs = [
-                self._policy[p].forward({i: o[p] for i, o in obs.items()}, **(policy_kwargs or {}))
-                for p in players
+                forward({i: o[p] for i, o in obs.items()}, **(policy_kwargs or {}))
+                for p, forward in enumerate(forwards)
             ]
             timesteps = self._env.step({i: [out[i]["action"] for out in outputs] for i in obs})
             for env_id, timestep in timesteps.items():

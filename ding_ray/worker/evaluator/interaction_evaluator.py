@@ -14,6 +14,7 @@ from easydict import EasyDict
 
 from ding_ray.config.merge import checked_config, default_config_of
 from ding_ray.errors import ConfigError
+from ding_ray.policy.common import numpy_forward
 from ding_ray.utils.registry import SERIAL_EVALUATOR_REGISTRY
 from ding_ray.worker import metrics
 from ding_ray.worker.env_runner import EnvRunner
@@ -170,10 +171,11 @@ class InteractionSerialEvaluator(EnvRunner, ISerialEvaluator):
         self._env.reset()
         self._policy.reset()
         monitor = VectorEvalMonitor(self._env.env_num, n_episode)
+        forward = numpy_forward(self._policy)  # numpy outputs: actions the env managers take as they are
         env_steps = 0
         while not monitor.is_finished():
             obs = {i: o for i, o in self._env.ready_obs.items() if monitor.needs_episode(i)}
-            output = self._policy.forward(obs, **(policy_kwargs or {}))
+            output = forward(obs, **(policy_kwargs or {}))
             timesteps = self._env.step({i: out["action"] for i, out in output.items()})
             for env_id, timestep in timesteps.items():
                 if timestep.info.get("abnormal", False):
