@@ -51,7 +51,9 @@ class MLP(nn.Module):
     """Linear layers of the given widths, each followed by ``activation`` (the last one optional).
 
     With ``norm_type`` and/or ``dropout`` (DI-engine's options) each activated layer is linear ->
-    norm -> activation -> dropout, as DI-engine's ``fc_block``.
+    norm -> activation -> dropout, as DI-engine's ``fc_block``. ``plain_first``: the first layer is
+    linear -> activation only, as the first layer of DI-engine's ``FCEncoder`` (its ``init``) and of
+    ``ContinuousQAC``'s actor and critics, which sit outside DI-engine's normed ``MLP`` blocks.
     """
 
     def __init__(
@@ -62,6 +64,7 @@ class MLP(nn.Module):
         last_activation: bool = True,
         norm_type: str | None = None,
         dropout: float | None = None,
+        plain_first: bool = False,
     ) -> None:
         super().__init__()
         check_norm_type(norm_type)
@@ -70,8 +73,10 @@ class MLP(nn.Module):
         self.activation = ACTIVATIONS[activation_name(activation)]
         self.last_activation = last_activation
         self.output_size = sizes[-1]
+        self.plain_first = int(plain_first)  # norms[i] belongs to layer i + plain_first
         activated = sizes[1:] if last_activation else sizes[1:-1]
-        self.norms = nn.ModuleList(NORMS[norm_type](n) for n in activated) if norm_type else None
+        normed = activated[self.plain_first :]
+        self.norms = nn.ModuleList(NORMS[norm_type](n) for n in normed) if norm_type and normed else None
         self.dropout = float(dropout or 0.0)
         # The same Parameter objects as in ``layers``, in a plain list: looking parameters up
         # through nn.Module attributes costs more than the matmuls at collector batch sizes.
@@ -94,16 +99,22 @@ class MLP(nn.Module):
             x = F.linear(x, w, b)
             if i == last and not self.last_activation:
                 break
-            if self.norms is not None:
-                x = self.norms[i](x)
+            plain = i < self.plain_first
+            if self.norms is not None and not plain:
+                x = self.norms[i - self.plain_first](x)
             x = self.activation(x)
-            if self.dropout:
+            if self.dropout and not plain:
                 x = F.dropout(x, self.dropout, self.training)
         return x
 
 
 class FCEncoder(nn.Module):
-    """Vector observation (flattened) -> feature vector of size ``hidden_size_list[-1]``."""
+    """Vector observation (flattened) -> feature vector of size ``hidden_size_list[-1]``.
+
+    As DI-engine's ``FCEncoder``: ``norm_type`` is accepted and adds no norm layers (DI-engine uses
+    it only in residual blocks, which this encoder does not have), and ``dropout`` follows every
+    layer but the first.
+    """
 
     def __init__(
         self,
@@ -115,7 +126,8 @@ class FCEncoder(nn.Module):
     ):
         super().__init__()
         self.obs_dim = obs_shape if isinstance(obs_shape, int) else math.prod(obs_shape)
-        self.mlp = MLP(self.obs_dim, hidden_size_list, activation, True, norm_type, dropout)
+        check_norm_type(norm_type)
+        self.mlp = MLP(self.obs_dim, hidden_size_list, activation, True, None, dropout, plain_first=True)
         self.output_size = self.mlp.output_size
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:

@@ -8,6 +8,7 @@ import torch
 from torch import nn
 
 from ding_ray.model.common import MLP, DiscreteHead, DuelingHead, FCEncoder
+from ding_ray.model.di_engine_names import accept_di_engine_names
 from ding_ray.utils.registry import MODEL_REGISTRY
 
 
@@ -31,6 +32,7 @@ class DQN(nn.Module):
         """``norm_type`` ('LN', 'BN'), ``dropout`` and ``init_bias`` (the initial bias of the last
         layer) as in DI-engine's DQN; ``activation`` by name or as a module (``nn.ReLU()``)."""
         super().__init__()
+        self.register_load_state_dict_pre_hook(accept_di_engine_names)  # DI-engine checkpoints load
         self.encoder = FCEncoder(obs_shape, list(encoder_hidden_size_list), activation, norm_type, dropout)
         hidden = head_hidden_size or self.encoder.output_size
         if hidden != self.encoder.output_size:

@@ -9,6 +9,7 @@ from torch import nn
 
 from ding_ray.errors import ConfigError
 from ding_ray.model.common import MLP
+from ding_ray.model.di_engine_names import accept_di_engine_names
 from ding_ray.utils.registry import MODEL_REGISTRY
 
 # DI-engine's bounds on the conditioned log standard deviation: exp(-20) to exp(2).
@@ -22,8 +23,10 @@ class GaussianActor(nn.Module):
         self, obs_dim: int, action_dim: int, hidden_size: int, layer_num: int, activation, norm_type
     ) -> None:
         super().__init__()
-        # DI-engine's layout: one input layer, then ``layer_num`` hidden layers, then the two outputs.
-        self.trunk = MLP(obs_dim, [hidden_size] * (1 + layer_num), activation, True, norm_type)
+        # DI-engine's layout: one input layer (never normed), then ``layer_num`` hidden layers, then
+        # the two outputs.
+        widths = [hidden_size] * (1 + layer_num)
+        self.trunk = MLP(obs_dim, widths, activation, True, norm_type, plain_first=True)
         self.mu = nn.Linear(hidden_size, action_dim)
         self.log_sigma_layer = nn.Linear(hidden_size, action_dim)
 
@@ -67,13 +70,15 @@ class ContinuousQAC(nn.Module):
         obs_dim, action_dim = _flat_size(obs_shape, "obs_shape"), _flat_size(action_shape, "action_shape")
         activation = "relu" if activation is None else activation
         self.action_space, self.twin_critic = action_space, twin_critic
+        self.register_load_state_dict_pre_hook(accept_di_engine_names)  # DI-engine checkpoints load
         self.obs_dim, self.action_dim = obs_dim, action_dim
         self.actor = GaussianActor(
             obs_dim, action_dim, actor_head_hidden_size, actor_head_layer_num, activation, norm_type
         )
         widths = [critic_head_hidden_size] * (1 + critic_head_layer_num) + [1]
         critics = [
-            MLP(obs_dim + action_dim, widths, activation, False, norm_type) for _ in range(1 + twin_critic)
+            MLP(obs_dim + action_dim, widths, activation, False, norm_type, plain_first=True)
+            for _ in range(1 + twin_critic)
         ]
         # A ModuleList either way, so that ``critic.parameters()`` feeds one optimizer (as DI-engine).
         self.critic = nn.ModuleList(critics)

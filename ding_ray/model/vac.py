@@ -12,6 +12,7 @@ from torch import nn
 
 from ding_ray.errors import ConfigError
 from ding_ray.model.common import MLP, FCEncoder, ReparameterizationHead
+from ding_ray.model.di_engine_names import accept_di_engine_names
 from ding_ray.utils.registry import MODEL_REGISTRY
 
 
@@ -52,6 +53,7 @@ class VAC(nn.Module):
             )
         self.action_space = action_space
         self.share_encoder = share_encoder
+        self.register_load_state_dict_pre_hook(accept_di_engine_names)  # DI-engine checkpoints load
         hidden = list(encoder_hidden_size_list)
         if share_encoder:
             # Registered once: aliases as module attributes would repeat its weights in state_dict.

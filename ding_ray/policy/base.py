@@ -18,6 +18,7 @@ from easydict import EasyDict
 from ding_ray.config.merge import checked_config, default_config_of
 from ding_ray.errors import ConfigError, EnvError
 from ding_ray.model import create_model
+from ding_ray.model.di_engine_names import learn_state_from_di_engine
 from ding_ray.policy.common import outputs_to_numpy, per_env
 from ding_ray.utils.registry import POLICY_REGISTRY
 
@@ -139,7 +140,7 @@ class Policy:
             self._get_attribute,
             self._set_attribute,
             self._state_dict_learn,
-            self._load_state_dict_learn,
+            self._load_learn_state,
         )
 
     @property
@@ -291,6 +292,16 @@ class Policy:
 
     def _state_dict_learn(self) -> dict[str, Any]:
         return {"model": self._learn_model.state_dict(), "optimizer": self._optimizer.state_dict()}
+
+    def _load_learn_state(self, state_dict: dict[str, Any]) -> None:
+        """``learn_mode.load_state_dict``: a learn state DI-engine saved has its models renamed and
+        its optimizer states re-indexed for this policy's model first."""
+        optimizers = {
+            key: optimizer
+            for key in state_dict
+            if isinstance(optimizer := getattr(self, "_" + key, None), torch.optim.Optimizer)
+        }
+        self._load_state_dict_learn(learn_state_from_di_engine(self._model, state_dict, optimizers))
 
     def _load_state_dict_learn(self, state_dict: dict[str, Any]) -> None:
         self._learn_model.load_state_dict(state_dict["model"])

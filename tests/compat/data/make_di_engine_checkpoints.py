@@ -1,0 +1,224 @@
+"""Make DI-engine 0.5.3 checkpoints, and what DI-engine's policy does with them, for ding_ray's tests.
+
+Run with a Python that has DI-engine 0.5.3 installed (not ding_ray's environment)::
+
+    python tests/compat/data/make_di_engine_checkpoints.py                # the files shipped here
+    python tests/compat/data/make_di_engine_checkpoints.py --out DIR --train-env-steps 2000
+
+For each dizoo config in ``CONFIGS`` it builds DI-engine's policy from the config (seed 0) and
+saves the policy the ways DI-engine does:
+
+- ``ckpt_best.pth.tar``: ``BaseLearner.save_checkpoint`` (the learner's ``save_ckpt_after_*`` hooks;
+  the serial pipeline's best checkpoint): the learn mode's state dict plus ``last_iter``/``last_step``;
+- ``iteration_0.pth.tar``: the ``CkptSaver`` middleware's: the learn mode's state dict;
+- ``eval_state.pth.tar``: ``torch.save(policy.eval_mode.state_dict())``: ``{'model': ...}``;
+
+packed as ``<name>.tar.xz``, the file bytes exactly as DI-engine's ``torch.save`` wrote them.
+
+``<name>.json`` holds fixed observations and what DI-engine computes on them: the eval mode's
+actions and logits (or mu and sigma) and the critics' values, so a test can check that ding_ray,
+given the same file, acts the same.
+
+Shipped files: seeded random weights on a grid of 1/16, so that the checkpoints compress (xz) to
+20-30 KB each; the optimizers have no state yet (a checkpoint written before the first step, as
+CkptSaver's ``iteration_0``). With ``--train-env-steps`` the
+policy first trains that many env steps with DI-engine's own serial pipeline, so the files carry
+trained weights and Adam moments (the test that runs it needs DI-engine installed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import importlib
+import json
+import lzma
+import os
+import tarfile
+import tempfile
+
+import numpy as np
+import torch
+
+_CARTPOLE = "dizoo.classic_control.cartpole.config."
+_PENDULUM = "dizoo.classic_control.pendulum.config."
+# name -> (dizoo config module, keys set over its policy.model): the dizoo configs as they are, and
+# variants with the model options they leave at their defaults (norms, more layers, own encoders)
+CONFIGS = {
+    "cartpole_dqn": (_CARTPOLE + "cartpole_dqn_config", {}),
+    "cartpole_ppo": (_CARTPOLE + "cartpole_ppo_config", {}),
+    "pendulum_ppo": (_PENDULUM + "pendulum_ppo_config", {}),
+    "pendulum_sac": (_PENDULUM + "pendulum_sac_config", {}),
+    "cartpole_dqn_ln": (_CARTPOLE + "cartpole_dqn_config", dict(norm_type="LN", head_layer_num=2)),
+    "pendulum_ppo_own_encoders": (
+        _PENDULUM + "pendulum_ppo_config",
+        dict(share_encoder=False, actor_head_layer_num=1, critic_head_layer_num=2, norm_type="LN"),
+    ),
+    "pendulum_sac_ln": (_PENDULUM + "pendulum_sac_config", dict(norm_type="LN", actor_head_layer_num=2)),
+}
+NUM_OBS = 32
+GRID = 16  # shipped weights are multiples of 1/GRID
+
+
+def build_policy(module: str, model_overrides: dict, exp_name: str, train_env_steps: int):
+    from ding.config import compile_config
+    from ding.policy import create_policy
+    from ding.utils import set_pkg_seed
+
+    config = importlib.import_module(module)
+    main, create = copy.deepcopy(config.main_config), copy.deepcopy(config.create_config)
+    main.exp_name = exp_name
+    main.policy.model.update(model_overrides)
+    if train_env_steps:
+        # one evaluation episode and no random warm-up: the run is about the weights it leaves
+        main.env.update(evaluator_env_num=1, n_evaluator_episode=1)
+        if "random_collect_size" in main.policy:
+            main.policy.random_collect_size = 0
+        if create.policy.type == "ppo":
+            from ding.entry import serial_pipeline_onpolicy as pipeline
+        else:
+            from ding.entry import serial_pipeline as pipeline
+        return pipeline((main, create), seed=0, max_env_step=train_env_steps)
+    cfg = compile_config(main, create_cfg=create, auto=True, save_cfg=False, seed=0)
+    set_pkg_seed(0)
+    policy = create_policy(cfg.policy, enable_field=["learn", "collect", "eval"])
+    state = policy.learn_mode.state_dict()
+    state["model"] = grid_weights(state["model"])
+    if "target_model" in state:  # a checkpoint written at the start: the target equals the model
+        state["target_model"] = state["model"]
+    policy.learn_mode.load_state_dict(state)
+    return policy
+
+
+def grid_weights(model_state: dict) -> dict:
+    """Seeded random weights on a 1/GRID grid: a matrix uniform in +-sqrt(6 / fan_in) (the scale
+    survives the ReLU layers, so actions differ between observations), a vector in +-0.05.
+    (Rounding DI-engine's own init would zero its tiny output layers, which would then check
+    nothing.) Aliases (VAC's ``actor.*``, ``critic.*``) get the values of the tensor they share."""
+    gen = torch.Generator().manual_seed(0)
+    out, seen = {}, {}
+    for key, value in model_state.items():
+        ptr = value.data_ptr()
+        if ptr not in seen:
+            bound = (6 / value.shape[-1]) ** 0.5 if value.dim() == 2 else 0.05
+            drawn = (torch.rand(value.shape, generator=gen) * 2 - 1) * bound
+            seen[ptr] = torch.round(drawn * GRID) / GRID
+        out[key] = seen[ptr]
+    return out
+
+
+def save_forms(policy, exp_name: str, name: str, out: str) -> dict[str, str]:
+    """Save ``policy`` in DI-engine's three forms, packed into ``out/<name>.tar.xz`` (one archive:
+    the three files share most of their bytes); the archive member of each form."""
+    from ding.framework import OnlineRLContext
+    from ding.framework.middleware import CkptSaver
+    from ding.worker import BaseLearner
+
+    learner = BaseLearner(copy.deepcopy(policy._cfg.learn.learner), policy.learn_mode, exp_name=exp_name)
+    learner.save_checkpoint("ckpt_best.pth.tar")
+    saver_dir = os.path.join(exp_name, "middleware")
+    CkptSaver(policy, saver_dir, train_freq=1)(OnlineRLContext())  # train_iter 0: iteration_0.pth.tar
+    eval_path = os.path.join(exp_name, "eval_state.pth.tar")
+    torch.save(policy.eval_mode.state_dict(), eval_path)
+    written = {
+        "learner": os.path.join(exp_name, "ckpt", "ckpt_best.pth.tar"),
+        "ckpt_saver": os.path.join(saver_dir, "ckpt", "iteration_0.pth.tar"),
+        "eval": eval_path,
+    }
+    with tarfile.open(os.path.join(out, f"{name}.tar.xz"), "w:xz", preset=9 | lzma.PRESET_EXTREME) as tar:
+        for path in written.values():
+            info = tar.gettarinfo(path, os.path.basename(path))
+            info.mtime, info.uid, info.gid, info.uname, info.gname = 0, 0, 0, "", ""  # same bytes every run
+            with open(path, "rb") as f:
+                tar.addfile(info, f)
+    return {form: os.path.basename(path) for form, path in written.items()}
+
+
+def reference_outputs(policy, model_cfg) -> dict:
+    """Fixed observations and DI-engine's eval actions and raw model outputs on them."""
+    obs_dim = int(model_cfg.obs_shape)
+    obs = np.random.RandomState(0).uniform(-4.0, 4.0, size=(NUM_OBS, obs_dim)).astype(np.float32)
+    obs_t = torch.from_numpy(obs)
+    with torch.no_grad():
+        out = policy.eval_mode.forward({i: obs_t[i] for i in range(NUM_OBS)})
+        actions = torch.stack([torch.as_tensor(out[i]["action"]) for i in range(NUM_OBS)])
+        model = policy._model
+        model.eval()
+        ref = {"obs": obs.tolist(), "action": actions.tolist()}
+        if type(model).__name__ == "DQN":
+            ref["logit"] = model(obs_t)["logit"].tolist()
+        elif type(model).__name__ == "VAC":
+            both = model(obs_t, mode="compute_actor_critic")
+            logit = both["logit"]
+            if isinstance(logit, dict):
+                ref["mu"], ref["sigma"] = logit["mu"].tolist(), logit["sigma"].tolist()
+            else:
+                ref["logit"] = logit.tolist()
+            ref["value"] = both["value"].tolist()
+        else:  # ContinuousQAC
+            mu, sigma = model(obs_t, mode="compute_actor")["logit"]
+            ref["mu"], ref["sigma"] = mu.tolist(), sigma.tolist()
+            q = model({"obs": obs_t, "action": actions.reshape(NUM_OBS, -1)}, mode="compute_critic")[
+                "q_value"
+            ]
+            ref["q_value"] = [v.tolist() for v in q] if isinstance(q, list) else q.tolist()
+    ref["optimizer_moments"] = optimizer_moments(policy)
+    return ref
+
+
+def optimizer_moments(policy) -> dict:
+    """Per optimizer (by learn-state key) and DI-engine parameter name: sum of Adam's exp_avg and
+    exp_avg_sq, and the step count, read from the live optimizer by parameter object, so a test can
+    check where ding_ray put each parameter's moments."""
+    out = {}
+    for key in policy.learn_mode.state_dict():
+        optimizer = getattr(policy, "_" + key, None)
+        if not isinstance(optimizer, torch.optim.Optimizer):
+            continue
+        out[key] = {
+            name: [float(st[k].double().sum()) for k in ("exp_avg", "exp_avg_sq")] + [float(st["step"])]
+            for name, param in policy._model.named_parameters()
+            if (st := optimizer.state.get(param))
+        }
+    return out
+
+
+def make(name: str, out: str, train_env_steps: int = 0) -> None:
+    import ding
+
+    workdir = tempfile.mkdtemp(prefix="di_engine_ckpt_")
+    here = os.getcwd()
+    os.chdir(workdir)  # DI-engine writes its logs and checkpoints under exp_name, relative to the cwd
+    try:
+        policy = build_policy(*CONFIGS[name], f"{name}_seed0", train_env_steps)
+        files = save_forms(policy, f"{name}_seed0", name, os.path.join(here, out))
+        ref = reference_outputs(policy, policy._cfg.model)
+    finally:
+        os.chdir(here)
+    meta = {
+        "dizoo_config": CONFIGS[name][0].replace(".", "/").removeprefix("dizoo/") + ".py",
+        "model_overrides": CONFIGS[name][1],
+        "di_engine_version": ding.__version__,
+        "torch_version": torch.__version__,
+        "seed": 0,
+        "train_env_steps": train_env_steps,
+        "archive": f"{name}.tar.xz",
+        "files": files,
+    }
+    with open(os.path.join(out, f"{name}.json"), "w") as f:
+        json.dump({**meta, **ref}, f, indent=None, separators=(",", ":"))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "di_engine_checkpoints"))
+    parser.add_argument("--train-env-steps", type=int, default=0)
+    parser.add_argument("--only", nargs="*", default=list(CONFIGS))
+    args = parser.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    for name in args.only:
+        make(name, args.out, args.train_env_steps)
+
+
+if __name__ == "__main__":
+    main()
