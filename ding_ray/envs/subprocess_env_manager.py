@@ -13,14 +13,22 @@ with its own autoreset rules, and knows nothing of env ids, so DI-engine's dict 
 ``wait_num``, per-env kill-and-replace on ``step_timeout`` and the final observation kept in
 the timestep would all have to be rebuilt around it anyway.
 
-Workers are started with ``'forkserver'`` by default (``context`` key; DI-engine uses 'fork'):
-the manager often lives in a process that already runs threads (a Ray actor's gRPC threads,
-torch's pools), and forking such a process can leave a child holding locks that nobody will
-release. The fork server is a clean single-threaded process that imports this package once,
-so a worker starts in milliseconds. As with 'spawn', a script that builds the manager needs an
-``if __name__ == "__main__":`` guard (the fork server imports the main module). Gymnasium ids
-registered at run time in the parent (as ``tests/fakes.py`` does) are re-registered in each
-worker. The env factory must be picklable (``functools.partial(GymnasiumEnv, cfg=...)`` is;
+How workers start (the ``context`` key; None picks, see ``default_context``): with ``'fork'``, as
+DI-engine does, wherever that is safe, so a script needs no ``if __name__ == "__main__":`` guard
+(dizoo's often have none). Forking copies only the calling thread; it is unsafe where another
+thread holds something the child then needs: a lock (the child waits for ever) or a descriptor
+whose closing someone waits for. The threads of a plain training process are harmless to a
+worker, which runs only its env, the pipe and pickle: OpenBLAS's and OpenMP's pools (their fork
+handlers reset them), TensorBoard's writer thread (its lock is one the worker never takes),
+CUDA's (the worker does not use CUDA). A Ray process is not harmless: its core worker runs
+gRPC threads, and its sockets to the raylet, which a forked child would hold open, are how Ray
+sees the process end; Ray does not support forking there. So inside Ray (and on systems other
+than Linux, where fork is unsafe with system libraries) workers come from ``'forkserver'``, a
+clean single-threaded process that imports this package once (a worker still starts in
+milliseconds); then, as with ``'spawn'``, a script that builds the manager needs the main guard,
+since the fork server imports the main module. Gymnasium ids registered at run time in the
+parent (as ``tests/fakes.py`` does) are re-registered in each worker a fork server or spawn
+starts. The env factory must be picklable (``functools.partial(GymnasiumEnv, cfg=...)`` is;
 ``cloudpickle`` is tried for lambdas).
 """
 
@@ -30,6 +38,8 @@ import copy
 import logging
 import multiprocessing as mp
 import pickle
+import sys
+import threading
 import time
 import weakref
 from collections.abc import Sequence
@@ -55,7 +65,16 @@ from ding_ray.utils.registry import ENV_MANAGER_REGISTRY
 
 logger = logging.getLogger(__name__)
 
-_DEFAULT_CONTEXT = "forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn"
+
+def default_context() -> str:
+    """The start method for ``context=None``: 'fork' on Linux outside Ray, else 'forkserver' (or
+    'spawn' where there is none). See the module docstring for why."""
+    ray = sys.modules.get("ray")  # never imported here: only a process running Ray has it initialized
+    if sys.platform.startswith("linux") and not (ray is not None and ray.is_initialized()):
+        return "fork"
+    return "forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn"
+
+
 _CLOSE_GRACE_S = 2.0  # seconds close() waits for workers to end on their own before killing them
 
 
@@ -75,7 +94,9 @@ class AsyncSubprocessEnvManager(BaseEnvManager):
         type="async_subprocess",
         shared_memory=True,  # observations of fixed shape and dtype come back through shared memory
         copy_on_get=True,  # copy them out of it (False: views, overwritten by the env's next step)
-        context=_DEFAULT_CONTEXT,  # multiprocessing start method: 'forkserver', 'spawn' or 'fork'
+        # multiprocessing start method: 'fork', 'forkserver' or 'spawn'; None: 'fork' where it is
+        # safe (Linux, outside Ray: no main guard needed), else 'forkserver' (see default_context)
+        context=None,
         wait_num=2,  # step returns once this many envs have answered ...
         step_wait_timeout=0.01,  # ... and this many seconds have passed (None: wait for all)
         # Seconds a new worker may take to start and build its env; also the bound on a reset's
@@ -89,7 +110,7 @@ class AsyncSubprocessEnvManager(BaseEnvManager):
 
     def _setup(self) -> None:
         cfg = self._cfg
-        if cfg.context not in mp.get_all_start_methods():
+        if cfg.context is not None and cfg.context not in mp.get_all_start_methods():
             raise ConfigError(
                 f"env.manager.context={cfg.context!r} is not available here; "
                 f"choose one of {mp.get_all_start_methods()}."
@@ -106,12 +127,13 @@ class AsyncSubprocessEnvManager(BaseEnvManager):
             raise ConfigError(
                 f"env.manager.step_wait_timeout must be >= 0 or None, got {cfg.step_wait_timeout!r}."
             )
-        self._ctx = mp.get_context(cfg.context)
-        if cfg.context == "forkserver":
+        self.context = cfg.context or default_context()
+        self._ctx = mp.get_context(self.context)
+        if self.context == "forkserver":
             # Import the worker's modules once in the fork server rather than in every worker.
             self._ctx.set_forkserver_preload(["__main__", "ding_ray.envs.subprocess_worker"])
         self._env_fn_blobs = [dumps_env_fn(fn) for fn in self._env_fn]
-        self._gym_specs = portable_gym_specs() if cfg.context != "fork" else []
+        self._gym_specs = portable_gym_specs() if self.context != "fork" else []
         ref = self._env_fn[0]()  # the spaces, read once here: the envs live in the workers
         self._observation_space, self._action_space = ref.observation_space, ref.action_space
         ref.close()
@@ -260,11 +282,16 @@ class AsyncSubprocessEnvManager(BaseEnvManager):
 
     # ----- workers --------------------------------------------------------------------------------
     def _start_worker(self, env_id: int) -> EnvWorker:
+        # The kernel ends a worker with its parent (the fork server, or the thread that forked it;
+        # not a thread other than the main one, which may end before the manager does).
+        die_with_parent = self.context == "forkserver" or (
+            self.context == "fork" and threading.current_thread() is threading.main_thread()
+        )
         args = (
             self._env_fn_blobs[env_id],
             self._buffers[env_id],
             self._replay_path,
-            self._cfg.context == "forkserver",
+            die_with_parent,
             self._gym_specs,
         )
         return EnvWorker(self._ctx, f"ding_ray-env-{env_id}", args)

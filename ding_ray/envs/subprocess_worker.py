@@ -48,8 +48,8 @@ def _prepare_process(die_with_parent: bool, gym_specs: list[bytes]) -> None:
         os.environ.setdefault(var, "1")
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if die_with_parent and sys.platform.startswith("linux"):
-        # Under forkserver the parent is the fork server, which exits with the manager's process:
-        # then the kernel kills this worker too, even if it hangs inside the env.
+        # The parent is the manager's process (fork) or the fork server, which exits with it: then
+        # the kernel kills this worker too, even if it hangs inside the env.
         try:
             import ctypes
 

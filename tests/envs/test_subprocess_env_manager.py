@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import copy
 import gc
+import json
 import os
+import subprocess
+import sys
+import textwrap
 import time
 from functools import partial
 
@@ -22,6 +26,7 @@ from ding_ray.envs import (
     create_env_manager,
     get_vec_env_setting,
 )
+from ding_ray.envs.subprocess_env_manager import default_context
 from ding_ray.errors import EnvError
 from tests.fakes import CountdownEnv
 
@@ -328,8 +333,6 @@ def test_envs_are_not_in_this_process():
 
 @pytest.mark.parametrize("kind", ["subprocess", "async_subprocess"])
 def test_serial_pipeline_runs_with_subprocess_envs(tmp_path, kind):
-    import json
-
     from ding_ray.entry import serial_pipeline
     from tests.entry.test_serial_pipeline import MAIN
 
@@ -340,3 +343,46 @@ def test_serial_pipeline_runs_with_subprocess_envs(tmp_path, kind):
     serial_pipeline((main, create), seed=0, max_env_step=60)
     result = json.load(open("serial_test/result.json"))
     assert result["env_steps"] >= 60 and result["last_eval_return"] == 5.0
+
+
+# A dizoo-style script: config and run at module level, no ``if __name__ == "__main__":`` guard.
+NO_GUARD_SCRIPT = """
+import json
+from ding_ray.entry import serial_pipeline
+from ding_ray.envs import SyncSubprocessEnvManager, create_env_manager, get_vec_env_setting
+
+main_config = dict(
+    exp_name="no_guard",
+    env=dict(env_id="CartPole-v1", collector_env_num=2, evaluator_env_num=2, n_evaluator_episode=2),
+    policy=dict(model=dict(obs_shape=4, action_shape=2), collect=dict(n_sample=32)),
+)
+create_config = dict(env=dict(type="gymnasium"), env_manager=dict(type="subprocess"), policy=dict(type="dqn"))
+serial_pipeline((main_config, create_config), seed=0, max_env_step=200)
+env_fn, cfgs, _ = get_vec_env_setting(main_config["env"])
+manager = create_env_manager(dict(type="subprocess"), [lambda c=c: env_fn(cfg=c) for c in cfgs])
+manager.launch()
+print(json.dumps(dict(context=manager.context, ready=sorted(manager.ready_obs))))
+manager.close()
+"""
+
+
+def test_a_script_without_main_guard_runs_with_subprocess_envs(tmp_path):
+    """Workers are forked (as DI-engine's), so nothing imports the script again: with a fork server
+    or spawn this script would start itself in every worker and the workers would die."""
+    (tmp_path / "no_guard.py").write_text(textwrap.dedent(NO_GUARD_SCRIPT))
+    run = subprocess.run(
+        [sys.executable, "no_guard.py"], cwd=tmp_path, capture_output=True, text=True, timeout=240
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert run.stdout.strip().splitlines()[-1] == '{"context": "fork", "ready": [0, 1]}'
+    assert json.load(open(tmp_path / "no_guard" / "result.json"))["env_steps"] >= 200
+
+
+def test_start_method_is_chosen_or_given():
+    m = make("subprocess", n=1)
+    assert m.context == default_context()  # 'fork' (the script above) unless this session runs Ray
+    m.close()
+    m = make("subprocess", n=1, context="forkserver")
+    m.launch()
+    assert m.context == "forkserver" and sorted(m.ready_obs) == [0]
+    m.close()
