@@ -369,4 +369,5 @@ def test_log_reduce_averages_over_two_real_ranks(tmp_path):
     for key, value in r0["reduced"].items():
         assert value == pytest.approx((r0["local"][key] + r1["local"][key]) / 2)
     assert r1["reduced"] == {}  # a rank other than 0 logs nothing and clears its buffer
-    assert r0["ckpts"] == ["iteration_0.pth.tar", "iteration_1.pth.tar"] and r1["ckpts"] == []  # only rank 0 saves
+    assert r0["ckpts"] == ["iteration_0.pth.tar", "iteration_1.pth.tar"]
+    assert r1["ckpts"] == []  # only rank 0 saves

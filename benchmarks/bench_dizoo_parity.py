@@ -1,0 +1,137 @@
+"""Learning parity on DI-engine's own dizoo configs: ding_ray beside DI-engine 0.5.3, same machine.
+
+Each run is a fresh python process in a fresh folder, seed by seed, the two systems interleaved:
+- ding_ray: the config file of DI-engine's wheel (``tests/compat/dizoo.py`` reads it), changed only
+  in its env type and id, through ``serial_pipeline`` or ``serial_pipeline_onpolicy``;
+- DI-engine: the same file, unchanged, from the ``dizoo`` package of a venv with DI-engine 0.5.3
+  (``--di-engine-python``), through ``benchmarks/di_engine_runner.py``.
+Both evaluators are watched, not changed: every evaluation's train_iter, env step (the evaluator's
+count) and mean return is recorded. Printed per run: the env step of the first evaluation at the
+stop value (``solved_env_step``, None if never), the best and last return, the return of the last
+evaluation at or before ``--at`` env steps, and the wall seconds from launching python.
+
+Run:  python benchmarks/bench_dizoo_parity.py classic_control/cartpole/config/cartpole_ppo_config.py \
+          --seeds 0 1 2 --max-env-step 30000 [--at 24000] [--only ding_ray|di_engine]
+Prints one ``bench_dizoo_parity ...`` line per run and one ``bench_dizoo_parity_median`` line per system.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, REPO)
+
+
+def run_ding_ray(relpath: str, seed: int, max_env_step: int) -> None:
+    """In this process (started by ``measure``): the config through ding_ray's serial entry."""
+    start = time.perf_counter()
+    from ding_ray.entry import serial_pipeline, serial_pipeline_onpolicy
+    from ding_ray.entry.serial_entry_onpolicy import is_on_policy
+    from ding_ray.worker import InteractionSerialEvaluator
+    from tests.compat.dizoo import read_dizoo_config
+
+    evaluations = []
+    evaluate = InteractionSerialEvaluator.eval
+
+    def watched(self, save_ckpt_fn=None, train_iter=-1, envstep=-1, *args, **kwargs):
+        stop, info = evaluate(self, save_ckpt_fn, train_iter, envstep, *args, **kwargs)
+        evaluations.append(
+            dict(
+                train_iter=train_iter,
+                env_step=envstep,
+                return_mean=info["eval_episode_return_mean"],
+                stop=bool(stop),
+                since_launch_s=time.perf_counter() - start,
+            )
+        )
+        return stop, info
+
+    InteractionSerialEvaluator.eval = watched
+    main, create = read_dizoo_config(relpath)
+    entry = serial_pipeline_onpolicy if is_on_policy(main, create) else serial_pipeline
+    try:
+        entry((main, create), seed=seed, max_env_step=max_env_step)
+    finally:
+        with open("evaluations.json", "w") as f:
+            json.dump(dict(evaluations=evaluations, wall_s=time.perf_counter() - start), f)
+
+
+def measure(system: str, relpath: str, seed: int, max_env_step: int, di_python: str) -> dict:
+    """One run in a fresh folder; its evaluations and the wall time from launching python."""
+    workdir = tempfile.mkdtemp(prefix=f"parity_{system}_")
+    if system == "ding_ray":
+        cmd = [sys.executable, os.path.abspath(__file__), relpath, "--child", str(seed), str(max_env_step)]
+    else:
+        module = "dizoo." + relpath.removesuffix(".py").replace("/", ".")
+        runner = os.path.join(REPO, "benchmarks", "di_engine_runner.py")
+        cmd = [di_python, runner, module, str(seed), str(max_env_step)]
+    start = time.perf_counter()
+    done = subprocess.run(cmd, cwd=workdir, capture_output=True, text=True)
+    wall_s = time.perf_counter() - start
+    path = os.path.join(workdir, "evaluations.json")
+    if done.returncode != 0 or not os.path.isfile(path):
+        raise RuntimeError(f"{system} seed {seed} failed:\n{done.stderr[-3000:]}")
+    with open(path) as f:
+        evaluations = json.load(f)["evaluations"]
+    return dict(evaluations=evaluations, exit_s=round(wall_s, 1))
+
+
+def summary(evaluations: list[dict], at: int | None) -> dict:
+    solved = next((e for e in evaluations if e.get("stop")), None)
+    returns = [e["return_mean"] for e in evaluations]
+    out = dict(
+        solved_env_step=None if solved is None else solved["env_step"],
+        solved_s=None if solved is None else round(solved["since_launch_s"], 1),
+        best_return=round(max(returns), 1) if returns else None,
+        last_return=round(returns[-1], 1) if returns else None,
+        last_env_step=evaluations[-1]["env_step"] if evaluations else None,
+        evaluations=len(evaluations),
+    )
+    if at is not None:
+        before = [e for e in evaluations if e["env_step"] <= at]
+        out[f"return_at_{at}"] = round(before[-1]["return_mean"], 1) if before else None
+        out[f"env_step_of_return_at_{at}"] = before[-1]["env_step"] if before else None
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("config", help="path under dizoo/, e.g. mujoco/config/hopper_sac_config.py")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--max-env-step", type=int, default=100_000)
+    parser.add_argument("--at", type=int, default=None, help="also report the return at this env step")
+    parser.add_argument("--only", choices=["ding_ray", "di_engine"], default=None)
+    default_python = os.environ.get("DI_ENGINE_PYTHON", "/work/dienv/bin/python")
+    parser.add_argument("--di-engine-python", default=default_python, help="python of DI-engine's venv")
+    parser.add_argument("--child", nargs=2, type=int, default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child is not None:
+        run_ding_ray(args.config, *args.child)
+        return
+    systems = [args.only] if args.only else ["ding_ray", "di_engine"]
+    solved: dict[str, list] = {s: [] for s in systems}
+    for seed in args.seeds:
+        for system in systems:
+            result = measure(system, args.config, seed, args.max_env_step, args.di_engine_python)
+            line = dict(system=system, config=args.config, seed=seed)
+            line.update(summary(result["evaluations"], args.at))
+            line["exit_s"] = result["exit_s"]
+            print("bench_dizoo_parity " + json.dumps(line), flush=True)
+            solved[system].append(line["solved_env_step"])
+    for system, steps in solved.items():
+        done = [s for s in steps if s is not None]
+        median = statistics.median(done) if len(done) == len(steps) else None
+        line = dict(system=system, solved_env_steps=steps, median=median)
+        print("bench_dizoo_parity_median " + json.dumps(line))
+
+
+if __name__ == "__main__":
+    main()
