@@ -100,7 +100,9 @@ class RunMonitor:
         self.scalars[metrics.COLLECTOR_ENV_STEPS_PER_S] = rate
         self._last, self._last_steps = now, env_steps
         for key, value in self.scalars.items():
-            self._tb.add_scalar(key, value, env_steps)
+            # learner values over iterations, as the serial learner's log_show hook (and DI-engine's)
+            # writes them; the rest over env steps
+            self._tb.add_scalar(key, value, train_iter if key.startswith("learner/") else env_steps)
         # the dashboard gets only what the driver alone knows; the actors export their own figures
         self._metrics.record({k: v for k, v in self.scalars.items() if k in DRIVER_KEYS}, force=True)
 

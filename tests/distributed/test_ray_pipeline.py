@@ -8,6 +8,7 @@ import time
 
 import pytest
 import ray
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from ding_ray.distributed import (
     ClusterError,
@@ -76,6 +77,13 @@ def test_sync_pipeline_trains_on_fresh_data_each_round(ray_session, tmp_path):
     # collect), the weights published after each
     assert result["train_iter"] == 25 and result["policy_version"] == 25
     assert result["env_steps"] >= 25 * 64  # >= 64 transitions per round
+    # TensorBoard: learner values over iterations (as the serial learner and DI-engine log them),
+    # collector values over env steps
+    acc = EventAccumulator(os.path.join(exp_name, "log", "ray"), size_guidance={"scalars": 0})
+    acc.Reload()
+    loss_steps = [e.step for e in acc.Scalars("learner/total_loss")]
+    assert loss_steps and loss_steps[-1] == result["train_iter"]
+    assert acc.Scalars("collector/env_steps")[-1].step == result["env_steps"]
     assert_actors_gone("sync_run")
 
 
