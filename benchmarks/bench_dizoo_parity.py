@@ -4,14 +4,16 @@ Each run is a fresh python process in a fresh folder, seed by seed, the two syst
 - ding_ray: the config file of DI-engine's wheel (``tests/compat/dizoo.py`` reads it), changed only
   in its env type and id, through ``serial_pipeline`` or ``serial_pipeline_onpolicy``;
 - DI-engine: the same file, unchanged, from the ``dizoo`` package of a venv with DI-engine 0.5.3
-  (``--di-engine-python``), through ``benchmarks/di_engine_runner.py``.
+  (``--di-engine-python``), through ``benchmarks/di_engine_runner.py``;
+- ``sb3`` (with ``--only sb3``, for the MuJoCo SAC configs): Stable-Baselines3's SAC with rl-zoo3's
+  settings on the same gymnasium env (``--sb3-python``, ``benchmarks/sb3_runner.py``).
 Both evaluators are watched, not changed: every evaluation's train_iter, env step (the evaluator's
 count) and mean return is recorded. Printed per run: the env step of the first evaluation at the
 stop value (``solved_env_step``, None if never), the best and last return, the return of the last
 evaluation at or before ``--at`` env steps, and the wall seconds from launching python.
 
 Run:  python benchmarks/bench_dizoo_parity.py classic_control/cartpole/config/cartpole_ppo_config.py \
-          --seeds 0 1 2 --max-env-step 30000 [--at 24000] [--only ding_ray|di_engine]
+          --seeds 0 1 2 --max-env-step 30000 [--at 24000] [--only ding_ray|di_engine|sb3]
 Prints one ``bench_dizoo_parity ...`` line per run and one ``bench_dizoo_parity_median`` line per system.
 """
 
@@ -64,15 +66,21 @@ def run_ding_ray(relpath: str, seed: int, max_env_step: int) -> None:
             json.dump(dict(evaluations=evaluations, wall_s=time.perf_counter() - start), f)
 
 
-def measure(system: str, relpath: str, seed: int, max_env_step: int, di_python: str) -> dict:
+def measure(system: str, relpath: str, seed: int, max_env_step: int, python: dict[str, str]) -> dict:
     """One run in a fresh folder; its evaluations and the wall time from launching python."""
     workdir = tempfile.mkdtemp(prefix=f"parity_{system}_")
     if system == "ding_ray":
         cmd = [sys.executable, os.path.abspath(__file__), relpath, "--child", str(seed), str(max_env_step)]
-    else:
+    elif system == "di_engine":
         module = "dizoo." + relpath.removesuffix(".py").replace("/", ".")
         runner = os.path.join(REPO, "benchmarks", "di_engine_runner.py")
-        cmd = [di_python, runner, module, str(seed), str(max_env_step)]
+        cmd = [python[system], runner, module, str(seed), str(max_env_step)]
+    else:
+        from tests.compat.dizoo import read_dizoo_config
+
+        env_id = read_dizoo_config(relpath)[0].env.env_id
+        runner = os.path.join(REPO, "benchmarks", "sb3_runner.py")
+        cmd = [python[system], runner, env_id, str(seed), str(max_env_step)]
     start = time.perf_counter()
     done = subprocess.run(cmd, cwd=workdir, capture_output=True, text=True)
     wall_s = time.perf_counter() - start
@@ -108,19 +116,21 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--max-env-step", type=int, default=100_000)
     parser.add_argument("--at", type=int, default=None, help="also report the return at this env step")
-    parser.add_argument("--only", choices=["ding_ray", "di_engine"], default=None)
+    parser.add_argument("--only", choices=["ding_ray", "di_engine", "sb3"], nargs="+", default=None)
     default_python = os.environ.get("DI_ENGINE_PYTHON", "/work/dienv/bin/python")
     parser.add_argument("--di-engine-python", default=default_python, help="python of DI-engine's venv")
+    parser.add_argument("--sb3-python", default=os.environ.get("SB3_PYTHON", "/work/sb3env/bin/python"))
     parser.add_argument("--child", nargs=2, type=int, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child is not None:
         run_ding_ray(args.config, *args.child)
         return
-    systems = [args.only] if args.only else ["ding_ray", "di_engine"]
+    systems = args.only or ["ding_ray", "di_engine"]
+    python = {"di_engine": args.di_engine_python, "sb3": args.sb3_python}
     solved: dict[str, list] = {s: [] for s in systems}
     for seed in args.seeds:
         for system in systems:
-            result = measure(system, args.config, seed, args.max_env_step, args.di_engine_python)
+            result = measure(system, args.config, seed, args.max_env_step, python)
             line = dict(system=system, config=args.config, seed=seed)
             line.update(summary(result["evaluations"], args.at))
             line["exit_s"] = result["exit_s"]
