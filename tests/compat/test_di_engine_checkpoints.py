@@ -124,7 +124,7 @@ def test_di_engine_checkpoint_loads_and_acts_the_same(name, form, tmp_path):
     learner = load(policy, form, paths[form], tmp_path / "exp")
     check_acts_the_same(policy, ref)
     if learner is not None:  # the learner hook's counters come back too
-        assert learner.last_iter.val == 0 and learner.collector_envstep == 0
+        assert (learner.last_iter.val, learner.collector_envstep) == (ref["last_iter"], ref["last_step"])
 
 
 def test_a_di_engine_checkpoint_of_another_model_is_refused_by_name(tmp_path):
@@ -175,11 +175,14 @@ def test_trained_di_engine_checkpoints_load_with_their_adam_moments(tmp_path):
     )
     for name in NAMES:
         ref, paths = unpack(tmp_path, name, tmp_path)
+        assert ref["optimizer_moments"] and all(ref["optimizer_moments"].values()), name  # it trained
         for form in ("learner", "ckpt_saver"):
             policy = policy_for(ref)
-            load(policy, form, paths[form], tmp_path / "exp")
+            learner = load(policy, form, paths[form], tmp_path / "exp")
             check_acts_the_same(policy, ref)
             check_adam_moments(policy, ref)
+            if learner is not None:
+                assert learner.last_iter.val == ref["last_iter"] > 0, name
 
 
 def check_adam_moments(policy, ref: dict) -> None:

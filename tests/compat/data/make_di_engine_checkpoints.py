@@ -5,12 +5,13 @@ Run with a Python that has DI-engine 0.5.3 installed (not ding_ray's environment
     python tests/compat/data/make_di_engine_checkpoints.py                # the files shipped here
     python tests/compat/data/make_di_engine_checkpoints.py --out DIR --train-env-steps 2000
 
-For each dizoo config in ``CONFIGS`` it builds DI-engine's policy from the config (seed 0) and
-saves the policy the ways DI-engine does:
+For each dizoo config in ``CONFIGS`` (some with model options changed) it builds DI-engine's
+policy from the config (seed 0) and saves it the ways DI-engine does:
 
-- ``ckpt_best.pth.tar``: ``BaseLearner.save_checkpoint`` (the learner's ``save_ckpt_after_*`` hooks;
-  the serial pipeline's best checkpoint): the learn mode's state dict plus ``last_iter``/``last_step``;
-- ``iteration_0.pth.tar``: the ``CkptSaver`` middleware's: the learn mode's state dict;
+- ``learner_*.pth.tar``: the learner's ``save_ckpt_after_*`` hooks' (``BaseLearner.save_checkpoint``,
+  as the serial pipeline's ``ckpt_best.pth.tar``): the learn mode's state dict plus
+  ``last_iter``/``last_step``;
+- ``ckpt_saver_iteration_<N>.pth.tar``: the ``CkptSaver`` middleware's: the learn mode's state dict;
 - ``eval_state.pth.tar``: ``torch.save(policy.eval_mode.state_dict())``: ``{'model': ...}``;
 
 packed as ``<name>.tar.xz``, the file bytes exactly as DI-engine's ``torch.save`` wrote them.
@@ -20,20 +21,22 @@ actions and logits (or mu and sigma) and the critics' values, so a test can chec
 given the same file, acts the same.
 
 Shipped files: seeded random weights on a grid of 1/16, so that the checkpoints compress (xz) to
-20-30 KB each; the optimizers have no state yet (a checkpoint written before the first step, as
-CkptSaver's ``iteration_0``). With ``--train-env-steps`` the
-policy first trains that many env steps with DI-engine's own serial pipeline, so the files carry
-trained weights and Adam moments (the test that runs it needs DI-engine installed).
+5-40 KB each; the optimizers have no state yet (a checkpoint written before the first step, as
+CkptSaver's ``iteration_0``). With ``--train-env-steps`` the policy first trains that many env
+steps with DI-engine's own serial pipeline, whose learner's last checkpoint is the learner form:
+trained weights, Adam moments and counters (the test that runs this needs DI-engine installed).
 """
 
 from __future__ import annotations
 
 import argparse
 import copy
+import glob
 import importlib
 import json
 import lzma
 import os
+import re
 import tarfile
 import tempfile
 
@@ -107,31 +110,47 @@ def grid_weights(model_state: dict) -> dict:
     return out
 
 
-def save_forms(policy, exp_name: str, name: str, out: str) -> dict[str, str]:
+def save_forms(policy, exp_name: str, name: str, out: str) -> tuple[dict[str, str], dict[str, int]]:
     """Save ``policy`` in DI-engine's three forms, packed into ``out/<name>.tar.xz`` (one archive:
-    the three files share most of their bytes); the archive member of each form."""
+    the three files share most of their bytes); the archive member of each form, and the learner
+    counters the learner form holds. After a training run the learner form is the checkpoint the
+    serial pipeline's learner wrote at its end (``save_ckpt_after_run``: ``iteration_<N>``)."""
     from ding.framework import OnlineRLContext
     from ding.framework.middleware import CkptSaver
     from ding.worker import BaseLearner
 
-    learner = BaseLearner(copy.deepcopy(policy._cfg.learn.learner), policy.learn_mode, exp_name=exp_name)
-    learner.save_checkpoint("ckpt_best.pth.tar")
+    ckpt_dir = os.path.join(exp_name, "ckpt")
+    trained = sorted(glob.glob(os.path.join(ckpt_dir, "iteration_*.pth.tar")), key=_iteration)
+    if trained:
+        learner_path = trained[-1]
+    else:
+        learner_cfg = copy.deepcopy(policy._cfg.learn.learner)
+        BaseLearner(learner_cfg, policy.learn_mode, exp_name=exp_name).save_checkpoint("ckpt_best.pth.tar")
+        learner_path = os.path.join(ckpt_dir, "ckpt_best.pth.tar")
+    saved = torch.load(learner_path, map_location="cpu", weights_only=True)
+    counters = {"last_iter": int(saved["last_iter"]), "last_step": int(saved["last_step"])}
+    ctx = OnlineRLContext()
+    ctx.train_iter = counters["last_iter"]
     saver_dir = os.path.join(exp_name, "middleware")
-    CkptSaver(policy, saver_dir, train_freq=1)(OnlineRLContext())  # train_iter 0: iteration_0.pth.tar
-    eval_path = os.path.join(exp_name, "eval_state.pth.tar")
+    CkptSaver(policy, saver_dir, train_freq=1)(ctx)  # saves iteration_<train_iter>.pth.tar
+    eval_path = os.path.join(exp_name, "state.pth.tar")
     torch.save(policy.eval_mode.state_dict(), eval_path)
     written = {
-        "learner": os.path.join(exp_name, "ckpt", "ckpt_best.pth.tar"),
-        "ckpt_saver": os.path.join(saver_dir, "ckpt", "iteration_0.pth.tar"),
+        "learner": learner_path,
+        "ckpt_saver": os.path.join(saver_dir, "ckpt", f"iteration_{ctx.train_iter}.pth.tar"),
         "eval": eval_path,
     }
     with tarfile.open(os.path.join(out, f"{name}.tar.xz"), "w:xz", preset=9 | lzma.PRESET_EXTREME) as tar:
-        for path in written.values():
-            info = tar.gettarinfo(path, os.path.basename(path))
+        for form, path in written.items():
+            info = tar.gettarinfo(path, f"{form}_{os.path.basename(path)}")
             info.mtime, info.uid, info.gid, info.uname, info.gname = 0, 0, 0, "", ""  # same bytes every run
             with open(path, "rb") as f:
                 tar.addfile(info, f)
-    return {form: os.path.basename(path) for form, path in written.items()}
+    return {form: f"{form}_{os.path.basename(path)}" for form, path in written.items()}, counters
+
+
+def _iteration(path: str) -> int:
+    return int(re.search(r"iteration_(\d+)", path).group(1))
 
 
 def reference_outputs(policy, model_cfg) -> dict:
@@ -191,7 +210,7 @@ def make(name: str, out: str, train_env_steps: int = 0) -> None:
     os.chdir(workdir)  # DI-engine writes its logs and checkpoints under exp_name, relative to the cwd
     try:
         policy = build_policy(*CONFIGS[name], f"{name}_seed0", train_env_steps)
-        files = save_forms(policy, f"{name}_seed0", name, os.path.join(here, out))
+        files, counters = save_forms(policy, f"{name}_seed0", name, os.path.join(here, out))
         ref = reference_outputs(policy, policy._cfg.model)
     finally:
         os.chdir(here)
@@ -204,6 +223,7 @@ def make(name: str, out: str, train_env_steps: int = 0) -> None:
         "train_env_steps": train_env_steps,
         "archive": f"{name}.tar.xz",
         "files": files,
+        **counters,
     }
     with open(os.path.join(out, f"{name}.json"), "w") as f:
         json.dump({**meta, **ref}, f, indent=None, separators=(",", ":"))
