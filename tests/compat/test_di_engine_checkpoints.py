@@ -127,6 +127,19 @@ def test_di_engine_checkpoint_loads_and_acts_the_same(name, form, tmp_path):
         assert (learner.last_iter.val, learner.collector_envstep) == (ref["last_iter"], ref["last_step"])
 
 
+@pytest.mark.parametrize("name", NAMES)
+def test_a_di_engine_learner_checkpoint_loads_into_eval_and_collect_modes(name, tmp_path):
+    """The eval entry's ``policy.load_path`` (usually ``ckpt_best.pth.tar``) reads the learn state's
+    model into the eval mode; a collector's policy reads it the same way."""
+    ref, paths = unpack(SHIPPED, name, tmp_path)
+    policy = policy_for(ref)
+    policy.eval_mode.load_state_dict(load_checkpoint(paths["learner"]))
+    check_acts_the_same(policy, ref)
+    collector_side = policy_for(ref)
+    collector_side.collect_mode.load_state_dict(load_checkpoint(paths["ckpt_saver"]))
+    check_acts_the_same(collector_side, ref)  # the modes share one model
+
+
 def test_a_di_engine_checkpoint_of_another_model_is_refused_by_name(tmp_path):
     ref, paths = unpack(SHIPPED, "cartpole_dqn", tmp_path)
     other = policy_for(ref, encoder_hidden_size_list=[128, 64])  # one encoder layer fewer
