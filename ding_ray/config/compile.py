@@ -68,6 +68,8 @@ _CREATE_SECTIONS = {
     "learner": "learner",
 }
 _UNSUPPORTED = ("reward_model", "world_model")
+# create_config sections of DI-engine's parallel mode (parallel_pipeline: coordinator, Flask comm)
+_PARALLEL_MODE = ("commander", "comm_learner", "comm_collector")
 
 
 def _ensure_registered(import_names: list[str] | None = None) -> None:
@@ -105,6 +107,13 @@ def _section(cfg: EasyDict, path: tuple[str, ...]) -> EasyDict:
 def _apply_create_cfg(main: EasyDict, create: Mapping) -> None:
     """Move DI-engine's create_config sections (component types) into the main config."""
     unknown = set(create) - set(_CREATE_SECTIONS) - set(_UNSUPPORTED)
+    parallel = sorted(unknown & set(_PARALLEL_MODE))
+    if parallel:
+        raise ConfigError(
+            f"create_config section(s) {parallel} belong to DI-engine's parallel mode (parallel_pipeline), "
+            "which ding_ray replaces with Ray: run the config with ding_ray.entry.ray_pipeline (or "
+            "serial_pipeline) after removing those sections; docs/parallel_mode.md says what maps to what."
+        )
     if unknown:
         raise ConfigError(
             f"Unknown create_config section(s) {sorted(unknown)}; expected {sorted(_CREATE_SECTIONS)}."
@@ -253,6 +262,7 @@ def compile_config(
     merged.env = env_section
     merged.seed = int(seed)
     _copy_shared_values(merged)
+    _check_env_values(merged.env, env)
     _check_consistency(merged)
     if save_cfg:
         if renew_dir and os.path.exists(merged.exp_name):
@@ -264,6 +274,17 @@ def compile_config(
             )
         save_config(merged, os.path.join(merged.exp_name, save_path))
     return merged
+
+
+def _check_env_values(env_cfg: EasyDict, explicit: Any) -> None:
+    """The env class's own check of values (``check_config``, where it has one): dizoo's env keys
+    that ding_ray's env cannot act on are refused here, before any env is built."""
+    env_cls = explicit if explicit is not None and not isinstance(explicit, str) else None
+    if env_cls is None and env_cfg.get("type") in ENV_REGISTRY:
+        env_cls = ENV_REGISTRY.get(env_cfg.type)
+    check = getattr(env_cls, "check_config", None)
+    if check is not None:
+        check(env_cfg)
 
 
 def _copy_shared_values(merged: EasyDict) -> None:

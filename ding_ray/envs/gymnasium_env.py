@@ -11,6 +11,7 @@ import numpy as np
 from easydict import EasyDict
 
 from ding_ray.config.merge import checked_config, default_config_of
+from ding_ray.envs.dizoo_keys import check_dizoo_keys, discretised_space, make_kwargs, unit_of_index
 from ding_ray.errors import EnvError
 from ding_ray.utils.registry import ENV_REGISTRY, close_matches
 
@@ -43,8 +44,10 @@ def make_gymnasium(env_id: str, **kwargs: Any) -> gym.Env:
 
 def _extra_of(env_id: str) -> str | None:
     """The ding_ray extra that installs what a registered gymnasium env needs, if there is one."""
-    if str(gym.envs.registry[env_id].entry_point).startswith("gymnasium.envs.mujoco"):
-        return "mujoco"
+    entry_point = str(gym.envs.registry[env_id].entry_point)
+    for extra in ("mujoco", "box2d"):
+        if entry_point.startswith(f"gymnasium.envs.{extra}"):
+            return extra
     return None
 
 
@@ -91,15 +94,40 @@ class GymnasiumEnv:
         # [low, high]; random actions are then drawn in [-1, 1] too (DI-engine's dizoo option)
         act_scale=False,
         kwargs=dict(),  # extra keyword arguments of gymnasium.make
+        # Keys of dizoo's env classes (ding_ray.envs.dizoo_keys); a value ding_ray cannot act on is
+        # refused as not supported yet.
+        # None: the env's own actions. True/False: gymnasium's `continuous` argument where the env
+        # has one (LunarLander, CarRacing); on a 1-D Box env (Pendulum) False gives 11 actions evenly
+        # over [-1, 1], mapped onto the env's bounds by act_scale (dizoo's PendulumEnv)
+        continuous=None,
+        rew_clip=False,  # rewards below -10 count as -10 for training; the episode return stays unclipped
+        action_clip=False,  # clip Box actions to [-1, 1] before they reach the env
+        env_wrapper="default",  # 'default' or 'mujoco_default' (DingEnvWrapper's sets: add nothing here)
+        norm_obs=None,  # dizoo's dict(use_norm=False); use_norm=True is not supported yet
+        norm_reward=None,  # dizoo's dict(use_norm=False); use_norm=True is not supported yet
+        desc=None,  # FrozenLake's map as a list of strings (a gymnasium.make argument)
+        map_name=None,  # FrozenLake's '4x4' or '8x8'
+        is_slippery=None,  # FrozenLake's slippery ice
+        obs_plus_prev_action_reward=False,  # only False (True is not supported yet)
+        action_bins_per_branch=None,  # only None (dizoo's branching MuJoCo actions; not supported yet)
+        delay_reward_step=0,  # only 0 or 1 (dizoo's delayed MuJoCo rewards; not supported yet)
+        save_replay_gif=False,  # only False: env.replay_path records mp4 videos instead
+        replay_path_gif=None,  # only None, as save_replay_gif
     )
 
     @classmethod
     def default_config(cls) -> EasyDict:
         return default_config_of(cls)
 
+    @classmethod
+    def check_config(cls, cfg: dict) -> None:
+        """Refuse (``ConfigError``) values of dizoo's env keys that this env cannot act on yet."""
+        check_dizoo_keys(cfg)
+
     def __init__(self, cfg: dict | None = None, env: gym.Env | None = None) -> None:
         """``env``: an env instance to wrap instead of making one from ``cfg.env_id``."""
         cfg = checked_config(type(self), {k: v for k, v in (cfg or {}).items() if k != "manager"}, "env")
+        check_dizoo_keys(cfg)
         self._cfg = cfg
         self._seed: int | None = None
         self._dynamic_seed = True
@@ -110,9 +138,11 @@ class GymnasiumEnv:
         raw_space = self._env.observation_space
         self._obs_n = int(raw_space.n) if isinstance(raw_space, gym.spaces.Discrete) else None
         self.observation_space = one_hot_space(raw_space)
-        self.action_space = self._env.action_space
+        env_actions = self._env.action_space
+        self._discretised = discretised_space(env_actions, cfg.continuous)
+        self.action_space = self._discretised or env_actions
         self._discrete = isinstance(self.action_space, gym.spaces.Discrete)
-        self._act_scale = self._scale_of(self.action_space) if cfg.act_scale else None
+        self._act_scale = self._scale_of(env_actions) if cfg.act_scale else None
         self._episode_return = 0.0
 
     @staticmethod
@@ -134,7 +164,7 @@ class GymnasiumEnv:
         return one_hot
 
     def _make(self, render_mode: str | None = None) -> gym.Env:
-        kwargs = copy.deepcopy(dict(self._cfg.kwargs))
+        kwargs = {**make_kwargs(self._cfg, self._cfg.env_id), **copy.deepcopy(dict(self._cfg.kwargs))}
         if self._cfg.max_episode_steps is not None:
             kwargs["max_episode_steps"] = self._cfg.max_episode_steps
         if render_mode is not None:
@@ -155,22 +185,36 @@ class GymnasiumEnv:
         return self._observe(obs)
 
     def step(self, action: Any) -> BaseEnvTimestep:
-        if self._discrete:
-            action = int(action)
-        elif self._act_scale is not None:
-            center, half = self._act_scale
-            unit = np.clip(np.asarray(action, dtype=np.float64).reshape(center.shape), -1.0, 1.0)
-            action = (center + half * unit).astype(self.action_space.dtype)
-        obs, reward, terminated, truncated, info = self._env.step(action)
+        obs, reward, terminated, truncated, info = self._env.step(self._env_action(action))
         self._episode_return += reward
+        if self._cfg.rew_clip:  # dizoo's BipedalWalker: a fall costs -10 in training, not -100
+            reward = max(-10.0, reward)
         done = terminated or truncated
         info["truncated"] = bool(truncated and not terminated)
         if done:
             info["eval_episode_return"] = self._episode_return
         return BaseEnvTimestep(self._observe(obs), float(reward), bool(done), info)
 
+    def _env_action(self, action: Any) -> Any:
+        """The policy's action as the gymnasium env takes it."""
+        if self._discrete:  # an int, or an array or tensor of one element (DI-engine's [a])
+            index = int(np.asarray(action).item())
+            if self._discretised is None:
+                return index
+            # an index of the evenly spaced actions in [-1, 1]
+            action = np.full(self._env.action_space.shape, unit_of_index(index))
+        if self._cfg.action_clip:
+            action = np.clip(action, -1.0, 1.0)
+        if self._act_scale is not None:
+            center, half = self._act_scale
+            unit = np.clip(np.asarray(action, dtype=np.float64).reshape(center.shape), -1.0, 1.0)
+            action = center + half * unit
+        if isinstance(action, np.ndarray):
+            action = action.astype(self._env.action_space.dtype)
+        return action
+
     def random_action(self) -> Any:
-        if self._act_scale is not None:  # in the policy's units, as the replay buffer stores them
+        if self._act_scale is not None and self._discretised is None:  # in the policy's units
             unit = self.action_space.np_random.uniform(-1.0, 1.0, self.action_space.shape)
             return unit.astype(self.action_space.dtype)
         return self.action_space.sample()
@@ -219,9 +263,10 @@ class DingEnvWrapper(GymnasiumEnv):
         DingEnvWrapper(gymnasium.make("CartPole-v1"), EasyDict(env_wrapper="default"))
         DingEnvWrapper(cfg=EasyDict(env_id="CartPole-v1"))
 
-    ``env_wrapper='default'`` adds nothing (DI-engine's default only adds what ``GymnasiumEnv``
-    already does: the episode return in the final ``info``); DI-engine's named Atari/MuJoCo
-    wrapper sets are not here: wrap the env with gymnasium's wrappers before passing it in.
+    ``env_wrapper='default'`` (or ``'mujoco_default'``) adds nothing: DI-engine's sets of those names
+    only add what ``GymnasiumEnv`` already does, the episode return in the final ``info``. Its Atari
+    wrapper set is not here: wrap the env with gymnasium's wrappers before passing it in.
+    ``rew_clip`` and the other dizoo keys act as in ``GymnasiumEnv``.
     """
 
     def __init__(
@@ -233,17 +278,6 @@ class DingEnvWrapper(GymnasiumEnv):
         is_gymnasium: bool = True,
     ) -> None:
         cfg = EasyDict(cfg or {})
-        wrapper = cfg.pop("env_wrapper", "default")
-        if wrapper != "default":
-            raise EnvError(
-                f"DingEnvWrapper env_wrapper={wrapper!r} is not supported; ding_ray has only 'default'. "
-                "Apply gymnasium wrappers to the env before wrapping it."
-            )
-        for key in ("rew_clip",):
-            if cfg.pop(key, False):
-                raise EnvError(
-                    f"DingEnvWrapper {key}=True is not supported; use a gymnasium wrapper instead."
-                )
         if env is None and not cfg.get("env_id"):
             raise EnvError("DingEnvWrapper needs an env instance or cfg.env_id.")
         if env is not None and not isinstance(env, gym.Env):

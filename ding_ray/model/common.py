@@ -16,7 +16,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ding_ray.errors import ConfigError
+from ding_ray.errors import ConfigError, NotSupportedError
 
 ACTIVATIONS = {"relu": torch.relu, "tanh": torch.tanh, "gelu": F.gelu, "silu": F.silu, "elu": F.elu}
 # DI-engine passes activations as modules (``activation=nn.ReLU()``); the same functions by name.
@@ -125,6 +125,13 @@ class FCEncoder(nn.Module):
         dropout: float | None = None,
     ):
         super().__init__()
+        if not isinstance(obs_shape, int) and len(obs_shape) == 3:
+            raise NotSupportedError(
+                f"obs_shape={list(obs_shape)} is an image (channels, height, width): DI-engine encodes it "
+                "with a ConvEncoder, which ding_ray's models do not have yet. To train an MLP on it, "
+                "flatten the observations (gymnasium.wrappers.FlattenObservation) and set obs_shape to "
+                "their size."
+            )
         self.obs_dim = obs_shape if isinstance(obs_shape, int) else math.prod(obs_shape)
         check_norm_type(norm_type)
         self.mlp = MLP(self.obs_dim, hidden_size_list, activation, True, None, dropout, plain_first=True)

@@ -185,7 +185,7 @@ def _expand(model: nn.Module, pairs: list, alias_prefixes: dict[str, str], name:
 def is_di_engine_state(model: nn.Module, state: Mapping[str, Any], prefix: str = "") -> bool:
     """Whether ``state`` names ``model``'s tensors DI-engine's way: none of ding_ray's names, and
     at least one tensor DI-engine's model of this type has."""
-    first = next(iter(model.state_dict(keep_vars=True)), None)
+    first = next(model.named_parameters(), (None,))[0]  # cheap: this runs on every load
     if first is None or prefix + first in state:
         return False
     found = layout(model)

@@ -69,6 +69,9 @@ class Policy:
         traj_len_inf=False,  # collectors keep whole episodes before calling get_train_sample
         transition_with_policy_data=False,  # random_collect_size steps use the policy, not uniform actions
         load_path=None,  # checkpoint the eval entry loads (training ignores it, as DI-engine does)
+        # the command-mode section of DI-engine's '<type>_command' configs (dizoo's SAC configs set
+        # command=dict()); DI-engine 0.5.3 reads nothing from it and neither does ding_ray
+        command=dict(),
         model=dict(),  # kwargs of the model; 'type' defaults to default_model()
         learn=dict(
             resume_training=False,  # continue train_iter and envstep of load_ckpt_before_run's checkpoint

@@ -83,6 +83,9 @@ class PPOPolicy(Policy):
         transition_with_policy_data=True,  # random_collect_size steps use the policy
         learn=dict(
             epoch_per_collect=10,  # passes over one collect call's data
+            # dizoo's MuJoCo PPO configs set it; DI-engine's on-policy PPO ignores it (epoch_per_collect
+            # counts the passes), and so does ding_ray's
+            update_per_collect=None,
             batch_size=64,  # minibatch size
             learning_rate=3e-4,
             # None, or dict(epoch_num=N, min_lr_lambda=m): the lr falls linearly to m * lr over N
@@ -100,6 +103,9 @@ class PPOPolicy(Policy):
             num_threads=1,  # torch intra-op threads of the process that trains
         ),
         collect=dict(
+            # dizoo's MuJoCo PPO configs repeat env.collector_env_num here; nothing reads it (in DI-engine
+            # either): the env section decides
+            collector_env_num=None,
             n_sample=None,  # transitions per collect call
             unroll_len=1,  # only 1 so far
             discount_factor=0.99,  # gamma

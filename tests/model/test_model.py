@@ -74,3 +74,12 @@ def test_plain_head_and_unknown_kwarg():
     assert model(torch.randn(3, 2, 2))["logit"].shape == (3, 2)
     with pytest.raises(Exception, match="hidden_size_lst"):
         create_model(dict(type="dqn", obs_shape=4, action_shape=2, hidden_size_lst=[8]))
+
+
+def test_image_observations_are_refused_until_there_is_a_conv_encoder():
+    """DI-engine builds a ConvEncoder for a (C, H, W) obs_shape; a flattening MLP in its place would
+    be another model, so ding_ray says it has none yet."""
+    from ding_ray.errors import NotSupportedError
+
+    with pytest.raises(NotSupportedError, match=r"obs_shape=\[3, 96, 96\] is an image.*ConvEncoder"):
+        create_model(dict(type="dqn", obs_shape=[3, 96, 96], action_shape=5))
