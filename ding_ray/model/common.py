@@ -47,6 +47,19 @@ def check_norm_type(norm_type: str | None) -> None:
         )
 
 
+def vector_size(shape: int | Sequence[int], name: str, model: str) -> int:
+    """The size of a vector ``obs_shape`` / ``action_shape`` (an int or a 1-element list)."""
+    if isinstance(shape, int):
+        return shape
+    shape = list(shape)
+    if len(shape) != 1:
+        raise ConfigError(
+            f"{model} takes vector {name}s (an int or a 1-element list), got {shape}; image "
+            f"observations need an encoder ding_ray's {model} does not have yet."
+        )
+    return int(shape[0])
+
+
 class MLP(nn.Module):
     """Linear layers of the given widths, each followed by ``activation`` (the last one optional).
 

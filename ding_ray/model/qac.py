@@ -8,7 +8,7 @@ import torch
 from torch import nn
 
 from ding_ray.errors import ConfigError
-from ding_ray.model.common import MLP
+from ding_ray.model.common import MLP, vector_size
 from ding_ray.model.di_engine_names import accept_di_engine_names
 from ding_ray.utils.registry import MODEL_REGISTRY
 
@@ -67,7 +67,8 @@ class ContinuousQAC(nn.Module):
                 f"ContinuousQAC action_space={action_space!r} is not supported yet: ding_ray has the "
                 "'reparameterization' (SAC) actor only."
             )
-        obs_dim, action_dim = _flat_size(obs_shape, "obs_shape"), _flat_size(action_shape, "action_shape")
+        obs_dim = vector_size(obs_shape, "obs_shape", "ContinuousQAC")
+        action_dim = vector_size(action_shape, "action_shape", "ContinuousQAC")
         activation = "relu" if activation is None else activation
         self.action_space, self.twin_critic = action_space, twin_critic
         self.register_load_state_dict_pre_hook(accept_di_engine_names)  # DI-engine checkpoints load
@@ -99,15 +100,3 @@ class ContinuousQAC(nn.Module):
         x = torch.cat([obs.reshape(obs.shape[0], self.obs_dim), action.reshape(action.shape[0], -1)], dim=1)
         q = [critic.forward(x).squeeze(-1) for critic in self.critic]
         return {"q_value": q if self.twin_critic else q[0]}
-
-
-def _flat_size(shape: int | Sequence[int], name: str) -> int:
-    if isinstance(shape, int):
-        return shape
-    shape = list(shape)
-    if len(shape) != 1:
-        raise ConfigError(
-            f"ContinuousQAC takes vector {name}s (an int or a 1-element list), got {shape}; image "
-            "observations need an encoder ding_ray's ContinuousQAC does not have yet."
-        )
-    return int(shape[0])

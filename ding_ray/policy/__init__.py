@@ -1,6 +1,7 @@
 """Policies: the ``Policy`` base with learn/collect/eval modes, the registry, and the algorithms."""
 
 from ding_ray.policy.base import CommandModePolicy, Policy, create_policy, get_policy_cls
+from ding_ray.policy.discrete_sac import DiscreteSACPolicy
 from ding_ray.policy.dqn import DQNPolicy
 from ding_ray.policy.ppo import PPOPolicy
 from ding_ray.policy.sac import SACPolicy
@@ -9,6 +10,7 @@ from ding_ray.utils.registry import POLICY_REGISTRY
 __all__ = [
     "POLICY_REGISTRY",
     "CommandModePolicy",
+    "DiscreteSACPolicy",
     "DQNPolicy",
     "PPOPolicy",
     "Policy",

@@ -15,6 +15,7 @@ from ding_ray.rl_utils.ppo import (
     ppo_value_error,
 )
 from ding_ray.rl_utils.sac import (
+    discrete_sac_policy_loss,
     sac_alpha_loss,
     sac_critic_loss,
     sac_policy_loss,
@@ -25,6 +26,7 @@ from ding_ray.rl_utils.sac import (
 from ding_ray.rl_utils.td import double_dqn_next_value, nstep_td_target, q_nstep_td_error, td_loss
 
 __all__ = [
+    "discrete_sac_policy_loss",
     "double_dqn_next_value",
     "gae",
     "gae_data",

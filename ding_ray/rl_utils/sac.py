@@ -86,6 +86,14 @@ def sac_alpha_loss(alpha_param: torch.Tensor, log_prob: torch.Tensor, target_ent
     return -(alpha_param * (log_prob.detach() + target_entropy)).mean()
 
 
+def discrete_sac_policy_loss(
+    prob: torch.Tensor, log_prob: torch.Tensor, q: torch.Tensor, alpha: float | torch.Tensor
+) -> torch.Tensor:
+    """Discrete SAC's actor loss ``mean_b sum_a pi(a|s) (alpha log pi(a|s) - Q(s, a))``, all [B, A]:
+    an expectation over the actions instead of a sampled action; ``q`` carries no gradient."""
+    return (prob * (alpha * log_prob - q.detach())).sum(-1).mean()
+
+
 @torch.no_grad()
 def soft_update(target: Iterable[torch.Tensor], source: Iterable[torch.Tensor], theta: float) -> None:
     """Polyak averaging in place: ``target <- (1 - theta) * target + theta * source``."""

@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from ding_ray.rl_utils import (
+    discrete_sac_policy_loss,
     sac_alpha_loss,
     sac_critic_loss,
     sac_policy_loss,
@@ -104,3 +105,23 @@ def test_soft_update_is_polyak_averaging_in_place():
     assert target[0].tolist() == pytest.approx([1.0, 9.0]) and source[0].tolist() == [10.0, 0.0]
     with pytest.raises(ValueError, match="2 target tensors but 1"):
         soft_update([torch.zeros(1), torch.zeros(1)], [torch.zeros(1)], 0.1)
+
+
+def test_discrete_sac_policy_loss_is_an_expectation_over_actions():
+    # one state, pi = (0.25, 0.75), Q = (1, 3), alpha 0.5:
+    #   0.25 * (0.5 * log .25 - 1) + 0.75 * (0.5 * log .75 - 3)
+    #   = 0.25 * (-0.693147 - 1) + 0.75 * (-0.143841 - 3) = -0.423287 - 2.357881 = -2.781168
+    logit = torch.tensor([[0.25, 0.75]]).log().requires_grad_()
+    log_prob = torch.log_softmax(logit, -1)
+    prob = log_prob.exp()
+    q = torch.tensor([[1.0, 3.0]], requires_grad=True)
+    loss = discrete_sac_policy_loss(prob, log_prob, q, 0.5)
+    assert loss.item() == pytest.approx(-2.781168, abs=1e-5)
+    loss.backward()
+    assert logit.grad is not None and q.grad is None  # the critics are judges here, not trained
+    prob = prob.detach()
+    # a batch of two: the mean of the per-state sums
+    two = discrete_sac_policy_loss(
+        prob.repeat(2, 1), prob.log().repeat(2, 1), torch.tensor([[1.0, 3.0]] * 2), 0.5
+    )
+    assert two.item() == pytest.approx(-2.781168, abs=1e-5)
