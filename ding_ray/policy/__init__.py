@@ -4,6 +4,7 @@ from ding_ray.policy.base import CommandModePolicy, Policy, create_policy, get_p
 from ding_ray.policy.discrete_sac import DiscreteSACPolicy
 from ding_ray.policy.dqn import DQNPolicy
 from ding_ray.policy.ppo import PPOPolicy
+from ding_ray.policy.ppo_offpolicy import PPOOffPolicy
 from ding_ray.policy.sac import SACPolicy
 from ding_ray.utils.registry import POLICY_REGISTRY
 
@@ -12,6 +13,7 @@ __all__ = [
     "CommandModePolicy",
     "DiscreteSACPolicy",
     "DQNPolicy",
+    "PPOOffPolicy",
     "PPOPolicy",
     "Policy",
     "SACPolicy",
