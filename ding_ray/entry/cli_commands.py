@@ -63,17 +63,46 @@ def parse_override(item: str) -> tuple[list[str], Any]:
     return path, value
 
 
-def apply_overrides(main_cfg: dict, create_cfg: dict, items: list[str]) -> None:
+def apply_overrides(main_cfg: dict, create_cfg: dict, items: list[str], infer_shapes: bool = True) -> None:
     """Set each ``key.path=value`` in the main config (``create_config.``-prefixed paths in the
-    create config). Unknown keys are left for ``compile_config``, which rejects them by name."""
+    create config). Unknown keys are left for ``compile_config``, which rejects them by name.
+
+    With ``infer_shapes``, a new ``env.env_id`` whose overrides leave ``policy.model.obs_shape`` and
+    ``action_shape`` alone clears them: the pipeline then takes them from the new env (the old
+    ones are the old env's), and a line says so."""
     from ding_ray.config.merge import set_dotted
 
+    old_env_id = (main_cfg.get("env") or {}).get("env_id")
+    keys = set()
     for item in items:
         path, value = parse_override(item)
+        keys.add(".".join(path))
         try:
             set_dotted(main_cfg, create_cfg, ".".join(path), value)
         except ConfigError as err:
             raise ConfigError(f"--set {item}: {err}") from err
+    new_env_id = (main_cfg.get("env") or {}).get("env_id")
+    if infer_shapes and "env.env_id" in keys and new_env_id != old_env_id:
+        _free_model_shapes(main_cfg, keys, old_env_id, new_env_id)
+
+
+def _free_model_shapes(main_cfg: dict, keys: set[str], old_env_id: Any, new_env_id: Any) -> None:
+    model = (main_cfg.get("policy") or {}).get("model") or {}
+    names = [
+        n
+        for n in ("obs_shape", "action_shape")
+        if model.get(n) is not None and f"policy.model.{n}" not in keys
+    ]
+    if not names:
+        return
+    old = ", ".join(f"{n}={model[n]!r}" for n in names)
+    for name in names:
+        model[name] = None
+    print(
+        f"{PROG}: env.env_id changed from {old_env_id} to {new_env_id}: the model takes "
+        f"{' and '.join(names)} from {new_env_id} (the config's {old} fit {old_env_id}; "
+        f"--set policy.model.{names[0]}=... keeps a value of your own)"
+    )
 
 
 def add_override_args(parser: argparse.ArgumentParser) -> None:
@@ -198,7 +227,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
             raise ConfigError(f"--episodes must be >= 1, got {args.episodes}.")
         env.n_evaluator_episode = args.episodes
         env.evaluator_env_num = min(env.get("evaluator_env_num", 5), args.episodes)
-    apply_overrides(main_cfg, create_cfg, args.set)
+    apply_overrides(main_cfg, create_cfg, args.set, infer_shapes=False)  # the checkpoint's shapes
     from ding_ray.entry import eval as eval_entry
 
     video_dir, scratch = args.video, None

@@ -43,6 +43,8 @@ from ding_ray.worker import (
     create_serial_collector,
 )
 
+logger = logging.getLogger(__name__)
+
 
 def fill_model_shapes(cfg: EasyDict, observation_space: Any, action_space: Any) -> None:
     """Take ``obs_shape`` / ``action_shape`` from the env when the config leaves them out, and
@@ -51,8 +53,10 @@ def fill_model_shapes(cfg: EasyDict, observation_space: Any, action_space: Any) 
     if model.get("obs_shape") is None:
         shape = tuple(observation_space.shape)
         model.obs_shape = shape[0] if len(shape) == 1 else list(shape)
+        logger.info("policy.model.obs_shape=%s, from the env's observations", model.obs_shape)
     if model.get("action_shape") is None:
         model.action_shape = space_info(action_space)[1]
+        logger.info("policy.model.action_shape=%s, from the env's actions", model.action_shape)
     _check_action_scale(cfg, action_space)
 
 
