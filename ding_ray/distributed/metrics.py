@@ -30,6 +30,7 @@ COUNTERS = frozenset(
         "collector/lost_batches",
         "collector/restarts",
         "collector/nonfinite_steps",
+        "evaluator/nonfinite_episodes",
         "buffer/pushed",
         "buffer/sampled",
         "buffer/removed",

@@ -14,6 +14,7 @@ from easydict import EasyDict
 
 from ding_ray.config.merge import checked_config, default_config_of
 from ding_ray.envs.gymnasium_env import BaseEnvTimestep
+from ding_ray.envs.step_errors import too_many_step_failures
 from ding_ray.errors import ConfigError, EnvError
 from ding_ray.utils.registry import ENV_MANAGER_REGISTRY
 
@@ -79,7 +80,8 @@ class BaseEnvManager:
     holds the final observation and ``ready_obs`` holds the first one of the next episode. An env
     that raises in ``step`` (or runs past ``step_timeout``) is counted in ``error_count`` and reset
     (a timed-out one is rebuilt first); its timestep has ``info['abnormal'] = True`` so the
-    collector drops that step and carries on. A failed reset is retried ``max_retry`` times.
+    collector drops that step and carries on. A failed reset is retried ``max_retry`` times; an env
+    that fails ``max_step_failures`` steps in a row raises ``EnvError`` naming it and the error.
     """
 
     config = dict(
@@ -94,6 +96,10 @@ class BaseEnvManager:
         # often broken than unlucky). An env past its timeout is always renewed.
         retry_type="renew",
         retry_waiting_time=0.1,  # seconds between two reset attempts
+        # Steps one env may fail in a row (each drops its episode and resets the env) before the
+        # manager raises EnvError: an env that fails every step would otherwise be reset for ever.
+        # Not a DI-engine key.
+        max_step_failures=5,
         # Seconds a step / reset may take (None: no limit). BaseEnvManager interrupts a late env
         # with SIGALRM (main thread, Unix only), renews it and reports the step abnormal.
         step_timeout=None,
@@ -119,6 +125,7 @@ class BaseEnvManager:
         self._ready_obs: dict[int, Any] = {}
         self._episode_count = [0] * len(self._env_fn)
         self._renewals = [0] * len(self._env_fn)
+        self._step_failures = [0] * len(self._env_fn)  # failed steps in a row, per env
         self._seeds: list[int] | None = None
         self._dynamic_seed = True
         self._replay_path: str | None = None
@@ -244,6 +251,7 @@ class BaseEnvManager:
                     timestep = self._envs[env_id].step(action)
             except (Exception, _Timeout) as e:  # noqa: BLE001 - isolate the failure to this env
                 self.error_count += 1
+                self._step_failed(env_id, repr(e))
                 logger.warning("env %d failed in step: %r; resetting it", env_id, e)
                 timesteps[env_id] = abnormal_timestep(ready[env_id], repr(e))
                 if isinstance(e, _Timeout):  # interrupted half-way: its state is unknown
@@ -251,6 +259,7 @@ class BaseEnvManager:
                 ready[env_id] = self._reset_env(env_id)
                 continue
             timesteps[env_id] = timestep
+            self._step_failures[env_id] = 0
             if timestep.done:
                 self._episode_count[env_id] += 1
                 if self._cfg.auto_reset and self._episode_count[env_id] < self._cfg.episode_num:
@@ -260,6 +269,15 @@ class BaseEnvManager:
             else:
                 ready[env_id] = timestep.obs
         return timesteps
+
+    def _step_failed(self, env_id: int, error: str) -> None:
+        """Count a failed step of env ``env_id``; raise once it failed ``max_step_failures`` in a row."""
+        self._step_failures[env_id] += 1
+        if self._step_failures[env_id] >= self._cfg.max_step_failures:
+            raise too_many_step_failures(self._env_name(env_id), self._step_failures[env_id], error)
+
+    def _env_name(self, env_id: int) -> str:
+        return f"env {env_id} ({self._envs[env_id]!r})"
 
     def reward_shaping(self, env_id: int, transitions: list) -> list:
         """The env's own ``reward_shaping(transitions)`` of a finished episode (DI-engine's hook for
@@ -311,6 +329,12 @@ def _check_common_keys(cfg: EasyDict) -> None:
         raise ConfigError(f"env.manager.retry_type must be 'reset' or 'renew', got {cfg.retry_type!r}.")
     if cfg.max_retry < 1:
         raise ConfigError(f"env.manager.max_retry must be >= 1 (attempts per reset), got {cfg.max_retry}.")
+    limit = cfg.max_step_failures
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise ConfigError(
+            f"env.manager.max_step_failures must be an integer >= 1 (failed steps in a row of one env "
+            f"before the run stops), got {limit!r}."
+        )
     for key in ("step_timeout", "reset_timeout"):
         value = cfg[key]
         if value is not None and (not isinstance(value, (int, float)) or value <= 0):

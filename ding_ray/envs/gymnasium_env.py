@@ -12,6 +12,7 @@ from easydict import EasyDict
 
 from ding_ray.config.merge import checked_config, default_config_of
 from ding_ray.envs.dizoo_keys import check_dizoo_keys, discretised_space, make_kwargs, unit_of_index
+from ding_ray.envs.step_errors import step_result_error
 from ding_ray.errors import EnvError
 from ding_ray.utils.registry import ENV_REGISTRY, close_matches
 
@@ -185,15 +186,24 @@ class GymnasiumEnv:
         return self._observe(obs)
 
     def step(self, action: Any) -> BaseEnvTimestep:
-        obs, reward, terminated, truncated, info = self._env.step(self._env_action(action))
-        self._episode_return += reward
+        result = self._env.step(self._env_action(action))
+        try:
+            obs, reward, terminated, truncated, info = result
+            episode_return = self._episode_return + reward
+            info["truncated"] = bool(truncated and not terminated)
+            reward = float(reward)
+        except Exception as e:
+            error = step_result_error(result)  # a step of another API: say which part is wrong
+            if error is None:
+                raise
+            raise error from e
+        self._episode_return = episode_return
         if self._cfg.rew_clip:  # dizoo's BipedalWalker: a fall costs -10 in training, not -100
             reward = max(-10.0, reward)
         done = terminated or truncated
-        info["truncated"] = bool(truncated and not terminated)
         if done:
             info["eval_episode_return"] = self._episode_return
-        return BaseEnvTimestep(self._observe(obs), float(reward), bool(done), info)
+        return BaseEnvTimestep(self._observe(obs), reward, bool(done), info)
 
     def _env_action(self, action: Any) -> Any:
         """The policy's action as the gymnasium env takes it."""

@@ -136,6 +136,7 @@ class AsyncSubprocessEnvManager(BaseEnvManager):
         self._gym_specs = portable_gym_specs() if self.context != "fork" else []
         ref = self._env_fn[0]()  # the spaces, read once here: the envs live in the workers
         self._observation_space, self._action_space = ref.observation_space, ref.action_space
+        self._env_repr = repr(ref)
         ref.close()
         self._action_spaces = [copy.deepcopy(self._action_space) for _ in self._env_fn]
         self._buffers = [
@@ -280,6 +281,9 @@ class AsyncSubprocessEnvManager(BaseEnvManager):
         self._closed = True
         self._launched = False
 
+    def _env_name(self, env_id: int) -> str:
+        return f"env {env_id} ({self._env_repr}, in worker process {self._workers[env_id].process.pid})"
+
     # ----- workers --------------------------------------------------------------------------------
     def _start_worker(self, env_id: int) -> EnvWorker:
         # The kernel ends a worker with its parent (the fork server, or the thread that forked it;
@@ -419,6 +423,7 @@ class AsyncSubprocessEnvManager(BaseEnvManager):
                 obs=self._buffers[env_id].get(self._cfg.copy_on_get or timestep.done)
             )
         self._finished[env_id] = timestep
+        self._step_failures[env_id] = 0
         if not timestep.done:
             self._ready_obs[env_id] = timestep.obs
             return
@@ -451,6 +456,7 @@ class AsyncSubprocessEnvManager(BaseEnvManager):
         if op == "step":
             self._finished[env_id] = abnormal_timestep(self._last_obs.get(env_id), error)
             self._reset_attempts[env_id] = 0
+            self._step_failed(env_id, error)
         else:
             self._reset_attempts[env_id] += 1
             if self._reset_attempts[env_id] >= self._cfg.max_retry:

@@ -63,6 +63,7 @@ class EvalWorker:
             metrics.EVAL_RETURN_MAX: info["eval_episode_return_max"],
             metrics.EVAL_RETURN_MIN: info["eval_episode_return_min"],
             metrics.EVAL_ENV_STEPS_PER_S: info["avg_envstep_per_sec"],
+            metrics.EVAL_NONFINITE_EPISODES: self._evaluator.nonfinite_episodes,
         }
 
     def _save_checkpoint(self, name: str) -> str:

@@ -21,6 +21,7 @@ EVAL_RETURN_MAX = "evaluator/episode_return_max"
 EVAL_RETURN_MIN = "evaluator/episode_return_min"
 EVAL_EPISODE_LENGTH = "evaluator/episode_length_mean"
 EVAL_ENV_STEPS_PER_S = "evaluator/env_steps_per_s"
+EVAL_NONFINITE_EPISODES = "evaluator/nonfinite_episodes"  # episodes with a NaN/inf return: failed, no result
 
 LEARNER_TRAIN_ITER = "learner/train_iter"
 LEARNER_ITERS_PER_S = "learner/train_iter_per_s"

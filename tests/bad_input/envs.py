@@ -107,11 +107,48 @@ class ShapeShiftEnv(StepEnv):
         return np.full(size, self._t / 10, dtype=np.float32)
 
 
+class BrokenStepEnv(StepEnv):
+    """Its ``step`` is broken from the first call on, in the way ``mistake`` names: ``'raise'`` (a
+    TypeError every time), ``'old_gym'`` (the 4 values of the old gym API), ``'str_reward'``,
+    ``'array_reward'`` (a reward of 2 numbers) or ``'info_list'`` (an info that is not a dict)."""
+
+    def __init__(self, mistake: str = "raise", length: int = 10):
+        super().__init__(length)
+        self.mistake = mistake
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = super().step(action)
+        if self.mistake == "raise":
+            raise TypeError("unsupported operand type(s) for +: 'int' and 'NoneType'")
+        if self.mistake == "old_gym":
+            return obs, reward, terminated or truncated, info
+        if self.mistake == "str_reward":
+            return obs, "1.0", terminated, truncated, info
+        if self.mistake == "array_reward":
+            return obs, np.array([1.0, 0.5]), terminated, truncated, info
+        if self.mistake == "info_list":
+            return obs, reward, terminated, truncated, [info]
+        raise ValueError(f"unknown mistake {self.mistake!r}")
+
+
+class BadObsEnv(StepEnv):
+    """Observations of its float32 ``(4,)`` space as ``'int64'`` arrays or as ``None``."""
+
+    def __init__(self, kind: str = "int64", length: int = 10):
+        super().__init__(length)
+        self.kind = kind
+
+    def _obs(self):
+        return None if self.kind == "none" else np.full(4, self._t, dtype=np.int64)
+
+
 for _id, _cls in (
     ("BadInputStep-v0", StepEnv),
     ("BadInputNonFinite-v0", NonFiniteEnv),
     ("BadInputHanging-v0", HangingEnv),
     ("BadInputShapeShift-v0", ShapeShiftEnv),
+    ("BadInputBrokenStep-v0", BrokenStepEnv),
+    ("BadInputBadObs-v0", BadObsEnv),
 ):
     if _id not in gym.envs.registry:
         gym.register(_id, entry_point=_cls)

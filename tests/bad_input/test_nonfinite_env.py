@@ -17,9 +17,9 @@ from ding_ray.envs import GymnasiumEnv, create_env_manager
 from ding_ray.errors import NonFiniteError
 from ding_ray.policy import DQNPolicy
 from ding_ray.worker import BaseLearner, SampleSerialCollector
-from ding_ray.worker.collector.step_checks import all_finite
 from ding_ray.worker.metrics import COLLECTOR_NONFINITE_STEPS as NONFINITE_STEPS
 from ding_ray.worker.rollout_worker import RolloutWorker
+from ding_ray.worker.step_checks import all_finite
 from tests.bad_input.configs import CREATE, compiled, small_main
 
 MODEL = dict(obs_shape=4, action_shape=2, encoder_hidden_size_list=[16], dueling=False)

@@ -9,15 +9,8 @@ from ding_ray.config.merge import checked_config
 from ding_ray.policy.common import numpy_forward
 from ding_ray.worker import metrics
 from ding_ray.worker.collector.base import EpisodeStats, ISerialCollector, Timer
-from ding_ray.worker.collector.step_checks import (
-    MAX_NONFINITE_IN_A_ROW,
-    all_finite,
-    fixed_obs_shape,
-    obs_shape_error,
-    obs_shape_ok,
-    too_many_nonfinite,
-)
 from ding_ray.worker.env_runner import EnvRunner
+from ding_ray.worker.step_checks import MAX_NONFINITE_IN_A_ROW, all_finite, too_many_nonfinite
 
 logger = logging.getLogger(__name__)
 
@@ -27,8 +20,9 @@ class VectorCollector(EnvRunner, ISerialCollector):
 
     Every step is checked before it becomes training data:
 
-    - an observation whose shape differs from the env's ``observation_space`` (the shape the model
-      was built for) raises ``ShapeError`` naming the env and both shapes;
+    - an observation whose shape or dtype differs from the env's ``observation_space`` (what the
+      model was built for) raises ``ShapeError`` naming the env and both shapes (``_check_obs``,
+      which the evaluator runs too);
     - a step whose observation, next observation or reward holds NaN or inf is dropped: it is
       counted in ``nonfinite_count`` (reported as ``collector/nonfinite_steps`` and logged as a
       warning), the env's episode is ended there like a crashed env's and the env is reset, so
@@ -88,7 +82,6 @@ class VectorCollector(EnvRunner, ISerialCollector):
             # each env's last next_obs found finite, of the right shape
             self._checked_obs: dict[int, Any] = {}
             self._unchecked: dict[int, bool] = {}  # whether the obs an env acts on is still to be checked
-            self._obs_shape = fixed_obs_shape(getattr(self._env, "observation_space", None))
 
     def reset_policy(self, _policy: Any = None) -> None:
         super().reset_policy(_policy)
@@ -120,7 +113,7 @@ class VectorCollector(EnvRunner, ISerialCollector):
             # its shape is checked now, its values with the step it is acted on in.
             self._unchecked[env_id] = o is not self._checked_obs.get(env_id)
             if self._unchecked[env_id]:
-                self._check_obs_shape(env_id, o, 0)
+                self._check_obs(env_id, o, 0)
         if random_collect and not self._random_with_policy:
             output = {i: {"action": self._env.random_action(i)} for i in obs}
         else:
@@ -134,7 +127,7 @@ class VectorCollector(EnvRunner, ISerialCollector):
                 events.append((env_id, None, True))
                 self._episode_return[env_id], self._episode_length[env_id] = 0.0, 0
                 continue
-            self._check_obs_shape(env_id, timestep.obs, 1)
+            self._check_obs(env_id, timestep.obs, self._episode_length[env_id] + 1)
             acted_on = self._obs_pool[env_id]
             if not all_finite(timestep.obs, timestep.reward) or (
                 self._unchecked[env_id] and not all_finite(acted_on)
@@ -177,20 +170,6 @@ class VectorCollector(EnvRunner, ISerialCollector):
         self._episode_return[env_id], self._episode_length[env_id] = 0.0, 0
         if not done:  # a finished env was reset by the manager already
             self._env.reset({env_id: None})
-
-    def _check_obs_shape(self, env_id: int, obs: Any, ahead: int) -> None:
-        """Raise ``ShapeError`` if ``obs`` (``ahead`` steps past the env's current step) is not of
-        the shape of the env's observation space."""
-        if not obs_shape_ok(self._obs_shape, obs):
-            step = self._episode_length[env_id] + ahead
-            when = f"at step {step} of its episode" if step else "at reset"
-            raise obs_shape_error(self._obs_shape, obs, self._env_name(env_id), when)
-
-    def _env_name(self, env_id: int) -> str:
-        try:
-            return f"env {env_id} ({self._env.envs[env_id]!r})"
-        except Exception:  # noqa: BLE001 - subprocess managers hold no env objects
-            return f"env {env_id} of {type(self._env).__name__}"
 
     def _maybe_report(self, train_iter: int) -> None:
         """Log statistics at the first call, then every ``collect_print_freq`` iterations with episodes."""

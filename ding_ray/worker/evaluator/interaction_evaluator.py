@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import logging
+import math
 import os
 import time
 from collections.abc import Callable
@@ -19,6 +20,7 @@ from ding_ray.utils.registry import SERIAL_EVALUATOR_REGISTRY
 from ding_ray.worker import metrics
 from ding_ray.worker.env_runner import EnvRunner
 from ding_ray.worker.evaluator.vector_eval_monitor import VectorEvalMonitor
+from ding_ray.worker.step_checks import all_finite
 
 logger = logging.getLogger(__name__)
 
@@ -39,6 +41,13 @@ class InteractionSerialEvaluator(EnvRunner, ISerialEvaluator):
 
     Saves a checkpoint through ``save_ckpt_fn('ckpt_best.pth.tar')`` whenever the mean return is
     the best so far; ``stop_flag`` is True once the mean reaches ``stop_value`` after training began.
+
+    Bad input: an observation that does not fit the env's space raises ``ShapeError`` before the
+    model sees it (the collectors' check). An episode whose return is NaN or infinite (a non-finite
+    reward) counts as failed: it takes its place among the ``n_episode`` episodes (so an evaluation
+    still ends), is logged, counted in ``nonfinite_episodes`` (``evaluator/nonfinite_episodes``)
+    and left out of the returns; an evaluation with no finite episode has the mean NaN and neither
+    saves ``ckpt_best`` nor stops the run. DI-engine would average the inf in and stop.
 
     Videos: every ``render.render_freq`` training iterations (``render.mode='train_iter'``) or env
     steps (``'envstep'``), and whenever ``eval(force_render=True)``, an evaluation asks its env
@@ -87,6 +96,7 @@ class InteractionSerialEvaluator(EnvRunner, ISerialEvaluator):
         self.reset_policy(_policy)
         self._max_episode_return = float("-inf")
         self._last_eval_iter = -1
+        self.nonfinite_episodes = 0  # episodes with a NaN or infinite return, left out of the results
         self._last_render_iter = -1
 
     def reset_env(self, _env: Any = None) -> None:
@@ -173,62 +183,95 @@ class InteractionSerialEvaluator(EnvRunner, ISerialEvaluator):
         monitor = VectorEvalMonitor(self._env.env_num, n_episode)
         forward = numpy_forward(self._policy)  # numpy outputs: actions the env managers take as they are
         env_steps = 0
+        length = [0] * self._env.env_num  # steps of each env's episode so far
         while not monitor.is_finished():
             obs = {i: o for i, o in self._env.ready_obs.items() if monitor.needs_episode(i)}
+            for env_id, o in obs.items():
+                self._check_obs(env_id, o, length[env_id])
             output = forward(obs, **(policy_kwargs or {}))
             timesteps = self._env.step({i: out["action"] for i, out in output.items()})
             for env_id, timestep in timesteps.items():
                 if timestep.info.get("abnormal", False):
                     self._policy.reset([env_id])
+                    length[env_id] = 0
                     continue
                 env_steps += 1
+                length[env_id] += 1
                 if timestep.done:
                     self._policy.reset([env_id])
+                    length[env_id] = 0
+                    episode_return = timestep.info["eval_episode_return"]
+                    if not all_finite(episode_return):
+                        self._count_nonfinite(env_id, episode_return)
                     monitor.update_info(env_id, timestep.info)
-                    monitor.update_reward(env_id, timestep.info["eval_episode_return"])
+                    monitor.update_reward(env_id, episode_return)
         duration = time.perf_counter() - start
-        returns = np.asarray(monitor.get_episode_return(), dtype=np.float64)
+        all_returns = np.asarray(monitor.get_episode_return(), dtype=np.float64)
+        returns = all_returns[np.isfinite(all_returns)]  # a non-finite return is a failed episode
+        stats = [np.nan] * 4  # no finite episode: no result
+        if len(returns):
+            stats = [returns.mean(), returns.std(), returns.max(), returns.min()]
         info: dict[str, Any] = {
             "train_iter": train_iter,
             "envstep": envstep,
-            "episode_count": len(returns),
+            "episode_count": len(all_returns),
             "eval_episode_return": returns.tolist(),
-            "eval_episode_return_mean": float(returns.mean()),
-            "eval_episode_return_std": float(returns.std()),
-            "eval_episode_return_max": float(returns.max()),
-            "eval_episode_return_min": float(returns.min()),
+            "eval_episode_return_mean": float(stats[0]),
+            "eval_episode_return_std": float(stats[1]),
+            "eval_episode_return_max": float(stats[2]),
+            "eval_episode_return_min": float(stats[3]),
             "evaluate_time": duration,
             "avg_envstep_per_sec": env_steps / max(duration, 1e-9),
+            "nonfinite_episodes": len(all_returns) - len(returns),
         }
         info.update({k: v for k, v in monitor.get_episode_info().items() if k not in info})
         mean = info["eval_episode_return_mean"]
-        metrics.log_scalars(
-            self._tb_logger,
-            {
-                metrics.EVAL_RETURN_MEAN: mean,
-                metrics.EVAL_RETURN_STD: info["eval_episode_return_std"],
-                metrics.EVAL_RETURN_MAX: info["eval_episode_return_max"],
-                metrics.EVAL_RETURN_MIN: info["eval_episode_return_min"],
-                metrics.EVAL_EPISODE_LENGTH: env_steps / max(len(returns), 1),
-                metrics.EVAL_ENV_STEPS_PER_S: info["avg_envstep_per_sec"],
-            },
-            max(envstep, 0),
-        )
+        scalars = {
+            metrics.EVAL_EPISODE_LENGTH: env_steps / max(len(all_returns), 1),
+            metrics.EVAL_ENV_STEPS_PER_S: info["avg_envstep_per_sec"],
+            metrics.EVAL_NONFINITE_EPISODES: self.nonfinite_episodes,
+        }
+        if len(returns):  # no figure of an evaluation without a result
+            scalars[metrics.EVAL_RETURN_MEAN] = mean
+            scalars[metrics.EVAL_RETURN_STD] = info["eval_episode_return_std"]
+            scalars[metrics.EVAL_RETURN_MAX] = info["eval_episode_return_max"]
+            scalars[metrics.EVAL_RETURN_MIN] = info["eval_episode_return_min"]
+        metrics.log_scalars(self._tb_logger, scalars, max(envstep, 0))
         stop_flag = self._judge(mean, save_ckpt_fn, train_iter)
+        failed = info["nonfinite_episodes"]
         logger.info(
-            "[%s] iter %d envstep %d eval return %.2f +- %.2f (best %.2f)%s",
+            "[%s] iter %d envstep %d eval return %.2f +- %.2f (best %.2f)%s%s",
             self._instance_name,
             train_iter,
             envstep,
             mean,
             info["eval_episode_return_std"],
             self._max_episode_return,
+            f"; {failed} of {len(all_returns)} episodes failed (non-finite return)" if failed else "",
             " -> stop value reached" if stop_flag else "",
         )
         return stop_flag, info
 
+    def _count_nonfinite(self, env_id: int, episode_return: Any) -> None:
+        """Count and report an episode whose return is NaN or infinite: it is a failed episode, not a
+        result (one inf reward would otherwise make the best mean return inf and end the run)."""
+        self.nonfinite_episodes += 1
+        logger.warning(
+            "[%s] %s finished an episode with the return %s: a NaN or infinite reward. The episode "
+            "counts as failed: it is left out of the mean return, which decides ckpt_best and the stop "
+            "value (%d such episodes so far, reported as %s)",
+            self._instance_name,
+            self._env_name(env_id),
+            episode_return,
+            self.nonfinite_episodes,
+            metrics.EVAL_NONFINITE_EPISODES,
+        )
+
     def _judge(self, mean: float, save_ckpt_fn: Callable[[str], Any] | None, train_iter: int) -> bool:
-        """Save ``ckpt_best`` at a new best mean return; True once the mean reaches ``stop_value``."""
+        """Save ``ckpt_best`` at a new best mean return; True once the mean reaches ``stop_value``.
+        An evaluation whose every episode failed (mean NaN) is no result: neither best nor stop."""
+        if not math.isfinite(mean):
+            return False
         if mean > self._max_episode_return:
             if save_ckpt_fn is not None:
                 save_ckpt_fn("ckpt_best.pth.tar")
