@@ -45,3 +45,8 @@ class StageError(DingRayError, RuntimeError):
 
 class NotSupportedError(DingRayError, NotImplementedError):
     """A DI-engine feature ding_ray does not offer; the message names what to use instead."""
+
+
+class StorageError(DingRayError, OSError):
+    """A file of the run cannot be written (a full disk, no permission); the message names the folder
+    and the free space there."""

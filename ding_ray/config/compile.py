@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import datetime
 import importlib
 import importlib.util
 import json
@@ -27,6 +26,7 @@ from ding_ray.utils.registry import (
     SERIAL_EVALUATOR_REGISTRY,
     Registry,
 )
+from ding_ray.utils.run_dir import make_run_dir, save_config
 
 logger = logging.getLogger(__name__)
 
@@ -265,13 +265,7 @@ def compile_config(
     _check_env_values(merged.env, env)
     _check_consistency(merged)
     if save_cfg:
-        if renew_dir and os.path.exists(merged.exp_name):
-            merged.exp_name = _fresh_dir_name(merged.exp_name)
-            logger.info(
-                "%s exists; this run writes to %s",
-                cfg.get("exp_name", TOP_LEVEL["exp_name"]),
-                merged.exp_name,
-            )
+        merged.exp_name = make_run_dir(merged.exp_name, renew=renew_dir)
         save_config(merged, os.path.join(merged.exp_name, save_path))
     return merged
 
@@ -361,21 +355,6 @@ def _buffer_prioritizes(buffer_cfg: Mapping) -> bool:
     if buffer_cfg.get("type") == "deque":
         return bool(buffer_cfg.get("priority"))
     return "alpha" in buffer_cfg  # the prioritized family carries the priority exponent
-
-
-def _fresh_dir_name(exp_name: str) -> str:
-    base = exp_name.rstrip("/") + datetime.datetime.now().strftime("_%y%m%d_%H%M%S")
-    name, n = base, 1
-    while os.path.exists(name):  # two runs started within the same second
-        name, n = f"{base}_{n}", n + 1
-    return name
-
-
-def save_config(cfg: Mapping, path: str) -> None:
-    """Write the resolved config as JSON (readable, and loading it never runs code)."""
-    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    with open(path, "w") as f:
-        json.dump(cfg, f, indent=2, sort_keys=True, default=repr)
 
 
 def read_config(path: str) -> Any:

@@ -195,7 +195,10 @@ def _compile(input_cfg: tuple, seed: int, save_cfg: bool) -> EasyDict:
     from ding_ray.entry.ray_entry import compile_ray_config  # torch, the policy: the slow imports
 
     main_cfg, create_cfg, resume = input_cfg
-    return compile_ray_config((main_cfg, create_cfg), seed, save_cfg, renew_dir=resume is None)
+    # a resumed run writes its config once RayComponents checked the checkpoint against it
+    return compile_ray_config(
+        (main_cfg, create_cfg), seed, save_cfg and resume is None, renew_dir=resume is None
+    )
 
 
 def learner_name(rank: int) -> str:

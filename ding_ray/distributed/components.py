@@ -22,6 +22,7 @@ names are free again::
 from __future__ import annotations
 
 import contextlib
+import copy
 import logging
 import math
 import os
@@ -43,11 +44,22 @@ from ding_ray.distributed.remote import RemoteBuffer, RemoteEvaluator, RemoteLea
 from ding_ray.distributed.remote_collectors import RemoteCollectors
 from ding_ray.framework import OnlineRLContext, current_task
 from ding_ray.utils.checkpoint import Checkpoint, checkpoint_store
-from ding_ray.utils.result import write_result
+from ding_ray.utils.result import end_of_run, write_result
+from ding_ray.utils.resume import claim_run_dir
 from ding_ray.utils.runtime import process_age_s, set_torch_threads, sigterm_as_interrupt
 from ding_ray.worker import metrics
 
 logger = logging.getLogger(__name__)
+
+
+def _learn_state(cfg: EasyDict) -> dict:
+    """The learn mode's state dict of the policy ``cfg`` builds (on the CPU): what a resumed
+    checkpoint's weights must fit before the learner actor loads them."""
+    from ding_ray.policy import create_policy
+
+    policy_cfg = EasyDict(copy.deepcopy(dict(cfg.policy)))
+    policy_cfg.cuda = False
+    return create_policy(policy_cfg, enable_field=["learn"]).learn_mode.state_dict()
 
 
 def pipeline_of(cfg: EasyDict) -> str:
@@ -72,10 +84,19 @@ class RayComponents:
         set_torch_threads(cfg.ray.torch_threads)  # the driver too: it shares the cores
         self.cfg, self.plan = cfg, plan
         self.pipeline = pipeline_of(cfg)
-        sync = self.pipeline == "sync"
         self.store, self.resumed = checkpoint_store(cfg, resume)  # before any actor reads it
         if cfg.ray.check_resources:
             check_cluster(cfg.ray)
+        self.lock = claim_run_dir(cfg, self.store, self.resumed, _learn_state(cfg) if resume else None)
+        try:
+            self._build(cfg, plan, max_env_step)
+        except BaseException:
+            self.lock.release()
+            raise
+
+    def _build(self, cfg: EasyDict, plan: Plan, max_env_step: int | None) -> None:
+        """The actors and the run's parts around them (the folder is locked for this run)."""
+        sync = self.pipeline == "sync"
         # sync: each round splits n_sample over the collectors
         per_call = math.ceil(plan.n_sample / cfg.ray.num_collectors) if sync else plan.n_sample
         self.actors = create_actors(cfg, plan.namespace, n_sample=per_call, buffer=not sync)
@@ -323,19 +344,23 @@ class RayComponents:
                 self._monitor.report(self.ctx.env_step, self.ctx.train_iter, last_eval, force=True)
                 self._monitor.close()
             self.collectors.close()
-            # Ctrl-C, SIGTERM (as a SystemExit where Ray's own handler got it first): resume= goes on
-            if exc is None or isinstance(exc, (KeyboardInterrupt, SystemExit)):
-                self._last_checkpoint()
-            if exc is None:
-                if self.evaluator.stop_weights is not None:  # held by the learner: fetch before the kill
-                    self.stop_weights = ray.get(self.evaluator.stop_weights.ref)
-                self.state = self.recovery.get(self.actors.learner.state_dict.remote())
-                # after_run hooks: ckpt_final.pth.tar
-                self.recovery.get(self.actors.learner.close.remote())
-            self.write_result(exc)
+
+            def save_last() -> None:
+                # Ctrl-C, SIGTERM (as a SystemExit where Ray's own handler got it first): resume= goes on
+                if exc is None or isinstance(exc, (KeyboardInterrupt, SystemExit)):
+                    self._last_checkpoint()
+                if exc is None:
+                    if self.evaluator.stop_weights is not None:  # held by the learner: fetch before the kill
+                        self.stop_weights = ray.get(self.evaluator.stop_weights.ref)
+                    self.state = self.recovery.get(self.actors.learner.state_dict.remote())
+                    # after_run hooks: ckpt_final.pth.tar
+                    self.recovery.get(self.actors.learner.close.remote())
+
+            end_of_run(save_last, self.write_result, exc)  # result.json also when the checkpoint fails
         finally:
             self.recovery.sweep(wait_s=1.0)
             self.actors.kill()
+            self.lock.release()
 
     def save_checkpoint(self, ctx: OnlineRLContext) -> Checkpoint | None:
         """A run checkpoint of the state now, waited for (a Tune report carries one); None if an

@@ -139,8 +139,13 @@ def cmd_train(args: argparse.Namespace) -> int:
     if args.config is None:
         if args.resume is None:
             raise ConfigError("ding-ray train needs a CONFIG (a file or a bundled name), or --resume DIR.")
-        args.config = os.path.join(args.resume, "total_config.json")  # the run's own settings
-    main_cfg, create_cfg, defaults = resolve_config(args.config)
+        from ding_ray.utils.resume import resume_config
+
+        # the run's own settings: those its latest checkpoint was written with
+        main_cfg, create_cfg, defaults = resume_config(args.resume), EasyDict(), {}
+        args.config = os.path.join(args.resume, "total_config.json")
+    else:
+        main_cfg, create_cfg, defaults = resolve_config(args.config)
     if args.resume is not None:  # the run's folder, mode and seed
         from ding_ray.utils.checkpoint import find_checkpoint
 

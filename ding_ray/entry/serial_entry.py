@@ -34,7 +34,8 @@ from ding_ray.utils.checkpoint import (
     restore_learner,
 )
 from ding_ray.utils.registry import POLICY_REGISTRY
-from ding_ray.utils.result import finite_or_none, log_config, write_result
+from ding_ray.utils.result import end_of_run, finite_or_none, log_config, write_result
+from ding_ray.utils.resume import claim_run_dir
 from ding_ray.utils.runtime import set_pkg_seed, set_torch_threads, setup_logging, sigterm_as_interrupt
 from ding_ray.worker import (
     BaseLearner,
@@ -215,16 +216,22 @@ class SerialRun:
             env=None if env_setting is None else check_env_setting(env_setting)[0],
             auto=True,
             create_cfg=create_cfg,
-            save_cfg=True,
+            save_cfg=resume is None,  # a resumed run writes its config once every check passed
             renew_dir=not (self.resume_training or resume is not None),
         )
-        self.store, self.resumed = checkpoint_store(cfg, resume)
+        self.store, self.resumed = checkpoint_store(cfg, resume)  # reads only
         set_torch_threads(cfg.policy.learn.get("num_threads", 1))
         set_pkg_seed(cfg.seed, use_cuda=cfg.policy.cuda)
         collector_env, evaluator_env = build_envs(cfg, dynamic_seed, env_setting)
         fill_model_shapes(cfg, collector_env.observation_space, collector_env.action_space)
         policy = create_policy(cfg.policy, model=model, enable_field=["learn", "collect", "eval"])
         policy.check_spaces(collector_env.observation_space.shape, *space_info(collector_env.action_space))
+        try:
+            self.lock = claim_run_dir(cfg, self.store, self.resumed, policy.learn_mode.state_dict())
+        except BaseException:
+            collector_env.close()
+            evaluator_env.close()
+            raise
         collector_cfg = cfg.policy.collect.collector
         if collector_cfg.type == "episode" and episodes_as_samples(cfg):
             collector_cfg.get_train_sample = True
@@ -245,7 +252,7 @@ class SerialRun:
             cfg.policy.eval.evaluator, evaluator_env, policy.eval_mode, tb_logger, exp_name=cfg.exp_name
         )
         self.buffer: Any = None  # the off-policy entry's replay buffer: part of every checkpoint
-        self.closers = [self.collector.close, self.evaluator.close, self.learner.close]
+        self.closers = [self.collector.close, self.evaluator.close, self.learner.close, self.lock.release]
         self.stop, self.last_eval = False, None
         self.on_eval: Callable[[dict], None] | None = None  # called with each evaluation's info (Tune)
         self._next_ckpt = 0
@@ -267,11 +274,7 @@ class SerialRun:
             with sigterm_as_interrupt():
                 yield
         except KeyboardInterrupt as err:
-            path = self.checkpoint().folder
-            logging.getLogger(__name__).warning(
-                "interrupted: saved %s; resume=%r goes on", path, self.cfg.exp_name
-            )
-            self.finish(start, pipeline, error=err)
+            self.finish(start, pipeline, error=err, save=True)
             raise
         except Exception as err:
             self.finish(start, pipeline, error=err)
@@ -341,13 +344,35 @@ class SerialRun:
             f", {self.buffer.count()} buffered transitions" if self.buffer is not None else "",
         )
 
-    def finish(self, start: float, pipeline: str, error: BaseException | None = None) -> None:
-        """after_run hooks and a last run checkpoint (after a clean end), ``result.json``, then
-        close everything."""
+    def finish(
+        self, start: float, pipeline: str, error: BaseException | None = None, save: bool | None = None
+    ) -> None:
+        """after_run hooks and a last run checkpoint (after a clean end, or with ``save`` after
+        Ctrl-C/SIGTERM), ``result.json`` whatever happens (also when that checkpoint cannot be
+        written), then close everything."""
+
+        def save_last() -> None:
+            if error is None:
+                self.learner.call_hook("after_run")
+            folder = self.checkpoint().folder
+            if error is not None:
+                logging.getLogger(__name__).warning(
+                    "interrupted: saved %s; resume=%r goes on", folder, self.cfg.exp_name
+                )
+
+        try:
+            end_of_run(
+                save_last if save or error is None else None,
+                partial(self._write_result, start, pipeline),
+                error,
+            )
+        finally:
+            for close in self.closers:
+                close()
+            self.tb_logger.close()
+
+    def _write_result(self, start: float, pipeline: str, error: BaseException | None) -> None:
         extra = {} if error is None else {"error": f"{type(error).__name__}: {error}"}
-        if error is None:
-            self.learner.call_hook("after_run")
-            self.checkpoint()
         if self.resumed is not None:
             extra["resumed_from"] = self.resumed.folder
         if self.last_checkpoint is not None:
@@ -364,9 +389,6 @@ class SerialRun:
             pipeline=pipeline,
             **extra,
         )
-        for close in self.closers:
-            close()
-        self.tb_logger.close()
 
 
 def _budget_spent(

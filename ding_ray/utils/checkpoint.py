@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from ding_ray.errors import ConfigError, DataFormatError
+from ding_ray.errors import ConfigError, DataFormatError, StorageError
 
 logger = logging.getLogger(__name__)
 
@@ -111,13 +111,18 @@ class CheckpointStore:
     def write(self, folder: str, name: str, data: bytes) -> dict[str, Any]:
         """Write one file of a checkpoint; returns what ``meta.json`` records of it. A checkpoint
         written again at the same iteration (a resumed run that ends at once) is unfinished from
-        its first new file on: its old ``meta.json`` goes first."""
-        self.fs.makedirs(folder, exist_ok=True)
+        its first new file on: its old ``meta.json`` goes first, once the new file's data is down."""
+        try:
+            self.fs.makedirs(folder, exist_ok=True)
+        except OSError as err:
+            raise self._storage_error(folder, err) from err
+        self._put(f"{folder}/{name}", data, before_replace=lambda: self._unfinish(folder))
+        return {"size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+
+    def _unfinish(self, folder: str) -> None:
         if self.fs.exists(f"{folder}/{META_FILE}"):
             with contextlib.suppress(FileNotFoundError):  # the learner and the buffer both may
                 self.fs.rm(f"{folder}/{META_FILE}")
-        self._put(f"{folder}/{name}", data)
-        return {"size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
 
     def commit(self, folder: str, files: Mapping[str, Mapping], meta: Mapping[str, Any]) -> Checkpoint:
         """Write ``meta.json`` (after every other file): from now on the checkpoint is complete.
@@ -131,18 +136,51 @@ class CheckpointStore:
             **meta,
             "files": {k: dict(v) for k, v in files.items()},
         }
-        self._put(f"{folder}/{META_FILE}", json.dumps(full, indent=1, default=_json_default).encode())
+        meta_json = json.dumps(full, indent=1, default=_json_default).encode()
+        if self._local:  # the other files' renames reach the disk before meta.json says they did
+            _fsync_dir(folder)
+        self._put(f"{folder}/{META_FILE}", meta_json)
+        if self._local:
+            _fsync_dir(folder)
         self._prune()
         return Checkpoint(folder, full)
 
-    def _put(self, path: str, data: bytes) -> None:
-        if self._local:  # rename is atomic on a local disk: a reader never sees half a file
+    def _put(self, path: str, data: bytes, before_replace: Any = None) -> None:
+        """Write ``path`` whole or not at all; ``before_replace()`` runs once the data is written.
+        Failing (a full disk) leaves no temp file behind and is a ``StorageError``."""
+        try:
+            if not self._local:  # object stores write a whole object or none
+                if before_replace is not None:
+                    before_replace()
+                self.fs.pipe_file(path, data)
+                return
+            # rename is atomic on a local disk: a reader never sees half a file; fsync first, so a
+            # power loss cannot leave the new name on a file whose data never reached the disk
             tmp = f"{path}.{uuid.uuid4().hex[:8]}.tmp"
-            with self.fs.open(tmp, "wb") as f:
-                f.write(data)
-            self.fs.mv(tmp, path)
-        else:  # object stores write a whole object or none
-            self.fs.pipe_file(path, data)
+            try:
+                with open(tmp, "wb") as f:
+                    f.write(data)
+                    f.flush()
+                    os.fsync(f.fileno())
+                if before_replace is not None:
+                    before_replace()
+                os.replace(tmp, path)
+            except BaseException:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(tmp)
+                raise
+        except OSError as err:
+            raise self._storage_error(os.path.dirname(path), err) from err
+
+    def _storage_error(self, folder: str, err: OSError) -> StorageError:
+        """A failed write (a full disk) as an error naming the folder and the space left there."""
+        free = _free_space(folder) if self._local else ""
+        return StorageError(
+            f"Cannot write the checkpoint {folder}: {err.strerror or err}{free}. The checkpoint is left "
+            "unfinished and is never read; the run's earlier complete checkpoints are unchanged. Free "
+            "space there (or set checkpoint.storage_path to a larger disk), then resume=<the run's "
+            "folder> goes on from the latest complete one."
+        )
 
     def _prune(self) -> None:
         complete = [f for f in self._folders() if self._read_meta(f, strict=False) is not None]
@@ -368,6 +406,31 @@ def set_rng_state(state: Mapping[str, Any]) -> None:
 
 def _to_lists(value: Any) -> Any:
     return [_to_lists(v) for v in value] if isinstance(value, (tuple, list)) else value
+
+
+def _fsync_dir(folder: str) -> None:
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _free_space(path: str) -> str:
+    """``' (N MB free on its disk)'`` for the nearest existing folder of ``path``."""
+    import shutil
+
+    while path and not os.path.isdir(path):
+        path = os.path.dirname(path)
+    try:
+        free = shutil.disk_usage(path or ".").free
+    except OSError:
+        return ""
+    return (
+        f" ({free / 2**20:.1f} MiB free on its disk)"
+        if free >= 2**20
+        else f" ({free} bytes free on its disk)"
+    )
 
 
 def _iter_of(folder: str) -> int:

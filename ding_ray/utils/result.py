@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import json
+import logging
 import os
+from collections.abc import Callable
 from typing import Any
+
+logger = logging.getLogger(__name__)
 
 
 def write_result(
@@ -33,10 +38,32 @@ def write_result(
     }
     os.makedirs(exp_name, exist_ok=True)
     path = os.path.join(exp_name, "result.json")
-    with open(path + ".tmp", "w") as f:
-        json.dump(record, f, indent=2)
-    os.replace(path + ".tmp", path)
+    try:
+        with open(path + ".tmp", "w") as f:
+            json.dump(record, f, indent=2)
+        os.replace(path + ".tmp", path)
+    finally:
+        with contextlib.suppress(FileNotFoundError):  # a full disk leaves no temp file behind
+            os.unlink(path + ".tmp")
     return record
+
+
+def end_of_run(
+    save: Callable[[], Any] | None, write: Callable[[BaseException | None], Any], error: BaseException | None
+) -> None:
+    """The end of a run, serial or on Ray: ``save`` (the last checkpoint), then ``write``
+    (``result.json``) whatever happened, with the run's ``error`` or else ``save``'s; an error of
+    ``save`` (a full disk) is raised once ``result.json`` is written."""
+    failure = None
+    if save is not None:
+        try:
+            save()
+        except Exception as err:  # noqa: BLE001 - recorded in result.json, then raised
+            logger.error("the run's last checkpoint failed: %s", err)
+            failure = err
+    write(error if error is not None else failure)
+    if failure is not None and error is None:
+        raise failure
 
 
 def read_result(exp_name: str) -> dict[str, Any]:

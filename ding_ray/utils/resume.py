@@ -1,0 +1,135 @@
+"""Taking a run's folder, serial or on Ray: everything ``resume=`` needs is checked before anything
+is written (the checkpoint is there, of the same policy and env, and its weights fit the model the
+config builds), then the folder is locked, then a resumed run's ``total_config.json`` is written."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from easydict import EasyDict
+
+from ding_ray.errors import ConfigError, DataFormatError
+from ding_ray.utils.checkpoint import (
+    LEARNER_FILE,
+    Checkpoint,
+    CheckpointStore,
+    find_checkpoint,
+    load_learner_bytes,
+)
+from ding_ray.utils.run_dir import RunLock, save_config
+
+logger = logging.getLogger(__name__)
+
+CONFIG_FILE = "total_config.json"
+
+
+def claim_run_dir(
+    cfg: Mapping, store: CheckpointStore, resumed: Checkpoint | None, learn_state: Mapping | None = None
+) -> RunLock:
+    """Lock ``cfg.exp_name`` for this run; for a resumed run first check that the checkpoint's
+    weights fit ``learn_state`` (the learn mode's state dict of the policy this config builds), and
+    after the lock write ``total_config.json``. Nothing is written when a check fails."""
+    if resumed is not None and learn_state is not None:
+        saved = load_learner_bytes(store.read(resumed, LEARNER_FILE), f"{resumed.folder}/{LEARNER_FILE}")
+        check_weights_fit(learn_state, saved["policy"], resumed, cfg)
+    lock = RunLock(cfg["exp_name"])
+    if resumed is not None:
+        try:
+            save_config(cfg, os.path.join(cfg["exp_name"], CONFIG_FILE))
+        except BaseException:
+            lock.release()
+            raise
+    return lock
+
+
+def check_weights_fit(built: Mapping, saved: Mapping, ckpt: Checkpoint, cfg: Mapping) -> None:
+    """Each tensor of the checkpoint's learn state has the shape of the one the config builds, and
+    each module's state dict the same keys; else a ``ConfigError`` naming the tensors and the
+    ``policy.model`` keys that differ from the run's."""
+    mismatches = list(_mismatches(built, saved, ""))
+    if not mismatches:
+        return
+    run_model = ((ckpt.meta.get("config") or {}).get("policy") or {}).get("model") or {}
+    changed = list(_differences(run_model, (cfg.get("policy") or {}).get("model") or {}, "policy.model"))
+    more = f" (and {len(mismatches) - 3} more)" if len(mismatches) > 3 else ""
+    raise ConfigError(
+        f"resume: the weights in {ckpt.folder}/{LEARNER_FILE} do not fit the model this config builds: "
+        f"{'; '.join(mismatches[:3])}{more}. "
+        + (f"This config changes {'; '.join(changed)}. " if changed else "")
+        + "Resume with the run's own model settings (drop the policy.model overrides), or start a new run "
+        "with these. Nothing was written."
+    )
+
+
+def resume_config(run_dir: str) -> EasyDict:
+    """The config ``ding-ray train --resume DIR`` goes on with: the one its latest checkpoint was
+    written with (``meta.json``), what the weights fit. ``total_config.json`` is a copy for people
+    to read: when it is damaged or differs, a warning says so and the checkpoint's config wins."""
+    ckpt = find_checkpoint(run_dir)[1]
+    saved = ckpt.meta.get("config")
+    if not isinstance(saved, Mapping):
+        raise DataFormatError(f"{ckpt.folder}/meta.json holds no config; resume with the run's config file.")
+    path = os.path.join(run_dir, CONFIG_FILE)
+    try:
+        with open(path) as f:
+            written = json.load(f)
+    except (OSError, ValueError) as err:
+        logger.warning("%s is unreadable (%s); resuming with the config in %s", path, err, ckpt.folder)
+        return EasyDict(saved)
+    # total_config.json is written before the model's shapes are read from the env (None there),
+    # and with the folder's name as the run was given it
+    written = {k: v for k, v in written.items() if k != "exp_name"} if isinstance(written, dict) else {}
+    changed = list(_differences(written, {k: v for k, v in saved.items() if k != "exp_name"}, "", True))
+    if changed:
+        logger.warning(
+            "%s differs from the config of checkpoint %s (%s); resuming with the checkpoint's",
+            path,
+            ckpt.folder,
+            "; ".join(changed[:3]),
+        )
+    return EasyDict(saved)
+
+
+def _is_tensor(x: Any) -> bool:
+    return hasattr(x, "shape") and hasattr(x, "dtype")
+
+
+def _mismatches(built: Any, saved: Any, path: str) -> Iterator[str]:
+    if _is_tensor(built) or _is_tensor(saved):
+        if _is_tensor(built) and _is_tensor(saved) and tuple(built.shape) != tuple(saved.shape):
+            yield f"{path} is {list(saved.shape)} in the checkpoint and {list(built.shape)} here"
+        return
+    if not (isinstance(built, Mapping) and isinstance(saved, Mapping)):
+        return
+    for key in built:
+        if key in saved:
+            yield from _mismatches(built[key], saved[key], _join(path, key))
+    if _all_tensors(built) and _all_tensors(saved):  # a module's state dict: the same layers
+        yield from (f"{_join(path, k)} is missing from the checkpoint" for k in built if k not in saved)
+        yield from (
+            f"{_join(path, k)} is in the checkpoint but not in this model" for k in saved if k not in built
+        )
+
+
+def _all_tensors(d: Mapping) -> bool:
+    return bool(d) and all(_is_tensor(v) for v in d.values())
+
+
+def _differences(old: Any, new: Any, path: str, skip_none: bool = False) -> Iterator[str]:
+    """``key: value in the run, value here`` for each leaf that differs (with ``skip_none``, not
+    where ``old`` is None)."""
+    if isinstance(old, Mapping) and isinstance(new, Mapping):
+        for key in sorted(set(old) | set(new), key=str):
+            yield from _differences(old.get(key), new.get(key), _join(path, key), skip_none)
+    elif skip_none and old is None:
+        return
+    elif old != new and not (isinstance(old, (list, tuple)) and list(old) == list(new or [])):
+        yield f"{path}: {old!r} in the run, {new!r} here"
+
+
+def _join(path: str, key: Any) -> str:
+    return f"{path}.{key}" if path else str(key)

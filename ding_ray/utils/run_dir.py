@@ -1,0 +1,123 @@
+"""A run's folder: created atomically (two runs never share one), locked while a run writes into it
+(a second run, or resume, of the folder is refused), and its ``total_config.json``."""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import errno
+import json
+import logging
+import os
+import socket
+from collections.abc import Mapping
+from typing import Any
+
+from ding_ray.errors import ConfigError
+
+logger = logging.getLogger(__name__)
+
+LOCK_FILE = "run.lock"
+
+
+def make_run_dir(exp_name: str, renew: bool = True) -> str:
+    """Create the run's folder and return its name. With ``renew`` (DI-engine's ``renew_dir``) a
+    folder that exists belongs to another run: this one gets ``<exp_name>_<yymmdd_HHMMSS>``, then
+    ``..._1``, ``..._2``. Each try is one ``mkdir`` that fails if the folder exists, so runs started
+    at the same moment with one ``exp_name`` each get their own folder."""
+    if not renew:
+        os.makedirs(exp_name, exist_ok=True)
+        return exp_name
+    exp_name = exp_name.rstrip("/") or exp_name
+    parent = os.path.dirname(exp_name)
+    if parent:
+        os.makedirs(parent, exist_ok=True)
+    stamped = exp_name + datetime.datetime.now().strftime("_%y%m%d_%H%M%S")
+    for n, name in enumerate([exp_name, stamped] + [f"{stamped}_{i}" for i in range(1, 1000)]):
+        try:
+            os.mkdir(name)
+        except FileExistsError:
+            continue
+        if n > 0:
+            logger.info("%s exists; this run writes to %s", exp_name, name)
+        return name
+    raise ConfigError(f"{stamped} and 1000 numbered folders beside it exist; choose another exp_name.")
+
+
+def save_config(cfg: Mapping, path: str) -> None:
+    """Write the resolved config as JSON (readable, and loading it never runs code)."""
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    with open(path, "w") as f:
+        json.dump(cfg, f, indent=2, sort_keys=True, default=repr)
+
+
+class RunLock:
+    """``<run folder>/run.lock``, held while a run writes into the folder: a lock of the kernel
+    (``flock``), so a run that died holds nothing and its stale file is taken over; the file names
+    the holder's pid and host for the message that refuses a second run."""
+
+    def __init__(self, run_dir: str) -> None:
+        self.path = os.path.join(run_dir, LOCK_FILE)
+        os.makedirs(run_dir, exist_ok=True)
+        self._file: Any = None
+        for _ in range(10):  # the holder may remove the file between our open and our lock
+            f = open(self.path, "a+")  # noqa: SIM115 - held open as long as the lock
+            if not _try_flock(f):
+                holder = _read_holder(f)
+                f.close()
+                raise ConfigError(
+                    f"{run_dir} is in use by another run (pid {holder.get('pid', '?')} on host "
+                    f"{holder.get('host', '?')}, since {holder.get('since', '?')}): two runs writing into "
+                    "one folder damage each other's checkpoints. Wait for it to end (or stop it), or "
+                    f"start a new run in another folder. If no such run exists, delete {self.path}."
+                )
+            with contextlib.suppress(FileNotFoundError):
+                if os.fstat(f.fileno()).st_ino == os.stat(self.path).st_ino:
+                    self._file = f
+                    break
+            f.close()
+        else:
+            raise ConfigError(f"{self.path} keeps changing under this run; is another run starting there?")
+        stale = _read_holder(f)
+        if stale.get("pid"):
+            logger.warning(
+                "taking over %s of pid %s on %s, which holds it no more",
+                self.path,
+                stale["pid"],
+                stale.get("host"),
+            )
+        f.seek(0)
+        f.truncate()
+        holder = dict(pid=os.getpid(), host=socket.gethostname(), since=datetime.datetime.now().isoformat())
+        f.write(json.dumps(holder))
+        f.flush()
+
+    def release(self) -> None:
+        """Remove the file, then let the lock go (a run that finds the file gone starts over)."""
+        if self._file is not None:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.path)
+            self._file.close()
+            self._file = None
+
+
+def _try_flock(f: Any) -> bool:
+    import fcntl
+
+    try:
+        fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as err:
+        if err.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+            return False
+        # a filesystem without locks: run unguarded rather than not at all
+        logger.warning("cannot lock %s (%s): nothing stops a second run in this folder", f.name, err)
+    return True
+
+
+def _read_holder(f: Any) -> dict:
+    f.seek(0)
+    try:
+        holder = json.loads(f.read() or "{}")
+    except ValueError:
+        return {}
+    return holder if isinstance(holder, dict) else {}
