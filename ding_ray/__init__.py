@@ -5,3 +5,12 @@ __version__ = "0.1.0"
 from ding_ray.utils.runtime import install_log_fallback as _install_log_fallback
 
 _install_log_fallback()  # INFO lines show once the application sets the level, as in DI-engine
+
+
+def __getattr__(name: str):
+    # ``ding_ray.load_policy``: imported on first use, so that ``import ding_ray`` stays light
+    if name == "load_policy":
+        from ding_ray.entry.trained_policy import load_policy
+
+        return load_policy
+    raise AttributeError(f"module 'ding_ray' has no attribute '{name}'")

@@ -9,6 +9,7 @@ import importlib
 _EXPORTS = {
     "compile_ray_config": "ray_entry",
     "eval": "eval_entry",
+    "load_policy": "trained_policy",
     "ray_pipeline": "ray_entry",
     "read_result": "result",
     "serial_pipeline": "serial_entry",

@@ -3,6 +3,7 @@
     ding-ray train cartpole_dqn                      # a bundled config, serial pipeline
     ding-ray train my_config.py --mode ray --seed 1  # a DI-engine style config file, on Ray
     ding-ray eval cartpole_dqn_seed0/ckpt/ckpt_best.pth.tar --episodes 10
+    ding-ray export cartpole_dqn_seed0 cartpole_dqn.pt      # TorchScript (.onnx: ONNX)
     ding-ray plot cartpole_dqn_seed0 cartpole_dqn_seed1 --out curves.png
     ding-ray list
 
@@ -17,7 +18,7 @@ import importlib.metadata
 import sys
 import textwrap
 
-from ding_ray.entry.cli_commands import PROG, cmd_eval, cmd_list, cmd_plot, cmd_train
+from ding_ray.entry.cli_commands import PROG, cmd_eval, cmd_export, cmd_list, cmd_plot, cmd_train
 from ding_ray.errors import DingRayError
 
 
@@ -140,6 +141,33 @@ def build_parser() -> argparse.ArgumentParser:
         help="override config values, as for train",
     )
     ev.set_defaults(func=cmd_eval)
+
+    ex = sub.add_parser(
+        "export",
+        help="export a trained policy to TorchScript or ONNX",
+        formatter_class=fmt,
+        description=_wrap(
+            "Write what ding_ray.load_policy(RUN_OR_CKPT).act computes as one file: float32 observations "
+            "'obs' (batch, *obs_shape) in, the env's actions 'action' out (int64 indices, or float32 "
+            "scaled onto the env's bounds with env.act_scale); PPO's observation normalisation is inside. "
+            "A run folder exports its best checkpoint, else its final, else its latest run checkpoint. "
+            "The file is read back and checked to act as the policy does. ONNX needs "
+            'pip install "ding_ray[onnx]".'
+        ),
+        epilog="examples:\n  ding-ray export cartpole_dqn_seed0 cartpole_dqn.pt\n"
+        "  ding-ray export pendulum_sac_seed0/ckpt/ckpt_final.pth.tar pendulum_sac.onnx",
+    )
+    ex.add_argument("source", metavar="RUN_OR_CKPT", help="a run folder or a checkpoint file")
+    ex.add_argument("out", metavar="OUT", help="the file to write (.onnx: ONNX, else TorchScript)")
+    ex.add_argument(
+        "--format", choices=("torchscript", "onnx"), default=None, help="default: from OUT's suffix"
+    )
+    ex.add_argument(
+        "--config",
+        default=None,
+        help="config file or bundled config name (default: the run's total_config.json)",
+    )
+    ex.set_defaults(func=cmd_export)
 
     plot = sub.add_parser(
         "plot",

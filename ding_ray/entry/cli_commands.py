@@ -252,8 +252,26 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 
 def _run_dir_of_ckpt(ckpt: str) -> str | None:
-    folder = os.path.dirname(os.path.dirname(os.path.abspath(ckpt)))
-    return folder if os.path.isfile(os.path.join(folder, "total_config.json")) else None
+    from ding_ray.entry.trained_policy import run_dir_of
+
+    return run_dir_of(ckpt)
+
+
+# ----- export -----
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from ding_ray.entry.export import export_policy
+
+    info = export_policy(args.source, args.out, config=args.config, fmt=args.format)
+    action = info["action"]
+    print(
+        f"{PROG}: exported {info['policy']} ({info['env_id']}) from {info['source']} to {args.out}: "
+        f"obs float32 {tuple(info['obs']['shape'])} -> action {action['dtype']} {tuple(action['shape'])}"
+        + (", scaled onto the env's bounds" if action["scaled_onto_env_bounds"] else "")
+        + (", observation normalisation inside" if info["obs_norm"] else "")
+    )
+    return 0
 
 
 def _place_videos(video_dir: str, target: str) -> str:

@@ -259,6 +259,12 @@ class Policy:
     def _eval_columns(self, data: dict[int, Any], **kwargs: Any) -> tuple[list[int], dict[str, Any]]:
         raise NotImplementedError
 
+    def _eval_tensors(self, obs: torch.Tensor) -> dict[str, Any]:
+        """The eval forward of a batch of observation tensors: ``{'action', 'logit'}``. Tensor
+        operations only, so that ``torch.jit.trace`` records it whole (``ding_ray.load_policy``'s
+        ``act`` and ``ding-ray export`` run it)."""
+        raise NotImplementedError
+
     def _forward_collect(self, data: dict[int, Any], **kwargs: Any) -> dict[int, Any]:
         return per_env(*self._collect_columns(data, **kwargs))
 

@@ -200,8 +200,11 @@ class DiscreteSACPolicy(SACPolicy):
     def _eval_columns(self, data: dict[int, Any]) -> tuple[list[int], dict[str, Any]]:
         env_ids, obs = obs_batch(data)
         set_mode(self._eval_model, False)
-        logit = self._eval_model.compute_actor(torch.from_numpy(obs).to(self._device))["logit"]
-        return env_ids, {"logit": logit, "action": logit.argmax(-1)}
+        return env_ids, self._eval_tensors(torch.from_numpy(obs).to(self._device))
+
+    def _eval_tensors(self, obs: torch.Tensor) -> dict[str, Any]:
+        logit = self._eval_model.compute_actor(obs)["logit"]
+        return {"logit": logit, "action": logit.argmax(-1)}
 
 
 def _min_q(q: torch.Tensor | list[torch.Tensor]) -> torch.Tensor:

@@ -211,6 +211,9 @@ class DQNPolicy(Policy):
     def _eval_columns(self, data: dict[int, Any]) -> tuple[list[int], dict[str, Any]]:
         env_ids, obs, mask = split_obs(data)
         set_mode(self._eval_model, False)
-        q = self._eval_model(torch.from_numpy(obs).to(self._device))["logit"]
-        action = mask_q(q, None if mask is None else torch.from_numpy(mask)).argmax(-1)
-        return env_ids, {"action": action, "logit": q}
+        obs_t = torch.from_numpy(obs).to(self._device)
+        return env_ids, self._eval_tensors(obs_t, None if mask is None else torch.from_numpy(mask))
+
+    def _eval_tensors(self, obs: torch.Tensor, mask: torch.Tensor | None = None) -> dict[str, Any]:
+        q = self._eval_model(obs)["logit"]
+        return {"action": mask_q(q, mask).argmax(-1), "logit": q}

@@ -381,10 +381,12 @@ class PPOPolicy(Policy):
     def _eval_columns(self, data: dict[int, Any]) -> tuple[list[int], dict[str, Any]]:
         env_ids, obs = obs_batch(data)
         set_mode(self._eval_model, False)
-        obs_t = self._normalize(torch.from_numpy(obs).to(self._device))
-        logit = self._eval_model(obs_t, "compute_actor")["logit"]
+        return env_ids, self._eval_tensors(torch.from_numpy(obs).to(self._device))
+
+    def _eval_tensors(self, obs: torch.Tensor) -> dict[str, Any]:
+        logit = self._eval_model(self._normalize(obs), "compute_actor")["logit"]
         action = logit["mu"] if self._continuous else logit.argmax(-1)  # the Gaussian's mean, or greedy
-        return env_ids, {"action": action, "logit": logit}
+        return {"action": action, "logit": logit}
 
     # ----- state dicts: the model plus the observation statistics ---------------------------------
     def _state_dict_collect(self) -> dict[str, Any]:
