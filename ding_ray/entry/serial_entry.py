@@ -223,40 +223,49 @@ class SerialRun:
         set_torch_threads(cfg.policy.learn.get("num_threads", 1))
         set_pkg_seed(cfg.seed, use_cuda=cfg.policy.cuda)
         collector_env, evaluator_env = build_envs(cfg, dynamic_seed, env_setting)
-        fill_model_shapes(cfg, collector_env.observation_space, collector_env.action_space)
-        policy = create_policy(cfg.policy, model=model, enable_field=["learn", "collect", "eval"])
-        policy.check_spaces(collector_env.observation_space.shape, *space_info(collector_env.action_space))
+        self.lock = None
         try:
+            fill_model_shapes(cfg, collector_env.observation_space, collector_env.action_space)
+            policy = create_policy(cfg.policy, model=model, enable_field=["learn", "collect", "eval"])
+            policy.check_spaces(
+                collector_env.observation_space.shape, *space_info(collector_env.action_space)
+            )
+            self.cfg, self.policy = cfg, policy
             self.lock = claim_run_dir(cfg, self.store, self.resumed, policy.learn_mode.state_dict())
-        except BaseException:
+            self._build_workers(collector_env, evaluator_env, episodes_as_samples)
+        except BaseException:  # the folder and the env processes are free again
+            if self.lock is not None:
+                self.lock.release()
             collector_env.close()
             evaluator_env.close()
             raise
-        collector_cfg = cfg.policy.collect.collector
-        if collector_cfg.type == "episode" and episodes_as_samples(cfg):
-            collector_cfg.get_train_sample = True
-        tb_logger = SummaryWriter(os.path.join(cfg.exp_name, "log", "serial"))
-        log_config(tb_logger, cfg)
-        self.cfg, self.policy, self.tb_logger = cfg, policy, tb_logger
-        self.learner = BaseLearner(
-            cfg.policy.learn.learner, policy.learn_mode, tb_logger, exp_name=cfg.exp_name
-        )
-        self.collector = create_serial_collector(
-            collector_cfg,
-            env=collector_env,
-            policy=policy.collect_mode,
-            tb_logger=tb_logger,
-            exp_name=cfg.exp_name,
-        )
-        self.evaluator = InteractionSerialEvaluator(
-            cfg.policy.eval.evaluator, evaluator_env, policy.eval_mode, tb_logger, exp_name=cfg.exp_name
-        )
         self.buffer: Any = None  # the off-policy entry's replay buffer: part of every checkpoint
         self.closers = [self.collector.close, self.evaluator.close, self.learner.close, self.lock.release]
         self.stop, self.last_eval = False, None
         self.on_eval: Callable[[dict], None] | None = None  # called with each evaluation's info (Tune)
         self._next_ckpt = 0
         self.last_checkpoint: Checkpoint | None = None
+
+    def _build_workers(self, collector_env: Any, evaluator_env: Any, episodes_as_samples: Any) -> None:
+        cfg, policy = self.cfg, self.policy
+        collector_cfg = cfg.policy.collect.collector
+        if collector_cfg.type == "episode" and episodes_as_samples(cfg):
+            collector_cfg.get_train_sample = True
+        self.tb_logger = SummaryWriter(os.path.join(cfg.exp_name, "log", "serial"))
+        log_config(self.tb_logger, cfg)
+        self.learner = BaseLearner(
+            cfg.policy.learn.learner, policy.learn_mode, self.tb_logger, exp_name=cfg.exp_name
+        )
+        self.collector = create_serial_collector(
+            collector_cfg,
+            env=collector_env,
+            policy=policy.collect_mode,
+            tb_logger=self.tb_logger,
+            exp_name=cfg.exp_name,
+        )
+        self.evaluator = InteractionSerialEvaluator(
+            cfg.policy.eval.evaluator, evaluator_env, policy.eval_mode, self.tb_logger, exp_name=cfg.exp_name
+        )
 
     @contextlib.contextmanager
     def running(self, start: float, pipeline: str) -> Iterator[None]:
