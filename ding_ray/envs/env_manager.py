@@ -329,11 +329,10 @@ def _check_common_keys(cfg: EasyDict) -> None:
         raise ConfigError(f"env.manager.retry_type must be 'reset' or 'renew', got {cfg.retry_type!r}.")
     if cfg.max_retry < 1:
         raise ConfigError(f"env.manager.max_retry must be >= 1 (attempts per reset), got {cfg.max_retry}.")
-    limit = cfg.max_step_failures
-    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+    if cfg.max_step_failures < 1:  # its type is checked with the keys
         raise ConfigError(
-            f"env.manager.max_step_failures must be an integer >= 1 (failed steps in a row of one env "
-            f"before the run stops), got {limit!r}."
+            "env.manager.max_step_failures must be >= 1 (failed steps in a row of one env before the "
+            f"manager gives up on it), got {cfg.max_step_failures}."
         )
     for key in ("step_timeout", "reset_timeout"):
         value = cfg[key]

@@ -1,10 +1,14 @@
-"""Spaces that do not fit the model, and an env whose observation shape changes: clear errors that
-name the env, both shapes and the config value to set, before any torch matrix error."""
+"""Spaces that do not fit the model, and an env whose observations change shape or are of another
+dtype or None: clear errors that name the env, both shapes (or dtypes) and what to do, before any
+torch matrix error, from the collectors and the evaluator alike (one check)."""
 
 import copy
+import json
 import os
 from functools import partial
 
+import gymnasium as gym
+import numpy as np
 import pytest
 
 import tests.bad_input.envs  # noqa: F401 - registers the BadInput* envs
@@ -12,9 +16,10 @@ from ding_ray.entry import serial_pipeline
 from ding_ray.envs import GymnasiumEnv, create_env_manager
 from ding_ray.errors import EnvError, ShapeError
 from ding_ray.policy import DQNPolicy
-from ding_ray.worker import EpisodeSerialCollector, SampleSerialCollector
+from ding_ray.worker import EpisodeSerialCollector, InteractionSerialEvaluator, SampleSerialCollector
 from ding_ray.worker.eval_worker import EvalWorker
 from ding_ray.worker.rollout_worker import RolloutWorker
+from ding_ray.worker.step_checks import obs_fits, obs_spec
 from tests.bad_input.configs import CREATE, compiled, small_main
 
 MODEL = dict(obs_shape=4, action_shape=2, encoder_hidden_size_list=[16], dueling=False)
@@ -113,3 +118,83 @@ def test_an_env_with_a_wrong_first_observation_fails_at_reset():
     collector = SampleSerialCollector(dict(n_sample=4), env, DQNPolicy(dict(model=MODEL)).collect_mode)
     with pytest.raises(ShapeError, match=r"shape \(5,\) at reset, but .* has shape \(4,\)"):
         collector.collect()
+
+
+# ---------------------------------------------------------------------- the evaluator's observations
+def bad_obs_manager(env_id: str, manager: str = "base", **kwargs):
+    cfg = GymnasiumEnv.default_config()
+    cfg.update(env_id=env_id, kwargs=kwargs)
+    env = create_env_manager(dict(type=manager), [partial(GymnasiumEnv, cfg=cfg)])
+    env.seed(0)
+    return env
+
+
+def eval_mode():
+    return DQNPolicy(dict(model=MODEL), enable_field=["eval"]).eval_mode
+
+
+@pytest.mark.parametrize("kind", ["base", "subprocess"])
+def test_the_evaluator_checks_the_shape_as_collectors_do(kind):
+    env = bad_obs_manager("BadInputShapeShift-v0", kind, shift_at=3)
+    evaluator = InteractionSerialEvaluator(dict(n_episode=1), env, eval_mode())
+    try:
+        with pytest.raises(ShapeError) as err:
+            evaluator.eval()
+    finally:
+        evaluator.close()
+    name = (
+        "env 0 (GymnasiumEnv(BadInputShapeShift-v0))"
+        if kind == "base"
+        else "env 0 of SyncSubprocessEnvManager"
+    )
+    assert f"{name} returned an observation of shape (5,) at step 3 of its episode" in str(err.value)
+    assert "policy.model.obs_shape) has shape (4,)" in str(err.value)
+
+
+OBS_ERRORS = {
+    "int64": (
+        "returned an observation of dtype int64 at reset, but its observation_space has dtype float32, "
+        "which the model is built for. Return observations of the space's dtype (obs.astype(np.float32)), "
+        "or wrap the env: gymnasium.wrappers.TransformObservation("
+    ),
+    "none": "returned None as its observation at reset, but its observation_space",
+}
+
+
+@pytest.mark.parametrize("runner", ["collector", "evaluator"])
+@pytest.mark.parametrize("obs", list(OBS_ERRORS))
+def test_int_or_none_observations_are_refused_by_name_before_the_model(runner, obs):
+    env = bad_obs_manager("BadInputBadObs-v0", kind=obs)
+    if runner == "collector":
+        collector = SampleSerialCollector(dict(n_sample=4), env, DQNPolicy(dict(model=MODEL)).collect_mode)
+        run = collector.collect
+    else:
+        run = InteractionSerialEvaluator(dict(n_episode=1), env, eval_mode()).eval
+    with pytest.raises(ShapeError) as err:
+        run()
+    assert str(err.value).startswith("env 0 (GymnasiumEnv(BadInputBadObs-v0)) " + OBS_ERRORS[obs])
+    env.close()
+
+
+def test_obs_fits_takes_the_widths_of_a_kind_and_refuses_other_kinds():
+    floats = obs_spec(gym.spaces.Box(-1, 1, shape=(2,), dtype=np.float32))
+    pixels = obs_spec(gym.spaces.Box(0, 255, shape=(2,), dtype=np.uint8))
+    for obs in (np.zeros(2, np.float64), np.zeros(2, np.float16), np.zeros(2, bool), [0.0, 1.0]):
+        assert obs_fits(floats, obs)
+    for obs in (np.zeros(2, np.int64), np.zeros(3, np.float32), None, np.zeros((), np.float32)):
+        assert not obs_fits(floats, obs)
+    assert obs_fits(pixels, np.zeros(2, np.uint8)) and obs_fits(pixels, np.zeros(2, np.int64))
+    assert not obs_fits(pixels, np.zeros(2, np.float32))
+    assert obs_spec(gym.spaces.Dict(a=gym.spaces.Discrete(2))) is None and obs_fits(None, "anything")
+
+
+def test_serial_pipeline_with_a_shape_shifting_env_fails_in_its_first_evaluation(tmp_path):
+    """serial_pipeline evaluates first: the evaluator's own check names the env, not torch's matrix error."""
+    os.chdir(tmp_path)
+    main = small_main("shift_run", env=dict(env_id="BadInputShapeShift-v0"))
+    with pytest.raises(ShapeError, match=r"returned an observation of shape \(5,\) at step 3 of its episode"):
+        serial_pipeline((main, CREATE), seed=0, max_train_iter=5)
+    result = json.load(open("shift_run/result.json"))
+    assert result["error"].startswith("ShapeError: env 0 (GymnasiumEnv(BadInputShapeShift-v0))")
+    assert result["train_iter"] == 0 and result["best_eval_return"] is None
+    assert not os.path.exists("shift_run/ckpt/ckpt_best.pth.tar")

@@ -13,6 +13,7 @@ from ding_ray.worker.env_runner import EnvRunner
 from ding_ray.worker.step_checks import MAX_NONFINITE_IN_A_ROW, all_finite, too_many_nonfinite
 
 logger = logging.getLogger(__name__)
+_UNSEEN = object()  # no observation of the env checked yet (None is an observation, if a bad one)
 
 
 class VectorCollector(EnvRunner, ISerialCollector):
@@ -111,7 +112,7 @@ class VectorCollector(EnvRunner, ISerialCollector):
         for env_id, o in obs.items():
             # An obs that is not the next_obs checked in the env's last step is new (a reset's):
             # its shape is checked now, its values with the step it is acted on in.
-            self._unchecked[env_id] = o is not self._checked_obs.get(env_id)
+            self._unchecked[env_id] = o is not self._checked_obs.get(env_id, _UNSEEN)
             if self._unchecked[env_id]:
                 self._check_obs(env_id, o, 0)
         if random_collect and not self._random_with_policy:
