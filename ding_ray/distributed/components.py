@@ -43,9 +43,9 @@ from ding_ray.distributed.recovery import Recovered, Recovery
 from ding_ray.distributed.remote import RemoteBuffer, RemoteEvaluator, RemoteLearner
 from ding_ray.distributed.remote_collectors import RemoteCollectors
 from ding_ray.framework import OnlineRLContext, current_task
-from ding_ray.utils.checkpoint import Checkpoint, checkpoint_store
+from ding_ray.utils.checkpoint import Checkpoint
 from ding_ray.utils.result import end_of_run, write_result
-from ding_ray.utils.resume import claim_run_dir
+from ding_ray.utils.resume import checkpoint_store, claim_run_dir
 from ding_ray.utils.runtime import process_age_s, set_torch_threads, sigterm_as_interrupt
 from ding_ray.worker import metrics
 

@@ -147,7 +147,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     else:
         main_cfg, create_cfg, defaults = resolve_config(args.config)
     if args.resume is not None:  # the run's folder, mode and seed
-        from ding_ray.utils.checkpoint import find_checkpoint
+        from ding_ray.utils.resume import find_checkpoint
 
         meta = find_checkpoint(args.resume)[1].meta
         main_cfg.exp_name = args.resume

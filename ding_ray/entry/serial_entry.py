@@ -27,7 +27,6 @@ from ding_ray.utils.checkpoint import (
     LEARNER_FILE,
     Checkpoint,
     buffer_bytes,
-    checkpoint_store,
     learner_bytes,
     load_buffer_bytes,
     load_learner_bytes,
@@ -35,7 +34,7 @@ from ding_ray.utils.checkpoint import (
 )
 from ding_ray.utils.registry import POLICY_REGISTRY
 from ding_ray.utils.result import end_of_run, finite_or_none, log_config, write_result
-from ding_ray.utils.resume import claim_run_dir
+from ding_ray.utils.resume import checkpoint_store, claim_run_dir
 from ding_ray.utils.runtime import set_pkg_seed, set_torch_threads, setup_logging, sigterm_as_interrupt
 from ding_ray.worker import (
     BaseLearner,

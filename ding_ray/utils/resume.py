@@ -1,6 +1,6 @@
-"""Taking a run's folder, serial or on Ray: everything ``resume=`` needs is checked before anything
-is written (the checkpoint is there, of the same policy and env, and its weights fit the model the
-config builds), then the folder is locked, then a resumed run's ``total_config.json`` is written."""
+"""What ``resume=`` checks, serial or on Ray, before anything is written: the checkpoint is there,
+of the same policy and env, and its weights fit the model the config builds; then the run's folder
+is locked and a resumed run's ``total_config.json`` written. A new run must find no checkpoint."""
 
 from __future__ import annotations
 
@@ -17,14 +17,63 @@ from ding_ray.utils.checkpoint import (
     LEARNER_FILE,
     Checkpoint,
     CheckpointStore,
-    find_checkpoint,
     load_learner_bytes,
+    storage_root,
 )
 from ding_ray.utils.run_dir import RunLock, save_config
 
 logger = logging.getLogger(__name__)
 
 CONFIG_FILE = "total_config.json"
+
+
+def find_checkpoint(run_dir: str, cfg: Mapping | None = None) -> tuple[CheckpointStore, Checkpoint]:
+    """The latest complete checkpoint of the run in ``run_dir`` (or under ``cfg``'s storage path):
+    what ``resume=`` continues from. No checkpoint there is a ``ConfigError`` saying so."""
+    root = storage_root(cfg) if cfg is not None else os.path.abspath(run_dir)
+    store = CheckpointStore(root, keep=((cfg or {}).get("checkpoint") or {}).get("keep", 2))
+    ckpt = store.latest()
+    if ckpt is None:
+        raise ConfigError(
+            f"resume={run_dir!r}: there is no complete checkpoint under {store.dir}. Name the folder "
+            "of a run that wrote one (checkpoint.freq > 0, a run stopped by Ctrl-C/SIGTERM, or one run "
+            "to its end), or start a new run without resume."
+        )
+    return store, ckpt
+
+
+def checkpoint_store(cfg: Mapping, resume: str | None = None) -> tuple[CheckpointStore, Checkpoint | None]:
+    """The run's checkpoint store, and with ``resume`` the checkpoint to go on from.
+
+    A new run must find no checkpoint there: its actors would start from it (a shared
+    ``checkpoint.storage_path`` that holds an earlier run of the same name), so that is a
+    ``ConfigError`` naming ``resume=`` and the way to a fresh folder.
+    """
+    if resume is not None:
+        store, ckpt = find_checkpoint(resume, cfg)
+        check_same_run(ckpt, cfg)
+        return store, ckpt
+    store = CheckpointStore(storage_root(cfg), (cfg.get("checkpoint") or {}).get("keep", 2))
+    if store.latest() is not None:
+        raise ConfigError(
+            f"{store.dir} already holds checkpoints of an earlier run named like this one. Continue that run "
+            "with resume=<its folder>, or give this one another exp_name (or checkpoint.storage_path)."
+        )
+    return store, None
+
+
+def check_same_run(ckpt: Checkpoint, cfg: Mapping) -> None:
+    """A checkpoint resumes only the policy and env it was written for."""
+    saved = ckpt.meta.get("config") or {}
+    for path in (("policy", "type"), ("env", "env_id")):
+        old, new = saved, cfg
+        for key in path:
+            old, new = (old or {}).get(key), (new or {}).get(key)
+        if old != new:
+            raise ConfigError(
+                f"resume: the checkpoint {ckpt.folder} was written by a run with {'.'.join(path)}={old!r}, "
+                f"and this config has {new!r}. Resume with the config of that run, or start a new one."
+            )
 
 
 def claim_run_dir(
