@@ -20,6 +20,7 @@ from easydict import EasyDict
 
 from ding_ray.distributed.actors import Actors
 from ding_ray.distributed.recovery import Recovered, Recovery
+from ding_ray.errors import StorageError
 from ding_ray.utils.checkpoint import BUFFER_FILE, LEARNER_FILE, Checkpoint, CheckpointStore
 
 logger = logging.getLogger(__name__)
@@ -85,6 +86,10 @@ class RayCheckpointer:
         except Recovered:  # an actor died while writing: this one is left unfinished, never read
             logger.warning("checkpoint %s abandoned: an actor died while writing it", folder)
             return None
+        except ray.exceptions.RayTaskError as err:  # a full disk: its own message says it all
+            if isinstance(err.cause, StorageError):
+                raise err.cause from None
+            raise
         files = {LEARNER_FILE: outs[0]["file"]}
         meta = dict(meta, train_iter=outs[0]["train_iter"])
         if self.save_buffer:

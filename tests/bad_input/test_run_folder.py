@@ -183,6 +183,27 @@ def _own_tmpfs_works(folder: str) -> bool:
     )
 
 
+def _in_full_disk(root: str, script: str, size: str, leave: int, timeout: float) -> dict:
+    """Run ``tests/bad_input/<script> root leave`` on a tmpfs of ``size`` mounted at ``root`` in a
+    user and mount namespace of its own; its report."""
+    command = (
+        f"mount -t tmpfs -o size={size} tmpfs {root} && "
+        f"exec {sys.executable} tests/bad_input/{script} {root} {leave}"
+    )
+    env = {**os.environ, "PYTHONPATH": REPO}
+    proc = subprocess.run(
+        ["unshare", "-Urm", "sh", "-c", command],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("REPORT ")]
+    assert lines, proc.stdout[-2000:] + proc.stderr[-3000:]
+    return json.loads(lines[-1][len("REPORT ") :])
+
+
 def test_a_full_disk_at_the_last_checkpoint_still_writes_result_json_and_leaves_no_temp_file(tmp_path):
     """On a 1 MiB tmpfs of the test's own (a mount namespace: nothing outside sees it), the disk
     fills up just before the run's final checkpoint; a real ENOSPC, nothing mocked."""
@@ -190,22 +211,7 @@ def test_a_full_disk_at_the_last_checkpoint_still_writes_result_json_and_leaves_
     os.makedirs(root)
     if not _own_tmpfs_works(root):
         pytest.skip("cannot mount a tmpfs in a user and mount namespace here (unshare -Urm)")
-    script = (
-        f"mount -t tmpfs -o size=1m tmpfs {root} && "
-        f"exec {sys.executable} tests/bad_input/full_disk_run.py {root} 12288"
-    )
-    env = {**os.environ, "PYTHONPATH": REPO}
-    proc = subprocess.run(
-        ["unshare", "-Urm", "sh", "-c", script],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=180,
-    )
-    lines = [line for line in proc.stdout.splitlines() if line.startswith("REPORT ")]
-    assert lines, proc.stdout[-2000:] + proc.stderr[-3000:]
-    report = json.loads(lines[-1][len("REPORT ") :])
+    report = _in_full_disk(root, "full_disk_run.py", "1m", 12288, timeout=180)
     error = report["error"]
     assert error.startswith("ding_ray.errors.StorageError: Cannot write the checkpoint "), error
     assert f"{root}/run/checkpoints/iter_00000020: No space left on device" in error
@@ -215,6 +221,22 @@ def test_a_full_disk_at_the_last_checkpoint_still_writes_result_json_and_leaves_
     assert not [f for f in report["files"] if f.endswith(".tmp")], report["files"]
     # the earlier checkpoint is the one to resume from, byte for byte as it was
     assert report["latest"].endswith("iter_00000016") and report["unchanged"]
+
+
+@pytest.mark.ray
+def test_a_full_disk_at_the_last_checkpoint_of_a_ray_run_still_writes_result_json(tmp_path):
+    """The same on Ray: the learner actor's write fails; the driver's error is that StorageError
+    (not Ray's traceback), result.json records it, no temp file is left. Ray runs inside the
+    namespace, so its actors see the tmpfs."""
+    root = str(tmp_path / "disk")
+    os.makedirs(root)
+    if not _own_tmpfs_works(root):
+        pytest.skip("cannot mount a tmpfs in a user and mount namespace here (unshare -Urm)")
+    report = _in_full_disk(root, "full_disk_ray_run.py", "2m", 65536, timeout=240)
+    assert report["error"].startswith("StorageError: Cannot write the checkpoint "), report["error"][:2000]
+    assert f"{root}/run/checkpoints/iter_" in report["error"] and "bytes free on its disk" in report["error"]
+    assert report["result"]["error"] == report["error"] and report["result"]["last_checkpoint"] is None
+    assert not [f for f in report["files"] if f.endswith(".tmp")], report["files"]
 
 
 # ----- item 12 (part): fsync before meta.json --------------------------------------------------------
