@@ -117,6 +117,8 @@ def test_runs_started_at_once_with_one_exp_name_get_folders_of_their_own(tmp_pat
         folders = dict(out.get(timeout=60) for _ in procs)
         for p in procs:
             p.join(timeout=30)
+            if p.is_alive():
+                p.kill()
         assert len(set(folders.values())) == n, folders
         for seed, folder in folders.items():
             with open(os.path.join(folder, "total_config.json")) as f:
