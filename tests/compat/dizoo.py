@@ -96,3 +96,8 @@ def read_dizoo_config(relpath: str) -> tuple[EasyDict, EasyDict]:
 def example_script(name: str) -> str:
     """The source of ``ding/example/<name>`` in the wheel."""
     return (wheel_root() / "ding" / "example" / name).read_text()
+
+
+def dizoo_source(relpath: str) -> str:
+    """The source of ``dizoo/<relpath>`` in the wheel (an entry script, e.g. ``*_main.py``)."""
+    return (wheel_root() / "dizoo" / relpath).read_text()
