@@ -1,0 +1,88 @@
+"""Bad envs inside the collector and evaluator actors behave as they do in one process: an env whose
+step always fails ends the call with its cause (no endless loop), an inf evaluation return is a
+failed episode (no stop, no new ckpt_best; counted on the Ray dashboard), a misshapen observation
+is refused by name."""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+import urllib.request
+
+import pytest
+import ray
+
+import tests.bad_input.envs  # noqa: F401 - registers the BadInput* envs (here and in the actors)
+from ding_ray.distributed.actors import CollectorWorker, EvaluatorWorker
+from ding_ray.distributed.metrics import metric_name
+from ding_ray.entry import compile_ray_config
+from ding_ray.errors import EnvError, ShapeError
+from ding_ray.worker import metrics
+from tests.bad_input.configs import CREATE, small_main
+
+pytestmark = pytest.mark.ray
+CALL_S = 120  # bound on any call: before the fix the collector's never returned
+
+
+class BadEnvCollector(CollectorWorker):
+    """A collector actor whose process imports this module, and so has the BadInput envs."""
+
+
+class BadEnvEvaluator(EvaluatorWorker):
+    """An evaluator actor whose process imports this module, and so has the BadInput envs."""
+
+
+def metric_lines(port: int, name: str) -> list[str]:
+    text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+    return [line for line in text.splitlines() if line.startswith("ray_" + name)]
+
+
+def ray_cfg(tmp_path, **env):
+    return compile_ray_config((small_main(str(tmp_path / "exp"), env=env), CREATE), seed=0, save_cfg=False)
+
+
+def test_a_collector_actor_whose_env_always_fails_ends_its_call_with_the_cause(ray_session, tmp_path):
+    cfg = ray_cfg(tmp_path, env_id="BadInputBrokenStep-v0", kwargs=dict(mistake="str_reward"))
+    actor = ray.remote(num_cpus=0.5)(BadEnvCollector).remote(cfg, 0)
+    try:
+        with pytest.raises(EnvError) as err:  # Ray's task error is also an EnvError
+            ray.get(actor.collect.remote(None), timeout=CALL_S)
+    finally:
+        ray.kill(actor)
+    assert "failed in step 5 times in a row" in str(err.value)
+    assert "reward is a str ('1.0'), not a number" in str(err.value)
+
+
+def test_an_evaluator_actor_counts_an_inf_return_as_failed_and_keeps_its_best(ray_session, tmp_path):
+    cfg = ray_cfg(
+        tmp_path, env_id="BadInputNonFinite-v0", kwargs=dict(bad_every=10, length=10), stop_value=100
+    )
+    actor = ray.remote(num_cpus=0.5)(BadEnvEvaluator).remote(cfg)
+    best = os.path.join(cfg.exp_name, "ckpt", "ckpt_best.pth.tar")
+    try:
+        first = ray.get(actor.evaluate.remote(None, 1, 100), timeout=CALL_S)  # return 10
+        saved = os.stat(best).st_mtime_ns
+        second = ray.get(actor.evaluate.remote(None, 2, 200), timeout=CALL_S)  # return inf
+    finally:
+        ray.kill(actor)
+    assert first[metrics.EVAL_RETURN_MEAN] == 10 and first[metrics.EVAL_NONFINITE_EPISODES] == 0
+    assert second["stop"] is False and second["best_return"] == 10
+    assert math.isnan(second[metrics.EVAL_RETURN_MEAN]) and second[metrics.EVAL_NONFINITE_EPISODES] == 1
+    assert os.stat(best).st_mtime_ns == saved  # ckpt_best is still the first evaluation's
+    # the count is a counter on the Ray dashboard, tagged with the actor and the experiment
+    name, deadline = metric_name(metrics.EVAL_NONFINITE_EPISODES), time.monotonic() + 30
+    while not (lines := metric_lines(ray_session, name)):
+        assert time.monotonic() < deadline, f"{name} never reached Prometheus"
+        time.sleep(0.5)
+    assert any('actor="evaluator"' in ln and ln.endswith(" 1.0") for ln in lines), lines
+
+
+def test_an_evaluator_actor_refuses_a_misshapen_observation_by_name(ray_session, tmp_path):
+    cfg = ray_cfg(tmp_path, env_id="BadInputShapeShift-v0")
+    actor = ray.remote(num_cpus=0.5)(BadEnvEvaluator).remote(cfg)
+    try:
+        with pytest.raises(ShapeError, match=r"observation of shape \(5,\) at step 3 of its episode"):
+            ray.get(actor.evaluate.remote(None, 1, 100), timeout=CALL_S)
+    finally:
+        ray.kill(actor)
