@@ -111,7 +111,8 @@ class BrokenStepEnv(StepEnv):
     """Its ``step`` is broken from the first call on, in the way ``mistake`` names: ``'raise'`` (a
     TypeError every time), ``'old_gym'`` (the 4 values of the old gym API), ``'str_reward'``,
     ``'array_reward'`` (a reward of 2 numbers), ``'info_list'`` (an info that is not a dict) or
-    ``'flaky'`` (a TypeError in every second step only)."""
+    ``'flaky'`` (a TypeError in every second step only) or ``'third_step'`` (a TypeError in the third
+    step of every episode)."""
 
     def __init__(self, mistake: str = "raise", length: int = 10):
         super().__init__(length)
@@ -119,7 +120,11 @@ class BrokenStepEnv(StepEnv):
 
     def step(self, action):
         obs, reward, terminated, truncated, info = super().step(action)
-        if self.mistake == "raise" or (self.mistake == "flaky" and self.total_steps % 2 == 0):
+        if (
+            self.mistake == "raise"
+            or (self.mistake == "flaky" and self.total_steps % 2 == 0)
+            or (self.mistake == "third_step" and self._t == 3)
+        ):
             raise TypeError("unsupported operand type(s) for +: 'int' and 'NoneType'")
         if self.mistake == "old_gym":
             return obs, reward, terminated or truncated, info
@@ -129,7 +134,7 @@ class BrokenStepEnv(StepEnv):
             return obs, np.array([1.0, 0.5]), terminated, truncated, info
         if self.mistake == "info_list":
             return obs, reward, terminated, truncated, [info]
-        if self.mistake == "flaky":
+        if self.mistake in ("flaky", "third_step"):
             return obs, reward, terminated, truncated, info
         raise ValueError(f"unknown mistake {self.mistake!r}")
 

@@ -74,6 +74,26 @@ def test_the_evaluator_stops_too():
     evaluator.close()
 
 
+@pytest.mark.parametrize("kind", ["base", "subprocess"])
+def test_an_evaluation_whose_episodes_all_fail_midway_ends(kind):
+    """Steps 1 and 2 of each episode work, so no env fails 5 steps in a row; but every episode is
+    cut by a failure, and the evaluator (which replaces a cut episode, as DI-engine's) would never end."""
+    env = broken_manager("third_step", kind, n=1)
+    evaluator = InteractionSerialEvaluator(
+        dict(n_episode=2), env, DQNPolicy(dict(model=MODEL), enable_field=["eval"]).eval_mode
+    )
+    try:
+        with pytest.raises(EnvError) as err:
+            evaluator.eval()
+    finally:
+        evaluator.close()
+    assert str(err.value).startswith(
+        "The evaluation cannot finish: 6 of its episodes ended in a failed env step (more than "
+        "max(n_episode, 5)) while 0 of its 2 finished. The last failure, of env 0"
+    )
+    assert 'TypeError("unsupported operand type(s)' in str(err.value)
+
+
 def test_the_limit_counts_failures_in_a_row_and_is_configurable(caplog):
     # an env that fails every other step is not given up on, even with a limit of 2 ...
     cfg = GymnasiumEnv.default_config()

@@ -14,7 +14,7 @@ import numpy as np
 from easydict import EasyDict
 
 from ding_ray.config.merge import checked_config, default_config_of
-from ding_ray.errors import ConfigError
+from ding_ray.errors import ConfigError, EnvError
 from ding_ray.policy.common import numpy_forward
 from ding_ray.utils.registry import SERIAL_EVALUATOR_REGISTRY
 from ding_ray.worker import metrics
@@ -47,7 +47,9 @@ class InteractionSerialEvaluator(EnvRunner, ISerialEvaluator):
     reward) counts as failed: it takes its place among the ``n_episode`` episodes (so an evaluation
     still ends), is logged, counted in ``nonfinite_episodes`` (``evaluator/nonfinite_episodes``)
     and left out of the returns; an evaluation with no finite episode has the mean NaN and neither
-    saves ``ckpt_best`` nor stops the run. DI-engine would average the inf in and stop.
+    saves ``ckpt_best`` nor stops the run. DI-engine would average the inf in and stop. An episode
+    cut by a failed env step is replaced, as in DI-engine; more of them than ``max(n_episode, 5)``
+    in one evaluation (an env that fails in every episode) is an ``EnvError``.
 
     Videos: every ``render.render_freq`` training iterations (``render.mode='train_iter'``) or env
     steps (``'envstep'``), and whenever ``eval(force_render=True)``, an evaluation asks its env
@@ -184,6 +186,7 @@ class InteractionSerialEvaluator(EnvRunner, ISerialEvaluator):
         forward = numpy_forward(self._policy)  # numpy outputs: actions the env managers take as they are
         env_steps = 0
         length = [0] * self._env.env_num  # steps of each env's episode so far
+        crashed = 0  # episodes ended by a failed step: replaced, as in DI-engine, up to a bound
         while not monitor.is_finished():
             obs = {i: o for i, o in self._env.ready_obs.items() if monitor.needs_episode(i)}
             for env_id, o in obs.items():
@@ -194,6 +197,11 @@ class InteractionSerialEvaluator(EnvRunner, ISerialEvaluator):
                 if timestep.info.get("abnormal", False):
                     self._policy.reset([env_id])
                     length[env_id] = 0
+                    crashed += 1
+                    if crashed > max(n_episode, 5):  # an env that fails in every episode: no end
+                        raise _episodes_keep_failing(
+                            self._env_name(env_id), crashed, monitor, n_episode, timestep.info.get("error")
+                        )
                     continue
                 env_steps += 1
                 length[env_id] += 1
@@ -290,6 +298,17 @@ class InteractionSerialEvaluator(EnvRunner, ISerialEvaluator):
         """Continue a resumed run: its best return so far and the iteration it last evaluated."""
         self._max_episode_return = float("-inf") if best_return is None else float(best_return)
         self._last_eval_iter = int(last_eval_iter)
+
+
+def _episodes_keep_failing(
+    env_name: str, crashed: int, monitor: VectorEvalMonitor, n_episode: int, error: Any
+) -> EnvError:
+    return EnvError(
+        f"The evaluation cannot finish: {crashed} of its episodes ended in a failed env step (more than "
+        f"max(n_episode, 5)) while {monitor.get_current_episode()} of its {n_episode} finished. The last "
+        f"failure, of {env_name}: {error}. An env that fails in every episode cannot be evaluated: fix "
+        "the env's step (see the warnings above)."
+    )
 
 
 def _check_render_cfg(cfg: EasyDict) -> None:
