@@ -14,6 +14,7 @@ from ding_ray.policy.base import Policy
 from ding_ray.policy.common import check_finite_loss, set_mode, to_tensor_batch
 from ding_ray.policy.optim import make_adam
 from ding_ray.rl_utils import q_nstep_td_error
+from ding_ray.rl_utils.adder import nstep_return_data
 from ding_ray.utils.registry import POLICY_REGISTRY
 
 
@@ -178,32 +179,9 @@ class DQNPolicy(Policy):
         }
 
     def _get_train_sample(self, transitions: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """One sample per transition; with nstep > 1 rewards become [nstep] vectors.
-
-        ``transitions`` is one env's consecutive steps within one episode. A window that reaches
-        the end of the list is shortened: ``value_gamma = gamma ** k`` for its k steps, and the
-        bootstrap uses the last step's ``next_obs``; a terminal step can only be the last one.
-        """
-        n = self._nstep
-        if n == 1:
-            return transitions
-        length = len(transitions)
-        rewards = np.asarray([t["reward"] for t in transitions], dtype=np.float32).reshape(length)
-        samples = []
-        for i in range(length):
-            k = min(n, length - i)
-            last = transitions[i + k - 1]
-            reward = np.zeros(n, dtype=np.float32)
-            reward[:k] = rewards[i : i + k]
-            sample = dict(transitions[i])
-            sample.update(
-                reward=reward,
-                next_obs=last["next_obs"],
-                done=last["done"],
-                value_gamma=np.float32(self._gamma**k),
-            )
-            samples.append(sample)
-        return samples
+        """One sample per transition of one env's consecutive steps; with nstep > 1 rewards become
+        [nstep] vectors (``rl_utils.nstep_return_data``)."""
+        return nstep_return_data(transitions, self._nstep, self._gamma)
 
     # ----- eval -------------------------------------------------------------------------------
 
