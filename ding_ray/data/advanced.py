@@ -205,6 +205,8 @@ class AdvancedReplayBuffer(RingBuffer):
 
         Stratified: one draw in each of ``size`` equal slices of the total weight (PER's scheme).
         """
+        if size == 0:  # an empty draw, as the uniform buffers give (no slices of the weight to divide)
+            return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float64)
         u = self._rng.random(size)
         if stratified:
             strata = self._strata.get(size)

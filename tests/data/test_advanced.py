@@ -263,3 +263,12 @@ def test_quality_monitor_reports_to_tensorboard():
     assert sorted({s for _, _, s in writer.scalars}) == [3, 7]
     staleness = [v for k, v, s in writer.scalars if k == "buffer/staleness_mean" and s == 7]
     assert staleness == [6.5]  # calls at iterations 6 and 7 of data collected at 0
+
+
+def test_sample_of_zero_items_is_empty_as_in_the_uniform_buffer():
+    buf = make(replay_buffer_size=20)
+    buf.push(batch(0, 10))
+    assert buf.sample(0) == []
+    empty = buf.sample(0, columnar=True)
+    assert len(empty["replay_buffer_idx"]) == 0 and empty["obs"].shape[0] == 0
+    assert buf.count() == 10 and len(buf.sample(4)) == 4  # nothing held was touched
