@@ -8,6 +8,7 @@ from typing import Any
 from easydict import EasyDict
 
 from ding_ray.config.merge import default_config_of
+from ding_ray.errors import DataFormatError
 
 
 class IBuffer(ABC):
@@ -65,9 +66,13 @@ class IBuffer(ABC):
     def load_data(self, file_name: str) -> None:
         """Read a file written by ``save_data``; raises ``DataFormatError`` and changes nothing if
         the file is truncated, tampered with, of another version or of another buffer type."""
-        from ding_ray.data.file_format import load_state
+        from ding_ray.data.file_format import file_error, load_state
 
-        self.load_state_dict(load_state(file_name, type(self).__name__))
+        state = load_state(file_name, type(self).__name__)
+        try:
+            self.load_state_dict(state)
+        except DataFormatError as err:
+            raise file_error(file_name, err) from err
 
     def start(self) -> None:  # noqa: B027 - optional hook
         """Start background work (none by default)."""

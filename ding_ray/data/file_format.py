@@ -171,7 +171,12 @@ def load_state(file_name: str, expected_type: str | None = None) -> dict:
     try:
         return decode_state(blob, expected_type)
     except DataFormatError as err:
-        raise DataFormatError(
-            f"File '{file_name}' cannot be loaded: {err} Nothing was loaded from it; use an intact copy "
-            "(an earlier snapshot, or write the data again), or go on without it (an empty buffer)."
-        ) from err
+        raise file_error(file_name, err) from err
+
+
+def file_error(file_name: str, err: DataFormatError) -> DataFormatError:
+    """``err`` (a defect found in a buffer file's contents) as an error naming the file and what to do."""
+    return DataFormatError(
+        f"File '{file_name}' cannot be loaded: {err} Nothing was loaded from it; use an intact copy "
+        "(an earlier snapshot, or write the data again), or go on without it (an empty buffer)."
+    )

@@ -185,12 +185,16 @@ class RingBuffer(IBuffer):
                 f"The state was saved by a {state.get('buffer_type')!r}, it cannot be loaded into a "
                 f"{type(self).__name__}."
             )
-        storage = type(self._storage).from_state_dict(state.get("storage"))
-        if storage.capacity != self._storage.capacity:
+        # Checked before the storage is built: it is allocated at the declared capacity, so a small
+        # file declaring a huge one would otherwise take gigabytes (or raise MemoryError) first.
+        storage_state = state.get("storage")
+        declared = storage_state.get("capacity") if isinstance(storage_state, Mapping) else None
+        if declared is not None and declared != self._storage.capacity:
             raise DataFormatError(
-                f"The state holds a buffer of capacity {storage.capacity}, this buffer has "
+                f"The state holds a buffer of capacity {declared!r}, this buffer has "
                 f"replay_buffer_size={self._storage.capacity}; create it with the same size to load it."
             )
+        storage = type(self._storage).from_state_dict(storage_state)
         return {
             "_storage": storage,
             "_push_count": state_int(state, "push_count"),

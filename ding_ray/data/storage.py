@@ -144,6 +144,10 @@ class ColumnarRing:
         if filled < ring.capacity and head != filled:
             raise DataFormatError("Buffer storage state: a ring that is not full must have head == filled.")
         flat = columns_from_state(columns, filled)
+        if flat and not filled:
+            # Rows of zero length prove no per-row size: refused so they cannot make ``_create``
+            # allocate ``capacity`` rows of any shape; a saved empty ring has no columns.
+            raise DataFormatError("Buffer storage state has columns but no rows.")
         if flat:
             ring._create(flat)
             if "schema" in state and state["schema"] != ring.schema:

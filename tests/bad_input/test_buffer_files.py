@@ -6,11 +6,13 @@ import io
 import os
 import pickle
 
+import numpy as np
 import pytest
 import torch
 from easydict import EasyDict
 
-from ding_ray.data import AdvancedReplayBuffer, NaiveReplayBuffer
+from ding_ray.data import AdvancedReplayBuffer, EpisodeReplayBuffer, NaiveReplayBuffer
+from ding_ray.data.file_format import encode_state
 from ding_ray.errors import DataFormatError
 from tests.bad_input.traps import MarkerTrap, assert_trap_is_live, bit_flip, pickle_trap, truncations
 from tests.data.fakes import transition
@@ -118,3 +120,52 @@ def test_the_intact_file_still_loads_after_the_refusals(saved, tmp_path):
 def test_a_missing_file_is_named(tmp_path):
     with pytest.raises(FileNotFoundError, match="nowhere.msgpack"):
         filled(NaiveReplayBuffer).load_data(str(tmp_path / "nowhere.msgpack"))
+
+
+def declaring_capacity(cls, capacity: int) -> bytes:
+    """A well-formed file (valid checksum) of a small ``cls`` buffer that declares ``capacity``."""
+    state = filled(cls).state_dict()
+    state["storage"]["capacity"] = capacity
+    return encode_state(state, cls.__name__)
+
+
+HUGE = "holds a buffer of capacity 1000000000000, this buffer has replay_buffer_size=16"
+
+
+@pytest.mark.parametrize("cls", [NaiveReplayBuffer, AdvancedReplayBuffer])
+def test_a_small_file_declaring_a_huge_capacity_is_refused_before_allocating(cls, tmp_path):
+    """A 1 KB file declaring 10**12 rows used to allocate the declared capacity before comparing it
+    with the buffer's (a raw MemoryError; 2e8 rows took 1.6 GB and 14 s): the capacity is checked first."""
+    blob = declaring_capacity(cls, 10**12)
+    assert len(blob) < 10_000
+    text = refused(cls, blob, tmp_path)
+    assert HUGE in text and "create it with the same size to load it" in text
+
+
+def test_an_episode_file_declaring_a_huge_capacity_is_refused_before_allocating(tmp_path):
+    target = EpisodeReplayBuffer(EasyDict(replay_buffer_size=16))
+    target.push([transition(i, done=i == 3) for i in range(4)])
+    before = target.state_dict()
+    source = EpisodeReplayBuffer(EasyDict(replay_buffer_size=16))
+    source.push([transition(i) for i in range(3)])
+    state = source.state_dict()
+    state["storage"]["capacity"] = 10**12
+    bad = str(tmp_path / "bad.msgpack")
+    with open(bad, "wb") as f:
+        f.write(encode_state(state, "EpisodeReplayBuffer"))
+    with pytest.raises(DataFormatError, match=HUGE):
+        target.load_data(bad)
+    assert_same(target.state_dict(), before)
+
+
+@pytest.mark.parametrize("cls", [NaiveReplayBuffer, AdvancedReplayBuffer])
+def test_zero_row_columns_of_a_huge_shape_are_refused(cls, tmp_path):
+    """An empty ring whose columns declare 10**12 floats per row: nothing in the file proves a row
+    size, so it is refused instead of allocating 16 such rows (a raw MemoryError before)."""
+    state = filled(cls).state_dict()
+    state["storage"].update(head=0, filled=0, columns=[[["obs"], np.zeros((0, 10**12), np.float32)]])
+    state["storage"]["schema"] = [{"path": ["obs"], "dtype": "<f4", "shape": [10**12]}]
+    for name in ("unique_id", "priority", "use_count", "collect_iter"):
+        if name in state:
+            state[name] = state[name][:0]
+    assert "has columns but no rows" in refused(cls, encode_state(state, cls.__name__), tmp_path)
