@@ -190,9 +190,9 @@ def _merge_env(tree: EasyDict, main: EasyDict) -> EasyDict:
     declares none (a user's own env); the manager section is always checked."""
     user_env = EasyDict(main.get("env") or {})
     if len(tree.env) > 1:  # more than the manager: the env declares its keys
-        return merge_config(tree.env, user_env, "env")
+        return merge_config(tree.env, user_env, "env", root=tree)
     env = deep_merge_dicts({k: v for k, v in user_env.items() if k != "manager"}, {})
-    env.manager = merge_config(tree.env.manager, user_env.get("manager"), "env.manager")
+    env.manager = merge_config(tree.env.manager, user_env.get("manager"), "env.manager", root=tree)
     env.setdefault("collector_env_num", 8)
     env.setdefault("evaluator_env_num", 5)
     env.setdefault("n_evaluator_episode", 4)  # DI-engine's env template
@@ -257,7 +257,9 @@ def compile_config(
     tree = build_default_tree(main, classes, extra_defaults)
     env_section = _merge_env(tree, main)
     merged = merge_config(
-        {k: v for k, v in tree.items() if k != "env"}, {k: v for k, v in main.items() if k != "env"}
+        {k: v for k, v in tree.items() if k != "env"},
+        {k: v for k, v in main.items() if k != "env"},
+        root=tree,
     )
     merged.env = env_section
     merged.seed = int(seed)

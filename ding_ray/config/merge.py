@@ -79,11 +79,15 @@ def _check_type(path: str, default: Any, value: Any) -> Any:
     )
 
 
-def merge_config(defaults: Mapping, user: Mapping | None, path: str = "") -> EasyDict:
+def merge_config(
+    defaults: Mapping, user: Mapping | None, path: str = "", root: Mapping | None = None
+) -> EasyDict:
     """Merge ``user`` over ``defaults``, raising ``ConfigError`` on unknown keys or wrong types.
 
     A default that is an empty dict is free-form: any keys are accepted below it (model kwargs,
     env kwargs). ``cfg_type`` and ``import_names`` are bookkeeping keys and always accepted.
+    ``root``: the whole tree of defaults (``defaults`` sits at ``path`` in it), searched for an
+    unknown key's name at another level ('policy.batch_size' -> 'policy.learn.batch_size').
     """
     merged = _without_extra_entries(EasyDict(copy.deepcopy(dict(defaults))))
     open_section = len(defaults) == 0 or (len(defaults) == 1 and "cfg_type" in defaults)
@@ -104,9 +108,11 @@ def merge_config(defaults: Mapping, user: Mapping | None, path: str = "") -> Eas
                     f"Config key '{full}' belongs to {NOT_SUPPORTED_YET[key]}, which ding_ray does not "
                     "support yet: remove the key to train without it."
                 )
-            hint = close_matches(key, [k for k in defaults if k != "cfg_type"])
+            elsewhere = _paths_of_leaf(key, root) if root is not None else _paths_of_leaf(key, defaults, path)
+            close = close_matches(key, [k for k in defaults if k != "cfg_type"])
+            hint = elsewhere + [f"{path}.{h}" if path else h for h in close if h not in elsewhere]
             where = f"'{path}'" if path else "the top level"
-            did_you_mean = f" Did you mean {' or '.join(repr(f'{path}.{h}' if path else h) for h in hint)}?"
+            did_you_mean = f" Did you mean {' or '.join(repr(h) for h in hint)}?"
             raise ConfigError(
                 f"Unknown config key '{full}'.{did_you_mean if hint else ''} "
                 f"Valid keys in {where}: {sorted(k for k in defaults if k != 'cfg_type')}."
@@ -116,12 +122,24 @@ def merge_config(defaults: Mapping, user: Mapping | None, path: str = "") -> Eas
             if value is None:
                 merged[key] = None
             elif isinstance(value, Mapping):
-                merged[key] = merge_config(default, value, full)
+                merged[key] = merge_config(default, value, full, root)
             else:
                 raise ConfigError(f"Config key '{full}' is a section (dict), got {type(value).__name__}.")
         else:
             merged[key] = copy.deepcopy(_check_type(full, default, value))
     return merged
+
+
+def _paths_of_leaf(key: str, tree: Mapping, prefix: str = "") -> list[str]:
+    """The paths in ``tree`` (which sits at ``prefix``) of the keys named ``key``, sections first."""
+    found = []
+    for name, value in tree.items():
+        full = f"{prefix}.{name}" if prefix else str(name)
+        if name == key:
+            found.append(full)
+        if isinstance(value, Mapping):
+            found += _paths_of_leaf(key, value, full)
+    return found
 
 
 def _without_extra_entries(cfg: EasyDict) -> EasyDict:

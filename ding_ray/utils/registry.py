@@ -14,8 +14,13 @@ from ding_ray.errors import RegistryError
 
 
 def close_matches(name: str, candidates: Iterable[str], n: int = 3) -> list[str]:
-    """The candidates that look most like ``name`` (for "did you mean" messages)."""
-    return difflib.get_close_matches(str(name), list(candidates), n=n, cutoff=0.5)
+    """The candidates that look most like ``name`` (for "did you mean" messages), compared
+    ignoring case, so that 'DQN' finds 'dqn'."""
+    by_lower: dict[str, list[str]] = {}
+    for candidate in candidates:
+        by_lower.setdefault(str(candidate).lower(), []).append(candidate)
+    close = difflib.get_close_matches(str(name).lower(), list(by_lower), n=n, cutoff=0.5)
+    return [candidate for lower in close for candidate in by_lower[lower]][:n]
 
 
 class Registry:

@@ -52,6 +52,25 @@ def test_misspelled_keys_name_the_key_and_the_close_match(over, key, suggestion)
     assert f"Unknown config key {key}" in message and "Did you mean" in message and suggestion in message
 
 
+@pytest.mark.parametrize(
+    "over, key, suggestion",
+    [
+        (dict(policy=dict(batch_size=32)), "policy.batch_size", "'policy.learn.batch_size'"),
+        (dict(learning_rate=1e-3), "learning_rate", "'policy.learn.learning_rate'"),
+        (dict(env=dict(n_sample=16)), "env.n_sample", "'policy.collect.n_sample'"),
+        (
+            dict(policy=dict(learn=dict(eval_freq=5))),
+            "policy.learn.eval_freq",
+            "'policy.eval.evaluator.eval_freq'",
+        ),
+    ],
+)
+def test_a_key_at_the_wrong_level_suggests_where_it_belongs(over, key, suggestion):
+    with pytest.raises(ConfigError) as err:
+        compile_with(**over)
+    assert str(err.value).startswith(f"Unknown config key '{key}'. Did you mean {suggestion}")
+
+
 def test_a_key_with_no_close_match_lists_the_valid_keys():
     with pytest.raises(
         ConfigError, match=r"Unknown config key 'policy\.zzz'\. Valid keys in 'policy': \[.*'learn'"
@@ -161,6 +180,8 @@ def test_unknown_env_id_suggests_close_ids(tmp_path):
     "section, name, message",
     [
         ("policy", "dqm", r"Unknown policy type 'dqm'\. Did you mean 'dqn'"),
+        ("policy", "DQN", r"Unknown policy type 'DQN'\. Did you mean 'dqn'\?"),
+        ("env_manager", "Subprocess", r"Unknown env_manager type 'Subprocess'\. Did you mean 'subprocess'"),
         ("env", "gymnasum", r"Unknown env type 'gymnasum'\. Did you mean 'gymnasium'"),
         ("env_manager", "subproces", r"Unknown env_manager type 'subproces'\. Did you mean 'subprocess'"),
         ("replay_buffer", "advancd", r"Unknown buffer type 'advancd'\. Did you mean 'advanced'"),
