@@ -14,6 +14,7 @@ from typing import Any
 from easydict import EasyDict
 
 from ding_ray.config.merge import deep_merge_dicts, merge_config
+from ding_ray.config.ranges import check_ranges
 from ding_ray.errors import ConfigError
 from ding_ray.utils.checkpoint import CHECKPOINT_CONFIG
 from ding_ray.utils.registry import (
@@ -93,12 +94,13 @@ def _get(cfg: Mapping, path: tuple[str, ...]) -> Any:
 def _section(cfg: EasyDict, path: tuple[str, ...]) -> EasyDict:
     """The dict at ``path`` in ``cfg``, created empty where missing."""
     for i, key in enumerate(path):
-        if cfg.get(key) is None:
+        if key not in cfg:
             cfg[key] = EasyDict()
         elif not isinstance(cfg[key], Mapping):
             raise ConfigError(
                 f"Config key '{'.'.join(path[: i + 1])}' is a section (dict), got "
-                f"{type(cfg[key]).__name__} {cfg[key]!r}."
+                f"{type(cfg[key]).__name__} {cfg[key]!r}: give a dict of its keys, or remove it to use its "
+                "defaults."
             )
         cfg = cfg[key]
     return cfg
@@ -296,30 +298,10 @@ def _copy_shared_values(merged: EasyDict) -> None:
         collect.unroll_len = merged.policy.unroll_len
 
 
-# Counts and sizes that must be >= 1 (or >= 0), by their path in the compiled config.
-_AT_LEAST = {
-    "env.collector_env_num": 1,
-    "env.evaluator_env_num": 1,
-    "env.n_evaluator_episode": 1,
-    "policy.nstep": 1,
-    "policy.random_collect_size": 0,
-    "policy.learn.batch_size": 1,
-    "policy.learn.update_per_collect": 1,
-    "policy.collect.n_sample": 1,
-    "policy.collect.n_episode": 1,
-    "policy.eval.evaluator.eval_freq": 1,
-    "policy.other.replay_buffer.replay_buffer_size": 1,
-}
-
-
 def _check_sizes(merged: EasyDict) -> None:
-    """Counts and sizes in range, and a replay buffer that can hold one training batch."""
-    for path, low in _AT_LEAST.items():
-        value = _get(merged, tuple(path.split(".")))
-        if isinstance(value, (int, float)) and not isinstance(value, bool) and value < low:
-            raise ConfigError(
-                f"Config key '{path}' must be >= {low}, got {value!r}; set it to {low} or more."
-            )
+    """Values in their ranges (``ding_ray.config.ranges``), and a replay buffer that can hold one
+    training batch."""
+    check_ranges(merged)
     policy, buffer = merged.policy, merged.policy.other.replay_buffer
     batch_size, capacity = policy.learn.get("batch_size"), buffer.get("replay_buffer_size")
     # An episode buffer counts episodes, not transitions; on-policy entries use no replay buffer.
@@ -333,8 +315,28 @@ def _check_sizes(merged: EasyDict) -> None:
         )
 
 
+# Longest folder name of an exp_name: the file system's 255 less a renewed run's '_yymmdd_HHMMSS_NNN'.
+_MAX_NAME = 230
+
+
+def _check_exp_name(exp_name: str) -> None:
+    """A folder name the run can create: found out at compile time, not after training."""
+    if not exp_name.strip():
+        raise ConfigError(
+            "Config key 'exp_name' is empty: name the run's output folder, e.g. 'cartpole_dqn'."
+        )
+    longest = max(os.path.normpath(exp_name).split(os.sep), key=len)
+    size = len(longest.encode())
+    if size > _MAX_NAME:
+        raise ConfigError(
+            f"Config key 'exp_name' has a folder name of {size} bytes ('{longest[:40]}...'); file systems "
+            f"allow 255 and a renewed run adds a time stamp: keep each name to {_MAX_NAME} bytes."
+        )
+
+
 def _check_consistency(merged: EasyDict) -> None:
     """Settings that each pass the key check but cannot work together."""
+    _check_exp_name(merged.exp_name)
     _check_sizes(merged)
     policy, buffer = merged.policy, merged.policy.other.replay_buffer
     ckpt = merged.checkpoint

@@ -50,10 +50,21 @@ def default_config_of(cls: type) -> EasyDict:
     return cfg
 
 
+# Counts a collector or evaluator may take per call instead (DI-engine's ``collect(n_sample=...)``):
+# None there means "given to each call", whatever the default.
+NONE_MEANS_PER_CALL = ("collector.n_sample", "collector.n_episode", "evaluator.n_episode")
+
+
 def _check_type(path: str, default: Any, value: Any) -> Any:
-    """Return ``value`` (converted where lossless) or raise if it cannot stand for ``default``."""
-    if value is None or default is None:
+    """Return ``value`` (converted where lossless) or raise if it cannot stand for ``default``.
+    None stands only for a default of None ("not set"): elsewhere it would fail later, in use."""
+    if default is None or (value is None and path.endswith(NONE_MEANS_PER_CALL)):
         return value
+    if value is None:
+        raise ConfigError(
+            f"Config key '{path}' cannot be None (default {default!r}): remove the key to use the "
+            f"default, or give a {type(default).__name__}."
+        )
     if isinstance(default, bool):
         if isinstance(value, bool):
             return value
@@ -119,12 +130,13 @@ def merge_config(
             )
         default = defaults[key]
         if isinstance(default, Mapping):
-            if value is None:
-                merged[key] = None
-            elif isinstance(value, Mapping):
+            if isinstance(value, Mapping):
                 merged[key] = merge_config(default, value, full, root)
             else:
-                raise ConfigError(f"Config key '{full}' is a section (dict), got {type(value).__name__}.")
+                raise ConfigError(
+                    f"Config key '{full}' is a section (dict), got {type(value).__name__} {value!r}: give a "
+                    "dict of its keys, or remove it to use its defaults."
+                )
         else:
             merged[key] = copy.deepcopy(_check_type(full, default, value))
     return merged

@@ -197,3 +197,103 @@ def test_unknown_create_config_section_lists_the_known_ones():
         ConfigError, match=r"Unknown create_config section\(s\) \['colector'\]; expected \[.*'collector'"
     ):
         compile_with(create=dict(CREATE, colector=dict(type="sample")))
+
+
+def refused(tmp_path, **over) -> str:
+    """The message of the ConfigError compiling ``over`` raises; nothing was written under tmp_path."""
+    main = small_main(str(tmp_path / "exp"), **over)
+    with pytest.raises(ConfigError) as err:
+        compile_config(main, seed=0, auto=True, create_cfg=CREATE, save_cfg=True)
+    assert os.listdir(tmp_path) == []
+    return str(err.value)
+
+
+@pytest.mark.parametrize(
+    "path, default",
+    [
+        ("policy.learn.batch_size", "64"),
+        ("policy.learn.learning_rate", "0.001"),
+        ("policy.discount_factor", "0.97"),
+        ("env.collector_env_num", "8"),
+        ("policy.other.replay_buffer.replay_buffer_size", "4096"),
+    ],
+)
+def test_none_for_a_value_with_a_default_is_refused(tmp_path, path, default):
+    *sections, key = path.split(".")
+    over = {key: None}
+    for section in reversed(sections):
+        over = {section: over}
+    message = refused(tmp_path, **over)
+    assert message.startswith(f"Config key '{path}' cannot be None (default {default}): remove the key")
+
+
+@pytest.mark.parametrize("section", ["policy.learn", "checkpoint", "policy.other.replay_buffer"])
+@pytest.mark.parametrize("value", [None, 5])
+def test_a_section_given_a_value_is_refused(tmp_path, section, value):
+    *parents, key = section.split(".")
+    over = {key: value}
+    for parent in reversed(parents):
+        over = {parent: over}
+    message = refused(tmp_path, **over)
+    assert message == (
+        f"Config key '{section}' is a section (dict), got {type(value).__name__} {value!r}: give a dict of "
+        "its keys, or remove it to use its defaults."
+    )
+
+
+@pytest.mark.parametrize(
+    "over, message",
+    [
+        (dict(policy=dict(discount_factor=1.5)), "'policy.discount_factor' must be in [0, 1], got 1.5."),
+        (dict(policy=dict(discount_factor=-0.5)), "'policy.discount_factor' must be in [0, 1], got -0.5."),
+        (dict(env=dict(stop_value=float("nan"))), "'env.stop_value' must be a number, got NaN."),
+        (dict(env=dict(stop_value="abc")), "'env.stop_value' must be a number, got str 'abc'."),
+        (
+            dict(policy=dict(learn=dict(learning_rate=-1e-3))),
+            "'policy.learn.learning_rate' must be > 0, got -0.001.",
+        ),
+        (
+            dict(policy=dict(learn=dict(learning_rate=0))),
+            "'policy.learn.learning_rate' must be > 0, got 0.0.",
+        ),
+        (
+            dict(env=dict(collector_env_num=1e6)),
+            "'env.collector_env_num' must be in [1, 1024], got 1000000 (one",
+        ),
+        (
+            dict(policy=dict(other=dict(replay_buffer=dict(replay_buffer_size=1e12)))),
+            "'policy.other.replay_buffer.replay_buffer_size' must be in [1, 1e+08], got 1000000000000 (the",
+        ),
+        (
+            dict(policy=dict(collect=dict(n_sample=1e12))),
+            "'policy.collect.n_sample' must be in [1, 1e+07], got",
+        ),
+    ],
+)
+def test_values_out_of_range_are_refused_by_key_path(tmp_path, over, message):
+    assert refused(tmp_path, **over).startswith(f"Config key {message}")
+
+
+def test_an_infinite_stop_value_means_never_stop_and_is_accepted():
+    assert compile_with(env=dict(stop_value=float("inf"))).env.stop_value == float("inf")
+
+
+@pytest.mark.parametrize("seed", [-1, 2**32])
+def test_a_seed_numpy_cannot_take_is_refused(tmp_path, seed):
+    main = small_main(str(tmp_path / "exp"))
+    with pytest.raises(
+        ConfigError, match=rf"^Config key 'seed' must be in \[0, 4\.29497e\+09\], got {seed}\.$"
+    ):
+        compile_config(main, seed=seed, auto=True, create_cfg=CREATE, save_cfg=True)
+    assert os.listdir(tmp_path) == []
+
+
+def test_an_empty_or_overlong_exp_name_is_refused_before_any_folder(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ConfigError, match=r"^Config key 'exp_name' is empty: name the run's output folder"):
+        compile_config(small_main(""), seed=0, auto=True, create_cfg=CREATE, save_cfg=True)
+    with pytest.raises(
+        ConfigError, match=r"'exp_name' has a folder name of 300 bytes .*keep each name to 230"
+    ):
+        compile_config(small_main("runs/" + "x" * 300), seed=0, auto=True, create_cfg=CREATE, save_cfg=True)
+    assert os.listdir(tmp_path) == []
