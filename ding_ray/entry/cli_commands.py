@@ -161,6 +161,9 @@ def cmd_train(args: argparse.Namespace) -> int:
     apply_overrides(main_cfg, create_cfg, args.set)
     mode = args.mode or defaults.get("mode", "serial")
     max_env_step = args.max_env_step if args.max_env_step is not None else defaults.get("max_env_step")
+    for flag, budget in (("--max-env-step", max_env_step), ("--max-train-iter", args.max_train_iter)):
+        if budget is not None and budget < 1:
+            raise ConfigError(f"{flag} must be >= 1, got {budget}; leave it out for no budget.")
     if args.address is not None:
         if mode != "ray":
             raise ConfigError("--address names a Ray cluster to join: use it with --mode ray.")

@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 from functools import partial
 from typing import Any
 
 import torch
+from easydict import EasyDict
 from tensorboardX import SummaryWriter
 
 from ding_ray.config import compile_config
 from ding_ray.config.compile import split_input_cfg
 from ding_ray.entry.serial_entry import check_env_setting, fill_model_shapes
+from ding_ray.entry.trained_policy import load_weights_of
 from ding_ray.envs import create_env_manager, get_vec_env_setting, space_info
 from ding_ray.errors import ConfigError
 from ding_ray.policy import create_policy
@@ -52,6 +55,21 @@ def eval(  # noqa: A001 - DI-engine's name for this entry
         save_cfg=True,
         save_path="eval_config.json",
     )
+    try:
+        return _evaluate(cfg, env_setting, model, state_dict, load_path, replay_path)
+    except Exception:
+        shutil.rmtree(cfg.exp_name, ignore_errors=True)  # a failed evaluation leaves no folder behind
+        raise
+
+
+def _evaluate(
+    cfg: EasyDict,
+    env_setting: Any,
+    model: torch.nn.Module | None,
+    state_dict: dict | None,
+    load_path: str | None,
+    replay_path: str | None,
+) -> float:
     set_torch_threads(cfg.policy.learn.get("num_threads", 1))
     set_pkg_seed(cfg.seed, use_cuda=cfg.policy.cuda)
     if env_setting is None:
@@ -66,13 +84,14 @@ def eval(  # noqa: A001 - DI-engine's name for this entry
     fill_model_shapes(cfg, evaluator_env.observation_space, evaluator_env.action_space)
     policy = create_policy(cfg.policy, model=model, enable_field=["eval"])
     policy.check_spaces(evaluator_env.observation_space.shape, *space_info(evaluator_env.action_space))
+    source = "the state_dict given"
     if state_dict is None:
-        path = load_path or cfg.policy.get("load_path")
-        if not path:
+        source = load_path or cfg.policy.get("load_path")
+        if not source:
             raise ConfigError("eval needs weights: pass state_dict or load_path, or set policy.load_path.")
-        state_dict = load_checkpoint(path)
-        logger.info("evaluating the weights of %s", path)
-    policy.eval_mode.load_state_dict(state_dict)
+        state_dict = load_checkpoint(source)
+        logger.info("evaluating the weights of %s", source)
+    load_weights_of(policy.eval_mode, state_dict, source, cfg.policy.type)
     tb_logger = SummaryWriter(os.path.join(cfg.exp_name, "log", "eval"))
     evaluator = InteractionSerialEvaluator(
         cfg.policy.eval.evaluator, evaluator_env, policy.eval_mode, tb_logger, exp_name=cfg.exp_name

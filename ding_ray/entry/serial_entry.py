@@ -6,7 +6,7 @@ import contextlib
 import logging
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from functools import partial
 from typing import Any
 
@@ -206,7 +206,8 @@ class SerialRun:
     ) -> None:
         """``episodes_as_samples(cfg)``: whether an episode collector hands the learner side the
         episodes' train samples (not the episodes). ``resume``: the folder of a run to continue."""
-        self.resume_training = bool(main_cfg.get("policy", {}).get("learn", {}).get("resume_training", False))
+        learn = (main_cfg.get("policy") or {}).get("learn")  # not a dict: compile_config says so
+        self.resume_training = isinstance(learn, Mapping) and bool(learn.get("resume_training", False))
         if resume is not None:  # the same folder: logs, checkpoints and result.json go on there
             main_cfg = EasyDict({**main_cfg, "exp_name": os.fspath(resume)})
         cfg = compile_config(

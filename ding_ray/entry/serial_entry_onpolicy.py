@@ -69,6 +69,8 @@ def train_on_policy(
 def is_on_policy(main_cfg: Mapping, create_cfg: Mapping) -> bool:
     """Whether the config names an on-policy policy (its ``on_policy`` key, else its class default)."""
     policy = main_cfg.get("policy") or {}
+    if not isinstance(policy, Mapping):
+        return False  # compile_config reports a policy section that is not a dict
     if "on_policy" in policy:
         return bool(policy["on_policy"])
     name = str((create_cfg.get("policy") or {}).get("type") or policy.get("type") or "")

@@ -113,14 +113,22 @@ def load_policy(path: str | os.PathLike, config: Any = None) -> TrainedPolicy:
         if cfg.env.get("act_scale") and space_info(env.action_space)[0] == "continuous":
             scale = GymnasiumEnv._scale_of(env.action_space)  # the env's own (center, half width)
         env.close()
+    load_weights_of(policy.eval_mode, state, source, cfg.policy.type)
+    return TrainedPolicy(policy, cfg, source, scale)
+
+
+def load_weights_of(mode: Any, state: Any, source: str, policy_type: str) -> None:
+    """Load a checkpoint's ``state`` (a policy's state dict, or a run checkpoint's ``learner.pth``)
+    into a policy mode, or raise ConfigError saying the weights belong to another model."""
+    if _is_learner_file(state):
+        state = state["policy"]
     try:
-        policy.eval_mode.load_state_dict(state)
-    except (RuntimeError, KeyError) as err:  # torch's size mismatch, a missing 'model'
+        mode.load_state_dict(state)
+    except (RuntimeError, KeyError, TypeError) as err:  # torch's size mismatch, a missing 'model'
         raise ConfigError(
-            f"The weights in {source} do not fit the config's {cfg.policy.type} model ({err}). Pass the "
+            f"The weights in {source} do not fit the config's {policy_type} model ({err}). Pass the "
             "config of the run that wrote them."
         ) from err
-    return TrainedPolicy(policy, cfg, source, scale)
 
 
 def run_dir_of(path: str) -> str | None:
