@@ -132,7 +132,10 @@ class RayComponents:
         # On-policy policies can peak and fall back within a few rounds: every due version is
         # evaluated (a backlog, also of those due while the evaluator starts), not only the latest.
         self.evaluator = RemoteEvaluator(
-            self.actors, max_backlog=8 if sync else 0, restart_timeout_s=cfg.ray.actor_start_timeout_s
+            self.actors,
+            max_backlog=8 if sync else 0,
+            restart_timeout_s=cfg.ray.actor_start_timeout_s,
+            recovery=self.recovery,
         )
         self.checkpointer = RayCheckpointer(cfg, self.actors, self.recovery, self.store, self.resumed)
         self.recovery.on_restart("buffer", self._buffer_restarted)
@@ -285,7 +288,7 @@ class RayComponents:
         # the evaluator runs beside training: the weights that reached the stop value were taken
         # at this many env steps, while env_steps counts what was collected until it said so
         out["stop_env_step"] = self.evaluator.stop_env_step
-        out["recoveries"] = self.recovery.events  # each restart of the learner or buffer, and what it lost
+        out["recoveries"] = self.recovery.events  # each restart of learner, buffer, evaluator; its losses
         out.update(self.checkpointer.summary())
         if self.resumed is not None:
             out["resumed_from"] = self.resumed.folder

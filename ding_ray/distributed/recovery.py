@@ -6,6 +6,11 @@ buffer snapshot). The driver notices the death on the next call that fails, wait
 be back, lets the components drop what was in flight on it, records what was lost (result.json's
 ``recoveries``), and the run goes on. An actor that does not come back ends the run with an
 ``ActorDiedError`` naming it, raised once.
+
+Every restart is recorded, also one the driver never saw: an actor that died again while
+restarting (or twice between two polls) answers with its latest incarnation only, so Ray's restart
+count says how many deaths that answer covers; each one unseen is an event with ``unseen: True``
+(what it lost is counted in the event of the incarnation that answered).
 """
 
 from __future__ import annotations
@@ -22,6 +27,24 @@ from ding_ray.distributed.actors import Actors
 from ding_ray.distributed.errors import ActorDiedError
 
 logger = logging.getLogger(__name__)
+
+
+def ray_restarts(handle: Any) -> int | None:
+    """How many times Ray restarted the actor behind ``handle``; None if Ray does not say."""
+    try:  # Ray's actor table: the only place that counts restarts (a developer API)
+        from ray._private.state import actors
+
+        return int(actors(actor_id=handle._actor_id.hex())["NumRestarts"])
+    except Exception:  # noqa: BLE001 - a missing count only merges unseen deaths into one event
+        return None
+
+
+def restart_events(name: str, before: int | None, now: int | None) -> list[dict[str, Any]]:
+    """The events of the deaths between restart counts ``before`` and ``now`` that the driver did
+    not see (all but the last, which the caller records with what it lost)."""
+    if before is None or now is None:
+        return []
+    return [{"actor": name, "restored_from": None, "unseen": True} for _ in range(now - before - 1)]
 
 
 class Recovered(Exception):
@@ -54,6 +77,7 @@ class Recovery:
         self._discarded: list = []
         self._probe: dict[str, Any] | None = None  # instance() calls in flight (poll)
         self._probed_at = time.monotonic()
+        self._restarts: dict[str, int | None] = {n: 0 for n in self._names}  # Ray's count, last seen
 
     def on_restart(self, name: str, fn: Callable[[dict, dict], None]) -> None:
         """``fn(instance, event)`` runs when actor ``name`` is back: ``instance`` is what its
@@ -128,16 +152,26 @@ class Recovery:
             return None
 
     def _restarted(self, name: str, instance: dict) -> None:
+        before, self._restarts[name] = self._restarts[name], ray_restarts(getattr(self.actors, name))
+        self.record(*restart_events(name, before, self._restarts[name]))
         event = {"actor": name, "restored_from": instance["restored_from"]}
         for fn in self._listeners[name]:
             fn(instance, event)
-        self.events.append(event)
-        logger.warning(
-            "the %s actor died and is back, restored from %s; lost: %s",
-            name,
-            instance["restored_from"] or "nothing (no checkpoint yet)",
-            {k: v for k, v in event.items() if k.startswith("lost_")},
-        )
+        self.record(event)
+
+    def record(self, *events: dict[str, Any]) -> None:
+        """Log and keep (for result.json) the restarts of an actor, this driver's or another's."""
+        for event in events:
+            self.events.append(event)
+            if event.get("unseen"):
+                logger.warning("the %s actor died again before it answered (restarted again)", event["actor"])
+                continue
+            logger.warning(
+                "the %s actor died and is back, restored from %s; lost: %s",
+                event["actor"],
+                event["restored_from"] or "nothing (no checkpoint yet)",
+                {k: v for k, v in event.items() if k.startswith("lost_")},
+            )
 
     def discard(self, refs: list) -> None:
         """Calls whose results are no longer wanted (an actor died under them): their outcomes are

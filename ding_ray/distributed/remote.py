@@ -31,7 +31,7 @@ from ding_ray.data.rate_limiter import RateLimiter
 from ding_ray.distributed.actors import Actors
 from ding_ray.distributed.cluster import ClusterError
 from ding_ray.distributed.errors import ActorDiedError
-from ding_ray.distributed.recovery import Recovered, Recovery
+from ding_ray.distributed.recovery import Recovered, Recovery, ray_restarts, restart_events
 from ding_ray.distributed.weights import WeightsRef
 from ding_ray.utils.runtime import process_age_s
 from ding_ray.worker import metrics
@@ -279,10 +279,18 @@ class RemoteEvaluator:
     be missed. 0: skip them, evaluating the latest weights as soon as the evaluator is free.
     """
 
-    def __init__(self, actors: Actors, max_backlog: int = 0, restart_timeout_s: float = 120.0) -> None:
+    def __init__(
+        self,
+        actors: Actors,
+        max_backlog: int = 0,
+        restart_timeout_s: float = 120.0,
+        recovery: Recovery | None = None,
+    ) -> None:
         """``restart_timeout_s``: how long a dead evaluator may take to come back (a node with room
-        for it) before the run ends with an error, rather than training on without evaluations."""
-        self.actors = actors
+        for it) before the run ends with an error, rather than training on without evaluations.
+        ``recovery``: where its restarts are recorded (result.json's ``recoveries``)."""
+        self.actors, self.recovery = actors, recovery
+        self._ray_restarts: int | None = 0
         self._restart_timeout_s = float(restart_timeout_s)
         self._restart_since = 0.0
         self.weights: WeightsRef | None = None
@@ -360,11 +368,12 @@ class RemoteEvaluator:
             return None
         if self._restarting:  # the ping answered: evaluate the latest weights now
             self._restarting = False
-            logger.warning("the evaluator is back")
+            self._note_restarts(died=True, lost=1 + len(self._backlog))
             self._backlog.clear()
             self._launch((self.weights, *self._evaluating[1:]))
             return None
         self._failures = 0
+        self._note_restarts()  # it died while idle and Ray brought it back before this call
         self.best_return = out["best_return"]
         if out["stop"] and self.stop_weights is None:
             self.stop_weights, self.stop_env_step = self._evaluating[0], int(out["envstep"])
@@ -376,3 +385,17 @@ class RemoteEvaluator:
         info["eval_episode_return_max"] = out[metrics.EVAL_RETURN_MAX]
         info["eval_episode_return_min"] = out[metrics.EVAL_RETURN_MIN]
         return bool(out["stop"]), info
+
+    def _note_restarts(self, died: bool = False, lost: int = 0) -> None:
+        """Record the evaluator's restarts since the last call: the one whose call failed (``died``,
+        ``lost`` evaluations not done), and any Ray did between two evaluations, unseen otherwise."""
+        before, self._ray_restarts = self._ray_restarts, ray_restarts(self.actors.evaluator)
+        now = self._ray_restarts
+        if not died and (before is None or now is None or now <= before):
+            return
+        events = [*restart_events("evaluator", before, now)]
+        events.append({"actor": "evaluator", "restored_from": None, "lost_evaluations": lost})
+        if self.recovery is not None:
+            self.recovery.record(*events)
+        else:
+            logger.warning("the evaluator is back")

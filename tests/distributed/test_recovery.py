@@ -18,6 +18,7 @@ from ding_ray.data.file_format import decode_state, encode_state
 from ding_ray.distributed import RayComponents, async_pipeline, make_plan
 from ding_ray.errors import ConfigError
 from ding_ray.framework import Task
+from ding_ray.framework.task_runner import current_task
 from ding_ray.utils.checkpoint import BUFFER_FILE
 from tests.distributed.configs import compiled
 
@@ -133,3 +134,53 @@ def test_the_sync_pipeline_goes_on_after_its_learner_died(ray_session, tmp_path)
     (event,) = rc.result["recoveries"]
     assert event["actor"] == "learner" and event["restored_from"] == killed[0].folder
     assert event["lost_train_iters"] >= 15 - killed[0].train_iter
+
+
+def test_two_quick_buffer_deaths_are_two_recoveries(ray_session, tmp_path):
+    """The buffer dies, and dies again as soon as it is back, before the driver heard from it: the
+    driver sees one new incarnation, and Ray's restart count says it covers two deaths."""
+    cfg = _cfg(tmp_path, "kill_buffer_twice")
+    killed = {}
+
+    def kill_twice(ctx):
+        if not killed and ctx.train_iter >= 250 and rc.checkpointer.last is not None:
+            killed["checkpoint"] = rc.checkpointer.last
+            buffer = rc.actors.buffer
+            ray.kill(buffer, no_restart=False)
+            ray.get(buffer.instance.options(max_task_retries=-1).remote(), timeout=120)  # back once
+            ray.kill(buffer, no_restart=False)
+
+    with RayComponents(cfg, make_plan(cfg)) as rc:
+        ctx = _run(rc, max_train_iter=400, each=kill_twice)
+    assert ctx.train_iter >= 400
+    unseen, event = rc.result["recoveries"]
+    assert unseen == {"actor": "buffer", "restored_from": None, "unseen": True}
+    assert event["actor"] == "buffer" and event["restored_from"] >= killed["checkpoint"].folder
+    assert event["buffer_count"] == rc.checkpointer.meta_of(event["restored_from"])["buffer_count"]
+    with open(os.path.join(cfg.exp_name, "result.json")) as f:
+        assert json.load(f)["recoveries"] == [unseen, event]
+
+
+def test_an_evaluator_death_is_a_recovery_in_result_json(ray_session, tmp_path):
+    """Killed during an evaluation (its call fails) or between two (it is back before the next call,
+    which succeeds: Ray's restart count shows the death). The run ends at the first evaluation after."""
+    cfg = _cfg(tmp_path, "kill_evaluator")
+    killed = []
+
+    def kill_once_then_stop(ctx):
+        if not killed and ctx.last_eval_iter >= 0 and ctx.train_iter >= 120:
+            killed.append(ctx.train_iter)
+            ray.kill(rc.actors.evaluator, no_restart=False)
+            ray.get(rc.actors.evaluator.ping.options(max_task_retries=-1).remote(), timeout=120)
+        elif killed and ctx.eval_output and ctx.eval_output["episode_info"]["train_iter"] > killed[0]:
+            current_task().finish = True
+
+    with RayComponents(cfg, make_plan(cfg)) as rc:
+        ctx = _run(rc, max_train_iter=100_000, each=kill_once_then_stop)
+    assert killed and ctx.train_iter < 100_000  # ended by an evaluation after the death
+    (event,) = rc.result["recoveries"]
+    assert event.keys() == {"actor", "restored_from", "lost_evaluations"}
+    assert event["actor"] == "evaluator" and event["restored_from"] is None
+    assert event["lost_evaluations"] in (0, 1)  # the evaluation in flight when it died, if any
+    with open(os.path.join(cfg.exp_name, "result.json")) as f:
+        assert json.load(f)["recoveries"] == [event]
