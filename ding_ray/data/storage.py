@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from ding_ray.data.columnar import Batch, Path, _name, flatten, unflatten, unstack_batch
-from ding_ray.errors import DataFormatError, ShapeError
+from ding_ray.errors import ConfigError, DataFormatError, ShapeError
 
 
 class ColumnarRing:
@@ -51,9 +51,16 @@ class ColumnarRing:
         return None
 
     def _create(self, flat: dict[Path, np.ndarray]) -> None:
-        self._paths = list(flat)
+        try:
+            columns = [np.zeros((self.capacity, *a.shape[1:]), dtype=a.dtype) for a in flat.values()]
+        except MemoryError as err:  # the rows' size is known only now, from the first batch
+            need = self.capacity * sum(a[:1].nbytes for a in flat.values()) / 2**30
+            raise ConfigError(
+                f"A replay buffer of {self.capacity} rows of this data needs {need:.1f} GiB, more than this "
+                "machine can allocate: lower policy.other.replay_buffer.replay_buffer_size."
+            ) from err
+        self._paths, self._columns = list(flat), columns
         self._flat_keys = [p[0] for p in self._paths] if all(len(p) == 1 for p in self._paths) else None
-        self._columns = [np.zeros((self.capacity, *a.shape[1:]), dtype=a.dtype) for a in flat.values()]
 
     # ------------------------------------------------------------------ writing
     def write(self, batch: Batch, n: int) -> tuple[int, int]:

@@ -4,10 +4,13 @@ error that names the key and says what to write instead."""
 
 import os
 
+import numpy as np
 import pytest
+from easydict import EasyDict
 
 import tests.bad_input.envs  # noqa: F401 - registers the BadInput* envs
 from ding_ray.config import compile_config
+from ding_ray.data import AdvancedReplayBuffer, NaiveReplayBuffer
 from ding_ray.entry import serial_pipeline
 from ding_ray.errors import ConfigError, EnvError, RegistryError
 from tests.bad_input.configs import CREATE, small_main
@@ -297,3 +300,17 @@ def test_an_empty_or_overlong_exp_name_is_refused_before_any_folder(tmp_path, mo
     ):
         compile_config(small_main("runs/" + "x" * 300), seed=0, auto=True, create_cfg=CREATE, save_cfg=True)
     assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize("buffer_cls", [NaiveReplayBuffer, AdvancedReplayBuffer])
+def test_a_replay_buffer_too_large_for_memory_names_the_key(buffer_cls):
+    """Within the range (1e8 rows), but rows of two Atari frames: 5.1 TiB, found at the first push."""
+    buf = buffer_cls(EasyDict(replay_buffer_size=10**8))
+    frame = dict(obs=np.zeros((84, 84, 4), np.uint8), action=0, reward=0.0, done=False)
+    with pytest.raises(ConfigError) as err:
+        buf.push([dict(frame, next_obs=frame["obs"])], 0)
+    assert str(err.value) == (
+        "A replay buffer of 100000000 rows of this data needs 5258.3 GiB, more than this machine can "
+        "allocate: lower policy.other.replay_buffer.replay_buffer_size."
+    )
+    assert buf.count() == 0
