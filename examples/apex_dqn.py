@@ -25,7 +25,7 @@ import ray
 
 from ding_ray import distributed  # its names load on first use: torch loads while Ray starts
 from ding_ray.configs.apex_dqn import create_config, main_config
-from ding_ray.entry.cli_commands import add_override_args, apply_override_args
+from ding_ray.entry.cli_commands import add_override_args, apply_override_args, exit_on_interrupt
 from ding_ray.framework import Task
 from ding_ray.framework.middleware import (
     collector,
@@ -71,12 +71,13 @@ def main(seed: int, max_env_step: int | None, dashboard: bool = False, resume: s
 
 
 if __name__ == "__main__":
-    formatter = argparse.RawDescriptionHelpFormatter
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=formatter)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--max-env-step", type=int, default=200_000)
-    parser.add_argument("--dashboard", action="store_true", help="start the Ray dashboard with Ray")
-    add_override_args(parser)  # --num-collectors N, --set key.path=value ...
-    args = parser.parse_args()
-    apply_override_args(args, main_config, create_config)
-    print(json.dumps(main(args.seed, args.max_env_step, args.dashboard, args.resume)))
+    with exit_on_interrupt():  # Ctrl-C/SIGTERM: one line and exit status 130, as ding-ray
+        formatter = argparse.RawDescriptionHelpFormatter
+        parser = argparse.ArgumentParser(description=__doc__, formatter_class=formatter)
+        parser.add_argument("--seed", type=int, help="default 0; a resumed run's own")
+        parser.add_argument("--max-env-step", type=int, help="default 200,000; a resumed run's own")
+        parser.add_argument("--dashboard", action="store_true", help="start the Ray dashboard with Ray")
+        add_override_args(parser)  # --num-collectors N, --set key.path=value ...
+        args = parser.parse_args()
+        apply_override_args(args, main_config, create_config, max_env_step=200_000)
+        print(json.dumps(main(args.seed, args.max_env_step, args.dashboard, args.resume)))

@@ -17,14 +17,16 @@ import json
 
 from ding_ray.configs.pendulum_ppo import create_config, main_config
 from ding_ray.entry import read_result, serial_pipeline_onpolicy
+from ding_ray.entry.cli_commands import exit_on_interrupt
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--max-env-step", type=int, default=100_000)
-    args = parser.parse_args()
-    main_config["exp_name"] = f"pendulum_ppo_seed{args.seed}"
-    serial_pipeline_onpolicy((main_config, create_config), seed=args.seed, max_env_step=args.max_env_step)
-    print(json.dumps(read_result(main_config["exp_name"])))
+    with exit_on_interrupt():  # Ctrl-C/SIGTERM: one line and exit status 130, as ding-ray
+        parser = argparse.ArgumentParser(
+            description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        )
+        parser.add_argument("--seed", type=int, default=0)
+        parser.add_argument("--max-env-step", type=int, default=100_000)
+        args = parser.parse_args()
+        main_config["exp_name"] = f"pendulum_ppo_seed{args.seed}"
+        serial_pipeline_onpolicy((main_config, create_config), seed=args.seed, max_env_step=args.max_env_step)
+        print(json.dumps(read_result(main_config["exp_name"])))

@@ -20,6 +20,7 @@ import json
 
 from ding_ray.config import compile_config
 from ding_ray.data import create_buffer
+from ding_ray.entry.cli_commands import exit_on_interrupt
 from ding_ray.utils.runtime import set_torch_threads, setup_logging
 from ding_ray.worker.selfplay import BattleRolloutWorker, SelfPlayLearner
 
@@ -95,18 +96,21 @@ def main(seed: int = 0, max_env_step: int = 200_000, **over) -> dict:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--max-env-step", type=int, default=200_000)
-    parser.add_argument("--ray", type=int, default=0, help="battle collector actors (0: one process, no Ray)")
-    args = parser.parse_args()
-    setup_logging()
-    if args.ray:
-        from ding_ray.distributed.battle import selfplay_on_ray
+    with exit_on_interrupt():  # Ctrl-C/SIGTERM: one line and exit status 130, as ding-ray
+        parser = argparse.ArgumentParser(
+            description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        )
+        parser.add_argument("--seed", type=int, default=0)
+        parser.add_argument("--max-env-step", type=int, default=200_000)
+        parser.add_argument(
+            "--ray", type=int, default=0, help="battle collector actors (0: one process, no Ray)"
+        )
+        args = parser.parse_args()
+        setup_logging()
+        if args.ray:
+            from ding_ray.distributed.battle import selfplay_on_ray
 
-        out = selfplay_on_ray(make_config(args.seed), selfplay_config, args.ray, args.max_env_step)
-    else:
-        out = main(args.seed, args.max_env_step)
-    print(json.dumps(out))
+            out = selfplay_on_ray(make_config(args.seed), selfplay_config, args.ray, args.max_env_step)
+        else:
+            out = main(args.seed, args.max_env_step)
+        print(json.dumps(out))

@@ -19,6 +19,7 @@ from functools import partial
 from ding_ray.config import compile_config
 from ding_ray.configs.cartpole_dqn import create_config, main_config  # seeds 0-2: 475 at the same steps
 from ding_ray.data import create_buffer
+from ding_ray.entry.cli_commands import exit_on_interrupt
 from ding_ray.envs import create_env_manager, get_vec_env_setting
 from ding_ray.framework import OnlineRLContext, Task
 from ding_ray.framework.middleware import (
@@ -73,19 +74,20 @@ def main(seed: int = 0, max_env_step: int = 30_000, **env_over) -> OnlineRLConte
 
 
 if __name__ == "__main__":
-    start = time.perf_counter()
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--max-env-step", type=int, default=30_000)
-    args = parser.parse_args()
-    setup_logging()
-    ctx = main(args.seed, args.max_env_step)
-    result = dict(
-        env_step=ctx.env_step,
-        train_iter=ctx.train_iter,
-        last_eval_return=ctx.last_eval_value,
-        wall_s=round(time.perf_counter() - start, 1),  # from the start of this script's main block
-    )
-    print(json.dumps(result))
+    with exit_on_interrupt():  # Ctrl-C/SIGTERM: one line and exit status 130, as ding-ray
+        start = time.perf_counter()
+        parser = argparse.ArgumentParser(
+            description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        )
+        parser.add_argument("--seed", type=int, default=0)
+        parser.add_argument("--max-env-step", type=int, default=30_000)
+        args = parser.parse_args()
+        setup_logging()
+        ctx = main(args.seed, args.max_env_step)
+        result = dict(
+            env_step=ctx.env_step,
+            train_iter=ctx.train_iter,
+            last_eval_return=ctx.last_eval_value,
+            wall_s=round(time.perf_counter() - start, 1),  # from the start of this script's main block
+        )
+        print(json.dumps(result))

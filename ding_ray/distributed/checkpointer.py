@@ -1,7 +1,8 @@
 """Run checkpoints of a Ray run: the actors that hold the state write their files, the driver
 writes ``meta.json`` once they are in.
 
-Every ``checkpoint.freq`` learner iterations the driver names a folder and asks the learner actor
+Every ``checkpoint.freq`` learner iterations (or ``checkpoint.every_s`` seconds, whichever comes
+first) the driver names a folder and asks the learner actor
 for ``learner.pth`` and the buffer actor for ``buffer.msgpack`` (both write straight to the
 storage, on whichever node they run); training goes on meanwhile. When both files are written the
 driver adds the counters it keeps (env steps, episodes, evaluator best, rate limiter) and commits
@@ -21,7 +22,13 @@ from easydict import EasyDict
 from ding_ray.distributed.actors import Actors
 from ding_ray.distributed.recovery import Recovered, Recovery
 from ding_ray.errors import StorageError
-from ding_ray.utils.checkpoint import BUFFER_FILE, LEARNER_FILE, Checkpoint, CheckpointStore
+from ding_ray.utils.checkpoint import (
+    BUFFER_FILE,
+    LEARNER_FILE,
+    Checkpoint,
+    CheckpointSchedule,
+    CheckpointStore,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -39,15 +46,13 @@ class RayCheckpointer:
         resumed: Checkpoint | None = None,
     ) -> None:
         self.actors, self.recovery, self.store = actors, recovery, store
-        self.freq = int(cfg.checkpoint.freq)
         self.save_buffer = bool(cfg.checkpoint.save_buffer) and actors.buffer is not None
         self.last = resumed
         self.saved = 0
         # folder -> meta.json of the checkpoints of this run: what a restarted actor went back to
         self._metas: dict[str, dict] = {} if resumed is None else {resumed.folder: resumed.meta}
         self._pending: tuple[str, list, dict] | None = None  # (folder, refs, driver counters)
-        train_iter = 0 if resumed is None else resumed.train_iter
-        self._next = (train_iter // self.freq + 1) * self.freq if self.freq > 0 else None
+        self.schedule = CheckpointSchedule(cfg.checkpoint, 0 if resumed is None else resumed.train_iter)
 
     def step(self, train_iter: int, counters: Callable[[], dict]) -> None:
         """Commit the checkpoint being written once its files are in; start one when due."""
@@ -56,9 +61,9 @@ class RayCheckpointer:
             if len(ray.wait(refs, num_returns=len(refs), timeout=0)[0]) == len(refs):
                 self._commit()
             return
-        if self._next is not None and train_iter >= self._next:
+        if self.schedule.due(train_iter):
             self._launch(train_iter, counters())
-            self._next = (train_iter // self.freq + 1) * self.freq
+            self.schedule.done(train_iter)
 
     def save_now(self, train_iter: int, counters: Callable[[], dict]) -> Checkpoint | None:
         """A checkpoint of the state now (the end of a run, Ctrl-C, SIGTERM), waited for."""

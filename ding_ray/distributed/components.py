@@ -14,7 +14,7 @@ names are free again::
         task.use(collector(cfg, rc.collectors))
         ...
         task.use(rc.monitor())                  # progress bar, TensorBoard, dashboard metrics
-        task.use(rc.checkpoint())               # run checkpoints every checkpoint.freq iterations
+        task.use(rc.checkpoint())               # run checkpoints by checkpoint.freq / every_s
         task.use(rc.wait_any())                 # block until one actor call finishes
         task.run()
 """
@@ -77,9 +77,11 @@ class RayComponents:
         max_env_step: int | None = None,
         started_at: float | None = None,
         resume: str | None = None,
+        max_train_iter: int | None = None,
     ) -> None:
         """``resume``: the folder of a run to continue from its latest checkpoint (``cfg`` is that
-        run's config: ``start_run(..., resume=...)`` compiles it so)."""
+        run's config: ``start_run(..., resume=...)`` compiles it so). The budget (``max_env_step``,
+        ``max_train_iter``) goes into the checkpoints, for a resume to keep."""
         self._start = time.perf_counter() if started_at is None else started_at  # for result.json's wall_s
         set_torch_threads(cfg.ray.torch_threads)  # the driver too: it shares the cores
         self.cfg, self.plan = cfg, plan
@@ -88,6 +90,7 @@ class RayComponents:
         if cfg.ray.check_resources:
             check_cluster(cfg.ray)
         self.lock = claim_run_dir(cfg, self.store, self.resumed, _learn_state(cfg) if resume else None)
+        self.budget = dict(max_env_step=max_env_step, max_train_iter=max_train_iter)
         try:
             self._build(cfg, plan, max_env_step)
         except BaseException:
@@ -191,13 +194,15 @@ class RayComponents:
             last_eval_return=None if ctx.last_eval_iter < 0 else ctx.last_eval_value,
             limiter=None if self.limiter is None else self.limiter.state(),
             pipeline=f"ray-{self.pipeline}",
+            budget=self.budget,
             config=self.cfg,
         )
 
     # ----- stages --------------------------------------------------------------------------------
     def checkpoint(self):
-        """Run checkpoints every ``checkpoint.freq`` learner iterations: the learner and the buffer
-        actor write their files while training goes on, the driver commits them once in.
+        """Run checkpoints every ``checkpoint.freq`` learner iterations or ``checkpoint.every_s``
+        seconds, whichever comes first: the learner and the buffer actor write their files while
+        training goes on, the driver commits them once in.
 
         Reads ctx: train_iter, env_step, env_episode, last_eval_iter, last_eval_value.
         """
@@ -234,8 +239,13 @@ class RayComponents:
 
         Reads ctx: env_step, train_iter, train_output, eval_output, last_eval_value.
         """
+        before = 0 if self.resumed is None else int(self.resumed.meta["env_steps"])
         self._monitor = monitor = RunMonitor(
-            self.cfg.exp_name, self.cfg.ray.progress_bar, self.cfg.ray.report_interval_s, self._max_env_step
+            self.cfg.exp_name,
+            self.cfg.ray.progress_bar,
+            self.cfg.ray.report_interval_s,
+            self._max_env_step,
+            start_env_steps=before,  # a resumed run's rates count only its own steps
         )
         monitor.log_config(self.cfg)
         stats: dict[str, Any] = dict(ref=None, at=0.0, task=None)
@@ -308,6 +318,7 @@ class RayComponents:
         """``<exp_name>/result.json`` from the last context; a failed run records its error."""
         ctx = self.ctx
         extra = self.summary()
+        before = {} if self.resumed is None else self.resumed.meta  # rates count this process's work
         if error is not None:
             extra["error"] = f"{type(error).__name__}: {error}"
         self.result = write_result(
@@ -318,6 +329,8 @@ class RayComponents:
             last_eval_return=None if ctx.last_eval_iter < 0 else ctx.last_eval_value,
             stop=self.evaluator.stop_weights is not None,
             wall_s=time.perf_counter() - self._start,
+            env_steps_before=int(before.get("env_steps", 0)),
+            train_iter_before=int(before.get("train_iter", 0)),
             **extra,
         )
         logger.info("result: %s", self.result)

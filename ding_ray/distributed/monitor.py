@@ -43,17 +43,29 @@ DRIVER_KEYS = frozenset(
 
 class RunMonitor:
     def __init__(
-        self, exp_name: str, progress_bar: bool = True, interval_s: float = 2.0, total: int | None = None
+        self,
+        exp_name: str,
+        progress_bar: bool = True,
+        interval_s: float = 2.0,
+        total: int | None = None,
+        start_env_steps: int = 0,
     ) -> None:
+        """``start_env_steps``: where a resumed run's counter starts; rates count only the steps since."""
         self._tb = SummaryWriter(os.path.join(exp_name, "log", "ray"))
         self._metrics = RayMetrics("driver", exp_name)
         self._bar = tqdm(
-            total=total, unit=" env steps", disable=not progress_bar, dynamic_ncols=True, mininterval=0.5
+            total=total,
+            initial=start_env_steps,  # tqdm's own rate then counts from here
+            unit=" env steps",
+            disable=not progress_bar,
+            dynamic_ncols=True,
+            mininterval=0.5,
         )
         self._interval_s = interval_s
         self.scalars: dict[str, float] = {}
         self._start = self._last = time.monotonic()
-        self._last_steps = 0
+        self._start_steps = self._last_steps = start_env_steps
+        self.rate = 0.0  # env steps per second since the start, as the progress bar shows it
         self._last_bar = 0.0
 
     def update(self, scalars: Mapping[str, object]) -> None:
@@ -90,7 +102,7 @@ class RunMonitor:
             self._last_bar = now
             self._bar.update(env_steps - self._bar.n)
             eval_text = "-" if last_eval is None else f"{last_eval:.1f}"
-            rate = env_steps / max(now - self._start, 1e-9)
+            self.rate = rate = (env_steps - self._start_steps) / max(now - self._start, 1e-9)
             text = f"iter {train_iter}, eval {eval_text}, {rate:.0f} steps/s"
             self._bar.set_postfix_str(text, refresh=False)
         if now - self._last < self._interval_s and not force:

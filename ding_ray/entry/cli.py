@@ -14,11 +14,20 @@ line on stderr and exit code 1; anything else is a bug and keeps its traceback.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.metadata
 import sys
 import textwrap
 
-from ding_ray.entry.cli_commands import PROG, cmd_eval, cmd_export, cmd_list, cmd_plot, cmd_train
+from ding_ray.entry.cli_commands import (
+    PROG,
+    cmd_eval,
+    cmd_export,
+    cmd_list,
+    cmd_plot,
+    cmd_train,
+    interrupted,
+)
 from ding_ray.errors import DingRayError
 
 
@@ -222,8 +231,9 @@ def main(argv: list[str] | None = None) -> int:
     except DingRayError as e:
         print(f"{PROG}: error: {' '.join(str(e).split())}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
-        print(f"{PROG}: interrupted", file=sys.stderr)
+    except KeyboardInterrupt as err:
+        with contextlib.suppress(OSError, ValueError):  # stderr may be a closed pipe by now
+            print(f"{PROG}: {interrupted(err)}", file=sys.stderr, flush=True)
         return 130
 
 

@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
 import glob
 import json
 import os
 import re
 import shutil
+import sys
 import tempfile
+from collections.abc import Iterator
 from typing import Any
 
 from easydict import EasyDict
@@ -117,11 +120,56 @@ def add_override_args(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def apply_override_args(args: argparse.Namespace, main_cfg: dict, create_cfg: dict) -> None:
-    """Apply what ``add_override_args`` parsed to the configs."""
+def apply_override_args(
+    args: argparse.Namespace, main_cfg: dict, create_cfg: dict, max_env_step: int | None = None
+) -> None:
+    """Apply what ``add_override_args`` parsed to the configs; settle ``args.seed`` and
+    ``args.max_env_step`` (parsed with default None) as ``ding-ray train`` does (``settle_run_args``),
+    ``max_env_step`` being the script's own budget."""
     if args.num_collectors is not None:
         main_cfg.setdefault("ray", {})["num_collectors"] = args.num_collectors
     apply_overrides(main_cfg, create_cfg, args.set)
+    if hasattr(args, "seed"):
+        settle_run_args(args, max_env_step)
+
+
+def settle_run_args(args: argparse.Namespace, max_env_step: int | None = None) -> dict[str, Any]:
+    """``args.seed``, ``args.max_env_step`` and ``args.max_train_iter`` (where the parser has them):
+    what the command line gives wins; with ``args.resume``, the resumed run's own (the seed and
+    budget its latest checkpoint records) comes next; then seed 0 and the ``max_env_step`` given here.
+    Returns that checkpoint's ``meta.json`` ({} for a new run)."""
+    meta: dict[str, Any] = {}
+    if getattr(args, "resume", None) is not None:
+        from ding_ray.utils.resume import find_checkpoint
+
+        meta = find_checkpoint(args.resume)[1].meta
+    budget = meta.get("budget")  # None: a checkpoint written before runs recorded their budget
+    if args.seed is None:
+        args.seed = int(meta["config"]["seed"]) if meta.get("config") else 0
+    if getattr(args, "max_env_step", None) is None:
+        args.max_env_step = budget.get("max_env_step") if isinstance(budget, dict) else max_env_step
+    if hasattr(args, "max_train_iter") and args.max_train_iter is None and isinstance(budget, dict):
+        args.max_train_iter = budget.get("max_train_iter")
+    return meta
+
+
+def interrupted(err: BaseException) -> str:
+    """The one line a Ctrl-C (or SIGTERM) run ends with, instead of a traceback."""
+    how = str(err) if str(err) else "Ctrl-C"
+    return f"interrupted ({how}); the run saved a checkpoint if it had started: --resume DIR goes on"
+
+
+@contextlib.contextmanager
+def exit_on_interrupt(prog: str | None = None) -> Iterator[None]:
+    """Around an example's ``__main__``: a Ctrl-C or SIGTERM ends it with one line on stderr and
+    exit status 130, as ``ding-ray`` does (the run's checkpoint and result.json are written by then)."""
+    try:
+        yield
+    except KeyboardInterrupt as err:
+        prog = prog or os.path.basename(sys.argv[0]) or PROG
+        with contextlib.suppress(OSError, ValueError):  # stderr may be a closed pipe by now
+            print(f"{prog}: {interrupted(err)}", file=sys.stderr, flush=True)
+        raise SystemExit(130) from None
 
 
 def latest_run_dir(exp_name: str) -> str | None:
@@ -146,21 +194,18 @@ def cmd_train(args: argparse.Namespace) -> int:
         args.config = os.path.join(args.resume, "total_config.json")
     else:
         main_cfg, create_cfg, defaults = resolve_config(args.config)
-    if args.resume is not None:  # the run's folder, mode and seed
-        from ding_ray.utils.resume import find_checkpoint
-
-        meta = find_checkpoint(args.resume)[1].meta
+    # the seed and budget: given, else a resumed run's own, else seed 0 and the bundled budget
+    meta = settle_run_args(args, defaults.get("max_env_step"))
+    if args.resume is not None:  # the run's folder and mode
         main_cfg.exp_name = args.resume
         defaults["mode"] = "ray" if str(meta.get("pipeline", "")).startswith("ray") else "serial"
-        args.seed = int(meta["config"]["seed"]) if args.seed is None else args.seed
-    args.seed = 0 if args.seed is None else args.seed
     if args.resume is None and not any(item.split("=", 1)[0].strip() == "exp_name" for item in args.set):
         # a run's own total_config.json already carries a seed suffix: replace it
         base = re.sub(r"_seed\d+$", "", main_cfg.get("exp_name") or "default_experiment")
         main_cfg.exp_name = f"{base}_seed{args.seed}"
     apply_overrides(main_cfg, create_cfg, args.set)
     mode = args.mode or defaults.get("mode", "serial")
-    max_env_step = args.max_env_step if args.max_env_step is not None else defaults.get("max_env_step")
+    max_env_step = args.max_env_step
     for flag, budget in (("--max-env-step", max_env_step), ("--max-train-iter", args.max_train_iter)):
         if budget is not None and budget < 1:
             raise ConfigError(f"{flag} must be >= 1, got {budget}; leave it out for no budget.")

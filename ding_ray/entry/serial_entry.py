@@ -26,6 +26,7 @@ from ding_ray.utils.checkpoint import (
     BUFFER_FILE,
     LEARNER_FILE,
     Checkpoint,
+    CheckpointSchedule,
     buffer_bytes,
     learner_bytes,
     load_buffer_bytes,
@@ -169,7 +170,7 @@ def train_off_policy(
     batch_size = learner.policy.get_attribute("batch_size")
     priority = learner.policy.get_attribute("priority")
 
-    with run.running(start, "serial"):
+    with run.running(start, "serial", dict(max_env_step=max_env_step, max_train_iter=max_train_iter)):
         if cfg.policy.get("random_collect_size", 0) > 0 and run.resumed is None:
             data = collector.collect(n_sample=cfg.policy.random_collect_size, random_collect=True)
             replay_buffer.push(data, cur_collector_envstep=collector.envstep)
@@ -243,8 +244,10 @@ class SerialRun:
         self.closers = [self.collector.close, self.evaluator.close, self.learner.close, self.lock.release]
         self.stop, self.last_eval = False, None
         self.on_eval: Callable[[dict], None] | None = None  # called with each evaluation's info (Tune)
-        self._next_ckpt = 0
+        self._schedule: CheckpointSchedule | None = None
         self.last_checkpoint: Checkpoint | None = None
+        self.checkpoints_saved = 0
+        self.budget: dict[str, int | None] = {}  # max_env_step and max_train_iter: a resume keeps them
 
     def _build_workers(self, collector_env: Any, evaluator_env: Any, episodes_as_samples: Any) -> None:
         cfg, policy = self.cfg, self.policy
@@ -268,17 +271,18 @@ class SerialRun:
         )
 
     @contextlib.contextmanager
-    def running(self, start: float, pipeline: str) -> Iterator[None]:
+    def running(self, start: float, pipeline: str, budget: dict | None = None) -> Iterator[None]:
         """Around the training loop: before_run hooks and the checkpoint to resume from first; at
         the end ``finish``. Ctrl-C or SIGTERM saves a checkpoint and ``result.json`` with the error,
-        then the interrupt goes on; any other error is recorded in ``result.json`` too."""
+        then the interrupt goes on; any other error is recorded in ``result.json`` too. ``budget``
+        (``max_env_step``, ``max_train_iter``) goes into the checkpoints: a resume keeps it."""
         self.learner.call_hook("before_run")
         if self.resume_training:
             self.collector.envstep = self.learner.collector_envstep
         if self.resumed is not None:
             self.restore(self.resumed)
-        freq = self.cfg.checkpoint.freq
-        self._next_ckpt = (self.learner.train_iter // freq + 1) * freq if freq > 0 else None
+        self.budget = dict(budget or {})
+        self._schedule = CheckpointSchedule(self.cfg.checkpoint, self.learner.train_iter)
         try:
             with sigterm_as_interrupt():
                 yield
@@ -307,10 +311,9 @@ class SerialRun:
 
     # ----- run checkpoints -------------------------------------------------------------------------
     def checkpoint_if_due(self) -> None:
-        if self._next_ckpt is not None and self.learner.train_iter >= self._next_ckpt:
+        if self._schedule is not None and self._schedule.due(self.learner.train_iter):
             self.checkpoint()
-            freq = self.cfg.checkpoint.freq
-            self._next_ckpt = (self.learner.train_iter // freq + 1) * freq
+            self._schedule.done(self.learner.train_iter)
 
     def checkpoint(self) -> Checkpoint:
         """Write a run checkpoint of everything the loop holds now."""
@@ -329,9 +332,11 @@ class SerialRun:
             ),
             last_eval_return=self.last_eval,
             pipeline="serial",
+            budget=self.budget,
             config=self.cfg,
         )
         self.last_checkpoint = self.store.commit(folder, files, meta)
+        self.checkpoints_saved += 1
         return self.last_checkpoint
 
     def restore(self, ckpt: Checkpoint) -> None:
@@ -386,6 +391,7 @@ class SerialRun:
             extra["resumed_from"] = self.resumed.folder
         if self.last_checkpoint is not None:
             extra["last_checkpoint"] = self.last_checkpoint.folder
+        before = {} if self.resumed is None else self.resumed.meta  # rates count this process's work
         write_result(
             self.cfg.exp_name,
             env_steps=self.collector.envstep,
@@ -394,8 +400,11 @@ class SerialRun:
             last_eval_return=self.last_eval,
             stop=self.stop,
             wall_s=time.perf_counter() - start,
+            env_steps_before=int(before.get("env_steps", 0)),
+            train_iter_before=int(before.get("train_iter", 0)),
             seed=self.cfg.seed,
             pipeline=pipeline,
+            checkpoints_saved=self.checkpoints_saved,
             **extra,
         )
 

@@ -59,7 +59,8 @@ def train_on_policy(
 ) -> None:
     """``serial_pipeline_onpolicy``'s loop on a built ``SerialRun``: collect ``n_sample``, train on
     exactly that data, evaluate when due, checkpoint when due."""
-    with run.running(start, "serial_onpolicy"):
+    budget = dict(max_env_step=max_env_step, max_train_iter=max_train_iter)
+    with run.running(start, "serial_onpolicy", budget):
         while not run.evaluate() and not run.budget_spent(max_train_iter, max_env_step):
             new_data = run.collector.collect(train_iter=run.learner.train_iter)
             run.learner.train(new_data, run.collector.envstep)

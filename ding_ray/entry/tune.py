@@ -159,7 +159,9 @@ def ray_trainable(
         tune.report(metrics, checkpoint=None if ckpt is None else tune.Checkpoint.from_directory(ckpt.folder))
 
     with (
-        distributed.RayComponents(cfg, plan, max_env_step, started_at=start, resume=resume) as rc,
+        distributed.RayComponents(
+            cfg, plan, max_env_step, started_at=start, resume=resume, max_train_iter=max_train_iter
+        ) as rc,
         Task(rc.context()) as task,
     ):
         build = distributed.sync_pipeline if rc.pipeline == "sync" else distributed.async_pipeline

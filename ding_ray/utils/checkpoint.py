@@ -26,6 +26,7 @@ import logging
 import os
 import random
 import re
+import time
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -46,11 +47,32 @@ _FOLDER = re.compile(r"^iter_(\d+)$")
 
 CHECKPOINT_CONFIG = dict(
     freq=10000,  # learner iterations between run checkpoints (0: only at the end and on Ctrl-C/SIGTERM)
+    every_s=300.0,  # also a checkpoint after this many seconds, if freq has not come first (0: freq only)
     save_buffer=True,  # include a replay-buffer snapshot (the buffer's msgpack format)
     # None: $DING_RAY_STORAGE_PATH, else the exp_name folder; or a folder / fsspec URL every node reaches
     storage_path=None,
     keep=2,  # complete checkpoints kept; older ones are deleted
 )
+
+
+class CheckpointSchedule:
+    """When a run checkpoint is due: every ``checkpoint.freq`` learner iterations or every
+    ``checkpoint.every_s`` seconds since the last one, whichever comes first (0 turns either off).
+    The seconds bound what a crash loses when iterations are slow or the run is short."""
+
+    def __init__(self, ckpt_cfg: Mapping, train_iter: int = 0, clock: Any = time.monotonic) -> None:
+        self.freq, self.every_s = int(ckpt_cfg.get("freq", 0)), float(ckpt_cfg.get("every_s", 0))
+        self._clock = clock
+        self.done(train_iter)
+
+    def due(self, train_iter: int) -> bool:
+        by_iter = self._next_iter is not None and train_iter >= self._next_iter
+        return by_iter or (self.every_s > 0 and self._clock() - self._since >= self.every_s)
+
+    def done(self, train_iter: int) -> None:
+        """A checkpoint was taken (or the run started) at ``train_iter``: the next one counts from here."""
+        self._next_iter = (train_iter // self.freq + 1) * self.freq if self.freq > 0 else None
+        self._since = self._clock()
 
 
 @dataclass

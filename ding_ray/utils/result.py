@@ -22,9 +22,12 @@ def write_result(
     last_eval_return: float | None,
     stop: bool,
     wall_s: float,
+    env_steps_before: int = 0,
+    train_iter_before: int = 0,
     **extra: Any,
 ) -> dict[str, Any]:
-    """Write ``<exp_name>/result.json`` (atomically) and return the record."""
+    """Write ``<exp_name>/result.json`` (atomically) and return the record. ``*_before``: the counters
+    a resumed run started from; its rates count only what this process did in its ``wall_s``."""
     record = {
         "env_steps": int(env_steps),
         "train_iter": int(train_iter),
@@ -32,8 +35,8 @@ def write_result(
         "last_eval_return": finite_or_none(last_eval_return),
         "stop": bool(stop),
         "wall_s": round(float(wall_s), 3),
-        "env_steps_per_s": round(env_steps / max(wall_s, 1e-9), 1),
-        "train_iter_per_s": round(train_iter / max(wall_s, 1e-9), 1),
+        "env_steps_per_s": round((env_steps - env_steps_before) / max(wall_s, 1e-9), 1),
+        "train_iter_per_s": round((train_iter - train_iter_before) / max(wall_s, 1e-9), 1),
         **extra,
     }
     os.makedirs(exp_name, exist_ok=True)
