@@ -357,7 +357,10 @@ class RayComponents:
         try:
             if self._monitor is not None:
                 last_eval = None if self.ctx.last_eval_iter < 0 else self.ctx.last_eval_value
-                self._monitor.report(self.ctx.env_step, self.ctx.train_iter, last_eval, force=True)
+                # the progress bar's stderr may be a closed pipe (Ctrl-C ended `| tee` too): the
+                # checkpoint and result.json below must come all the same
+                with contextlib.suppress(OSError, ValueError):
+                    self._monitor.report(self.ctx.env_step, self.ctx.train_iter, last_eval, force=True)
                 self._monitor.close()
             self.collectors.close()
 

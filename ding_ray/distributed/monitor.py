@@ -119,5 +119,8 @@ class RunMonitor:
         self._metrics.record({k: v for k, v in self.scalars.items() if k in DRIVER_KEYS}, force=True)
 
     def close(self) -> None:
-        self._bar.close()
+        try:
+            self._bar.close()
+        except (OSError, ValueError):  # stderr is a closed pipe (Ctrl-C ended `| tee` too)
+            pass
         self._tb.close()

@@ -14,7 +14,6 @@ line on stderr and exit code 1; anything else is a bug and keeps its traceback.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import importlib.metadata
 import sys
 import textwrap
@@ -26,7 +25,7 @@ from ding_ray.entry.cli_commands import (
     cmd_list,
     cmd_plot,
     cmd_train,
-    interrupted,
+    say_interrupted,
 )
 from ding_ray.errors import DingRayError
 
@@ -232,8 +231,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{PROG}: error: {' '.join(str(e).split())}", file=sys.stderr)
         return 1
     except KeyboardInterrupt as err:
-        with contextlib.suppress(OSError, ValueError):  # stderr may be a closed pipe by now
-            print(f"{PROG}: {interrupted(err)}", file=sys.stderr, flush=True)
+        say_interrupted(PROG, err)  # also when stderr is a closed pipe by now
         return 130
 
 

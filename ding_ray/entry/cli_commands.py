@@ -166,10 +166,22 @@ def exit_on_interrupt(prog: str | None = None) -> Iterator[None]:
     try:
         yield
     except KeyboardInterrupt as err:
-        prog = prog or os.path.basename(sys.argv[0]) or PROG
-        with contextlib.suppress(OSError, ValueError):  # stderr may be a closed pipe by now
-            print(f"{prog}: {interrupted(err)}", file=sys.stderr, flush=True)
+        say_interrupted(prog or os.path.basename(sys.argv[0]) or PROG, err)
         raise SystemExit(130) from None
+
+
+def say_interrupted(prog: str, err: BaseException) -> None:
+    """Print the one line of ``interrupted`` on stderr, if it can still be written: Ctrl-C on
+    ``python x.py | tee out`` ends ``tee`` too, and the line would go to a closed pipe. Streams that
+    are closed pipes are then pointed at /dev/null, so the interpreter's exit does not fail on them."""
+    with contextlib.suppress(OSError, ValueError):
+        print(f"{prog}: {interrupted(err)}", file=sys.stderr, flush=True)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            with contextlib.suppress(OSError, ValueError):
+                os.dup2(os.open(os.devnull, os.O_WRONLY), stream.fileno())
 
 
 def latest_run_dir(exp_name: str) -> str | None:
