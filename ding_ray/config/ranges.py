@@ -71,7 +71,10 @@ RANGES: dict[str, Range] = {
     "policy.collect.n_sample": Range(1, 10**7, why="one collect call holds them all in memory"),
     "policy.collect.n_episode": Range(1),
     "policy.eval.evaluator.eval_freq": Range(1),
+    "policy.eval.evaluator.max_episode_steps": Range(1),  # None: the default cut
     "policy.other.replay_buffer.replay_buffer_size": Range(1, 10**8, why=_RING_ARRAYS),
+    "ray.call_timeout_s": _POSITIVE,
+    "checkpoint.every_s": Range(0),  # 0: checkpoints by checkpoint.freq only
 }
 
 

@@ -15,10 +15,12 @@ import time
 
 import pytest
 
+from ding_ray.config import compile_config
 from ding_ray.configs.cartpole_dqn import create_config, main_config
 from ding_ray.entry import serial_pipeline
 from ding_ray.entry.cli import main as cli_main
 from ding_ray.entry.cli_commands import settle_run_args
+from ding_ray.errors import ConfigError
 from ding_ray.utils.checkpoint import CheckpointSchedule, CheckpointStore
 from ding_ray.utils.result import write_result
 
@@ -131,6 +133,15 @@ def test_a_serial_run_shorter_than_checkpoint_freq_checkpoints_every_s(tmp_path)
     # some during the run, one at its end (freq alone: only the one at the end)
     assert result["checkpoints_saved"] >= 3, result
     assert CheckpointStore(exp).latest().meta["budget"] == dict(max_env_step=1_000, max_train_iter=None)
+
+
+@pytest.mark.parametrize("every_s", [-1, float("nan")])
+def test_checkpoint_every_s_out_of_range_is_refused_by_name(tmp_path, every_s):
+    cfg = copy.deepcopy(main_config)
+    cfg["exp_name"] = str(tmp_path / "run")
+    cfg["checkpoint"] = dict(every_s=every_s)
+    with pytest.raises(ConfigError, match=r"checkpoint\.every_s"):
+        compile_config(cfg, create_cfg=create_config, save_cfg=False)
 
 
 def test_ctrl_c_ends_an_example_with_one_line_and_exit_status_130(tmp_path):
