@@ -6,6 +6,10 @@ counted as lost (never retried, so no batch is duplicated), the slot pings the a
 has restarted it, and the next call hands it the latest weights. ``away_s`` says for how long no
 collector has worked because all of them wait to be restarted (their node died and Ray has found
 no other with room for them), so that a driver can end the run instead of waiting forever.
+
+A collector that neither answers nor dies (a frozen process) is caught by ``check_stalls``: a call
+far slower than the recent ones is logged, and one past ``call_timeout_s`` gets its actor killed,
+which Ray restarts: from there it is a death like any other.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import ray
 from ray.exceptions import RayActorError
 
 from ding_ray.errors import ActorDiedError
+from ding_ray.utils.call_watch import SLOW, TIMED_OUT, CallWatch
 
 logger = logging.getLogger(__name__)
 
@@ -37,6 +42,9 @@ class Slot:
     restarts: int = 0
     lost: int = 0
     restarting_since: float | None = None  # time.monotonic() when it died, until it is back
+    started: float = 0.0  # time.monotonic() when the call in flight was launched
+    warned: bool = False  # the call in flight was logged as slow
+    killed: bool = False  # the call in flight timed out and its actor was killed
 
 
 @dataclass
@@ -53,10 +61,12 @@ class Outcome:
 class CollectorPool:
     """Tracks which collectors are idle, busy, restarting or dead."""
 
-    def __init__(self, handles: list, max_failures: int = 3) -> None:
+    def __init__(self, handles: list, max_failures: int = 3, call_timeout_s: float | None = None) -> None:
+        """``call_timeout_s``: seconds after which a call's collector is treated as dead; None: never."""
         self.slots = [Slot(f"collector-{i}", h) for i, h in enumerate(handles)]
         self._by_ref: dict[Any, Slot] = {}
         self._max_failures = max_failures
+        self.watch = None if call_timeout_s is None else CallWatch(call_timeout_s)
 
     def add(self, handle: Any) -> None:
         """Take a collector created after the pool (it is named by its position)."""
@@ -96,7 +106,41 @@ class CollectorPool:
 
     def launch(self, slot: Slot, ref: Any, reserved: int, extra: Any = None) -> None:
         slot.state, slot.ref, slot.reserved, slot.extra = BUSY, ref, reserved, extra
+        slot.started, slot.warned, slot.killed = time.monotonic(), False, False
         self._by_ref[ref] = slot
+
+    def check_stalls(self) -> None:
+        """Log a call far slower than the recent ones; kill the collector of a call past the timeout
+        (a frozen process neither answers nor dies): Ray restarts it, and its call fails as a death."""
+        if self.watch is None:
+            return
+        now = time.monotonic()
+        for slot in self.slots:
+            if slot.state != BUSY or slot.killed:
+                continue
+            elapsed, median = now - slot.started, self.watch.median
+            verdict = self.watch.verdict(elapsed)
+            if verdict == TIMED_OUT:
+                slot.killed = True
+                logger.error(
+                    "%s has not answered its call for %.0f s (ray.call_timeout_s=%g): treated as dead and "
+                    "killed, Ray restarts it. Frozen (SIGSTOP, swapping) or stuck in an env step?",
+                    slot.name,
+                    elapsed,
+                    self.watch.timeout_s,
+                )
+                ray.kill(slot.handle, no_restart=False)
+            elif verdict == SLOW and not slot.warned:
+                slot.warned = True
+                logger.warning(
+                    "%s's call has taken %.1f s, %.0fx its recent median %.2f s; past "
+                    "ray.call_timeout_s=%g s it is treated as dead and restarted",
+                    slot.name,
+                    elapsed,
+                    elapsed / max(median, 1e-9),
+                    median,
+                    self.watch.timeout_s,
+                )
 
     def finish(self, ref: Any) -> Outcome:
         """Resolve a ready ref of this pool. Task errors (bugs) propagate; actor deaths do not."""
@@ -112,6 +156,8 @@ class CollectorPool:
             self._ping(slot)
             return outcome
         slot.state, slot.ref = IDLE, None
+        if self.watch is not None:
+            self.watch.done(time.monotonic() - slot.started)
         return Outcome(slot, info=info, extra=slot.extra, reserved=slot.reserved)
 
     def _ping(self, slot: Slot) -> None:

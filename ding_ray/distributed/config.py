@@ -30,6 +30,9 @@ class RayConfig:
         dashboard_host="127.0.0.1",  # interface the dashboard binds to; '0.0.0.0' exposes it to the network
         check_resources=True,  # fail at once if the cluster is too small (turn off with an autoscaler)
         actor_start_timeout_s=120.0,  # seconds the actors may take to start before the run fails
+        # seconds a collector call may take before its actor is treated as dead (killed, restarted
+        # by Ray): a frozen process never answers nor dies. Calls far slower than usual are logged.
+        call_timeout_s=300.0,
         pipeline="auto",  # 'auto': on-policy -> 'sync', off-policy -> 'async'; or 'async' / 'sync'
         num_collectors=2,  # collector actors
         collector_num_cpus=0.5,  # CPUs reserved per collector

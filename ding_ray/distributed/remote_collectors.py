@@ -51,7 +51,7 @@ class RemoteCollectors:
         sync: bool = False,
     ) -> None:
         self.cfg, self.actors, self.plan, self.limiter, self.sync = cfg, actors, plan, limiter, sync
-        self.pool = CollectorPool(actors.collectors)
+        self.pool = CollectorPool(actors.collectors, call_timeout_s=cfg.ray.call_timeout_s)
         self.weights: WeightsRef | None = None  # sent with every call; None: the actors' own initial weights
         self.envstep = 0
         self.envepisode = 0
@@ -84,6 +84,7 @@ class RemoteCollectors:
         """References of the batches finished since the last call (sync: of one whole round)."""
         if self.sync:
             return self._round(train_iter, policy_kwargs or {})
+        self.pool.check_stalls()
         data = self._finish(ray.wait(self.pool.refs(), num_returns=len(self.pool.refs()), timeout=0)[0])
         self._launch(train_iter, policy_kwargs or {})
         if not data and self.warming_up:
@@ -153,7 +154,8 @@ class RemoteCollectors:
             self.pool.launch(slot, ref, share)
         data = {}
         while busy := [s.ref for s in idle if s.state == BUSY]:
-            ready = ray.wait(busy, num_returns=1)[0]
+            ready = ray.wait(busy, num_returns=1, timeout=1.0)[0]
+            self.pool.check_stalls()  # a collector that neither answers nor dies would hold the round
             slots = [self.pool.slot_of(ref) for ref in ready]
             for slot, ref in zip(slots, self._finish(ready, keep_lost=True)):
                 if ref is not None:

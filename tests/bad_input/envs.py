@@ -150,6 +150,21 @@ class BadObsEnv(StepEnv):
         return None if self.kind == "none" else np.full(4, self._t, dtype=np.int64)
 
 
+class EndlessEnv(StepEnv):
+    """Its episodes never end (registered without a time limit). After ``give_up_at`` steps of one
+    episode its step raises, so that a caller that never cuts an episode fails instead of hanging."""
+
+    def __init__(self, give_up_at: int = 2000):
+        super().__init__(length=0)
+        self.give_up_at = give_up_at
+
+    def step(self, action):
+        if self._t >= self.give_up_at:
+            raise RuntimeError(f"EndlessEnv: {self._t} steps in one episode and nobody cut it")
+        obs, reward, _, truncated, info = super().step(action)
+        return obs, reward, False, truncated, info
+
+
 for _id, _cls in (
     ("BadInputStep-v0", StepEnv),
     ("BadInputNonFinite-v0", NonFiniteEnv),
@@ -157,6 +172,7 @@ for _id, _cls in (
     ("BadInputShapeShift-v0", ShapeShiftEnv),
     ("BadInputBrokenStep-v0", BrokenStepEnv),
     ("BadInputBadObs-v0", BadObsEnv),
+    ("BadInputEndless-v0", EndlessEnv),
 ):
     if _id not in gym.envs.registry:
         gym.register(_id, entry_point=_cls)

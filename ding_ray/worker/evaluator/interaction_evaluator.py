@@ -24,6 +24,8 @@ from ding_ray.worker.step_checks import all_finite
 
 logger = logging.getLogger(__name__)
 
+DEFAULT_MAX_EPISODE_STEPS = 100_000  # the cut of an evaluation episode when none is configured
+
 
 class ISerialEvaluator:
     """Evaluator interface: ``should_eval(train_iter)`` and ``eval(...) -> (stop_flag, info)``."""
@@ -49,7 +51,9 @@ class InteractionSerialEvaluator(EnvRunner, ISerialEvaluator):
     and left out of the returns; an evaluation with no finite episode has the mean NaN and neither
     saves ``ckpt_best`` nor stops the run. DI-engine would average the inf in and stop. An episode
     cut by a failed env step is replaced, as in DI-engine; more of them than ``max(n_episode, 5)``
-    in one evaluation (an env that fails in every episode) is an ``EnvError``.
+    in one evaluation (an env that fails in every episode) is an ``EnvError``. An episode that has not
+    ended after ``max_episode_steps`` steps (an env without a time limit whose episodes never end) is
+    cut, logged and counted in ``cut_episodes``, so an evaluation always ends; DI-engine would hang.
 
     Videos: every ``render.render_freq`` training iterations (``render.mode='train_iter'``) or env
     steps (``'envstep'``), and whenever ``eval(force_render=True)``, an evaluation asks its env
@@ -69,6 +73,9 @@ class InteractionSerialEvaluator(EnvRunner, ISerialEvaluator):
             mode="train_iter",  # what render_freq counts: 'train_iter' or 'envstep'
         ),
         figure_path=None,  # DI-engine's per-env statistics figures; not supported by ding_ray's envs
+        # steps after which an evaluation episode that has not ended is cut (logged; its return so far
+        # counts, as at a time limit); None: 100000. An env with a time limit ends its episodes first.
+        max_episode_steps=None,
     )
 
     def __init__(
@@ -186,6 +193,9 @@ class InteractionSerialEvaluator(EnvRunner, ISerialEvaluator):
         forward = numpy_forward(self._policy)  # numpy outputs: actions the env managers take as they are
         env_steps = 0
         length = [0] * self._env.env_num  # steps of each env's episode so far
+        partial = [0.0] * self._env.env_num  # return of each env's episode so far, for a cut episode
+        cap = self._cfg.max_episode_steps or DEFAULT_MAX_EPISODE_STEPS
+        cut = 0
         crashed = 0  # episodes ended by a failed step: replaced, as in DI-engine, up to a bound
         while not monitor.is_finished():
             obs = {i: o for i, o in self._env.ready_obs.items() if monitor.needs_episode(i)}
@@ -196,7 +206,7 @@ class InteractionSerialEvaluator(EnvRunner, ISerialEvaluator):
             for env_id, timestep in timesteps.items():
                 if timestep.info.get("abnormal", False):
                     self._policy.reset([env_id])
-                    length[env_id] = 0
+                    length[env_id], partial[env_id] = 0, 0.0
                     crashed += 1
                     if crashed > max(n_episode, 5):  # an env that fails in every episode: no end
                         raise _episodes_keep_failing(
@@ -205,13 +215,18 @@ class InteractionSerialEvaluator(EnvRunner, ISerialEvaluator):
                     continue
                 env_steps += 1
                 length[env_id] += 1
-                if timestep.done:
+                partial[env_id] += float(np.sum(timestep.reward))
+                if timestep.done or length[env_id] >= cap:
+                    info = timestep.info
+                    if not timestep.done:  # an episode that does not end: cut, as at a time limit
+                        cut += 1
+                        info = self._cut_episode(env_id, cap, partial[env_id])
                     self._policy.reset([env_id])
-                    length[env_id] = 0
-                    episode_return = timestep.info["eval_episode_return"]
+                    length[env_id], partial[env_id] = 0, 0.0
+                    episode_return = info["eval_episode_return"]
                     if not all_finite(episode_return):
                         self._count_nonfinite(env_id, episode_return)
-                    monitor.update_info(env_id, timestep.info)
+                    monitor.update_info(env_id, info)
                     monitor.update_reward(env_id, episode_return)
         duration = time.perf_counter() - start
         all_returns = np.asarray(monitor.get_episode_return(), dtype=np.float64)
@@ -231,6 +246,7 @@ class InteractionSerialEvaluator(EnvRunner, ISerialEvaluator):
             "evaluate_time": duration,
             "avg_envstep_per_sec": env_steps / max(duration, 1e-9),
             "nonfinite_episodes": len(all_returns) - len(returns),
+            "cut_episodes": cut,
         }
         info.update({k: v for k, v in monitor.get_episode_info().items() if k not in info})
         mean = info["eval_episode_return_mean"]
@@ -259,6 +275,22 @@ class InteractionSerialEvaluator(EnvRunner, ISerialEvaluator):
             " -> stop value reached" if stop_flag else "",
         )
         return stop_flag, info
+
+    def _cut_episode(self, env_id: int, cap: int, episode_return: float) -> dict[str, Any]:
+        """End env ``env_id``'s episode, which ran ``cap`` steps without ending; its info."""
+        logger.warning(
+            "[%s] %s: an evaluation episode ran %d steps without ending; cut there "
+            "(policy.eval.evaluator.max_episode_steps=%d), its return so far (%s) counts as the "
+            "episode's. Does the env ever end its episodes? Give it a time limit (env.max_episode_steps) "
+            "or raise max_episode_steps if its episodes are that long.",
+            self._instance_name,
+            self._env_name(env_id),
+            cap,
+            cap,
+            episode_return,
+        )
+        self._env.reset({env_id: {}})
+        return {"eval_episode_return": episode_return}
 
     def _count_nonfinite(self, env_id: int, episode_return: Any) -> None:
         """Count and report an episode whose return is NaN or infinite: it is a failed episode, not a
