@@ -23,6 +23,8 @@ from ding_ray.utils.checkpoint import CheckpointStore
 from ding_ray.worker import metrics
 from tests.distributed.conftest import REPO
 
+pytestmark = pytest.mark.ray
+
 EXAMPLE = os.path.join(REPO, "examples", "apex_dqn.py")
 # a long run (no stop value), checkpoints by seconds only: freq is far beyond what it reaches
 ARGS = [
