@@ -45,6 +45,7 @@ class Slot:
     started: float = 0.0  # time.monotonic() when the call in flight was launched
     warned: bool = False  # the call in flight was logged as slow
     killed: bool = False  # the call in flight timed out and its actor was killed
+    answered: bool = False  # the actor has answered a call: it started (its first call is not timed)
 
 
 @dataclass
@@ -116,7 +117,8 @@ class CollectorPool:
             return
         now = time.monotonic()
         for slot in self.slots:
-            if slot.state != BUSY or slot.killed:
+            # the first call waits for the actor to start, which ray.actor_start_timeout_s bounds
+            if slot.state != BUSY or slot.killed or not slot.answered:
                 continue
             elapsed, median = now - slot.started, self.watch.median
             verdict = self.watch.verdict(elapsed)
@@ -155,7 +157,7 @@ class CollectorPool:
             outcome = Outcome(slot, lost=True, reserved=slot.reserved)
             self._ping(slot)
             return outcome
-        slot.state, slot.ref = IDLE, None
+        slot.state, slot.ref, slot.answered = IDLE, None, True
         if self.watch is not None:
             self.watch.done(time.monotonic() - slot.started)
         return Outcome(slot, info=info, extra=slot.extra, reserved=slot.reserved)
@@ -186,6 +188,7 @@ class CollectorPool:
             self._ping(slot)
             return Outcome(slot)
         slot.state, slot.ref, slot.failures, slot.restarting_since = IDLE, None, 0, None
+        slot.answered = True
         slot.restarts += 1
         logger.warning("%s is back (restart %d)", slot.name, slot.restarts)
         return Outcome(slot)
