@@ -8,6 +8,7 @@ in an object unresolved), so a receiver that already holds the version never fet
 from __future__ import annotations
 
 import logging
+import os
 import time
 from dataclasses import dataclass
 
@@ -70,6 +71,12 @@ def pull(worker, weights: WeightsRef | None) -> bool:
             type(err).__name__,
         )
         return False
+    except OSError as err:
+        # The connection to this node's raylet broke (the node crashed): the process dies with its
+        # node, so end it now, and the driver sees an actor death (a lost batch, a restart) instead
+        # of this call failing as if the collector had a bug.
+        logger.error("the connection to this node's Ray broke (%s): exiting with the node", err)
+        os._exit(1)
     held = worker.version
     if weights.incarnation != incarnation:
         worker.version = -1  # a new line of versions starts with the restarted learner's

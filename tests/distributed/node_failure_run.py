@@ -42,7 +42,7 @@ from tests.distributed.configs import small_config
 from tests.distributed.conftest import free_port
 
 # learner iterations of the run: after a crash the GCS needs a few seconds more to find out
-BUDGET = {"drain": 1200, "crash": 2400}
+BUDGET = {"drain": 2400, "crash": 2400}
 REMOVE_AT = 150  # learner iterations before the worker node goes (checkpoint.freq is 100)
 STRANDED_TIMEOUT_S = 20.0  # ray.actor_start_timeout_s of the stranded run
 

@@ -27,8 +27,8 @@ The worker nodes offer no CPU to Ray, so nothing but the collector / buffer / le
 for the node's custom resource lands on them; the rest stays on the head (removing the driver's
 node is not survivable).
 The node goes after iteration 150, once a checkpoint is committed (every 100 iterations); the
-budget, 1,200 iterations after a drain and 2,400 after a crash (~6 and ~10 s of training here),
-leaves the restarted actor time to come back before the end (measured: the collector ~4 s after a
+budget, 2,400 iterations (~10 s of training here; 1,200 after a drain ended a run on a quiet
+machine before its collector was back), leaves the restarted actor time to come back before the end (measured: the collector ~4 s after a
 drain, ~5 s after a crash, torch import included; the buffer ~3 s, the replacement node's start
 included).
 
