@@ -28,9 +28,9 @@ for the node's custom resource lands on them; the rest stays on the head (removi
 node is not survivable).
 The node goes after iteration 150, once a checkpoint is committed (every 100 iterations); the
 budget, 2,400 iterations (~10 s of training here; 1,200 after a drain ended a run on a quiet
-machine before its collector was back), leaves the restarted actor time to come back before the end (measured: the collector ~4 s after a
-drain, ~5 s after a crash, torch import included; the buffer ~3 s, the replacement node's start
-included).
+machine before its collector was back), leaves the restarted actor time to come back before the
+end (measured: the collector ~4 s after a drain, ~5 s after a crash, torch import included; the
+buffer ~3 s, the replacement node's start included).
 
 An undisturbed run of the same cluster and config, for the wall time to compare with:
 ``RAY_TMPDIR=$(mktemp -d) PYTHONPATH=. python -m tests.distributed.node_failure_run DIR none-buffer drain``
