@@ -158,15 +158,7 @@ class DiscreteSACPolicy(SACPolicy):
                 entropy,
             ]
         ).tolist()
-        out = dict(zip(_LOG_KEYS, stats))
-        out.update(
-            cur_lr_q=self._optimizer_q.param_groups[0]["lr"],
-            cur_lr_p=self._optimizer_policy.param_groups[0]["lr"],
-            total_loss=stats[0] + stats[1] + stats[2],
-        )
-        if self._cfg.priority:
-            out["priority"] = td_error.abs().cpu().numpy()
-        return out
+        return self._learn_output(_LOG_KEYS, stats, td_error)
 
     def _monitor_vars_learn(self) -> list[str]:
         return ["cur_lr_q", "cur_lr_p", "total_loss", *_LOG_KEYS]

@@ -217,7 +217,12 @@ class SACPolicy(Policy):
                 td_error.mean(),
             ]
         ).tolist()
-        out = dict(zip(_LOG_KEYS, stats))
+        return self._learn_output(_LOG_KEYS, stats, td_error)
+
+    def _learn_output(self, keys: tuple[str, ...], stats: list[float], td_error: torch.Tensor) -> dict:
+        """One learn step's log: ``stats`` under ``keys`` (critic, policy and alpha losses first),
+        the learning rates, their total, and the priorities when the buffer asks for them."""
+        out = dict(zip(keys, stats))
         out.update(
             cur_lr_q=self._optimizer_q.param_groups[0]["lr"],
             cur_lr_p=self._optimizer_policy.param_groups[0]["lr"],
