@@ -1,16 +1,34 @@
-"""Wall seconds from launching python to CartPole-v1 at 475: the Ray example against the serial one.
+"""Wall seconds from launching python to CartPole-v1 at 475: the Ray example and the serial ones.
 
-Runs ``examples/apex_dqn.py`` (embedded Ray, 2 collector actors) and ``examples/cartpole_dqn.py``
-(serial pipeline, one process) as fresh processes, seed by seed, in one session, and reads each
-run's ``result.json``. ``launch_to_stop_s`` is the process's age when the stop value was reached
-(Ray start-up included); ``launch_to_exit_s`` also counts the shutdown.
+Runs ``examples/apex_dqn.py`` (pipeline ``ray``: embedded Ray, 2 collector actors),
+``examples/cartpole_dqn.py`` (``serial``: ``serial_pipeline``, one process) and
+``examples/cartpole_ppo.py`` (``serial_onpolicy``: ``serial_pipeline_onpolicy``, one process) as
+fresh processes, seed by seed, in one session, and reads each run's ``result.json``.
+``launch_to_stop_s`` is the process's age when the stop value was reached (Ray start-up included;
+a serial run's exit time stands for it); ``launch_to_exit_s`` also counts the shutdown;
+``s_per_env_step`` is result.json's ``wall_s`` (the pipeline's own run, without interpreter
+start-up and imports) over its ``env_steps``.
 
-``--baseline REV`` also runs the Ray example of an older commit (exported with ``git archive``
-into a temporary folder and imported from there), seeds interleaved with today's, and prints the
-ratio of the medians: how a change to the Ray layer moved the time to solve.
+``--baseline REV`` also runs every selected example of an older commit (exported with
+``git archive`` into a temporary folder and imported from there), seed by seed interleaved with
+today's tree (which of the two runs first alternates from pair to pair), to check a change:
 
-Run:  python benchmarks/bench_time_to_solve.py [--seeds 0 1 2] [--repeat K] [--baseline REV] [--only ray]
-Prints one ``bench_time_to_solve ...`` line per run and one ``bench_time_to_solve_ratio`` line.
+- ``ray``: the ratio of the median ``launch_to_stop_s``: how the change moved the time to solve.
+- ``serial``, ``serial_onpolicy``: the runs are deterministic, so per seed both trees must stop
+  at the same ``env_steps``; and the ratio of the median ``s_per_env_step``: how the change moved
+  the serial loop's speed.
+
+Run:  python benchmarks/bench_time_to_solve.py [--seeds 0 1 2] [--repeat K] [--baseline REV]
+                                               [--only ray|serial|serial_onpolicy]
+Prints, key=value:
+- ``bench_time_to_solve pipeline=P seed=S ...`` per run (``P-baseline`` for the baseline's runs);
+- with ``--baseline``, for a serial pipeline, per seed and repeat ``bench_time_to_solve_seed
+  pipeline=P seed=S env_steps=.. env_steps_baseline=.. identical_env_steps=.. s_per_env_step=..
+  s_per_env_step_baseline=..``;
+- with ``--baseline``, one ``bench_time_to_solve_ratio pipeline=P ...`` per pipeline: for ``ray``
+  ``median_ray median_baseline ratio`` (launch to stop), for a serial one ``median_s_per_env_step
+  median_baseline_s_per_env_step ratio`` (the ratio of the medians), ``median_seed_ratio`` (the
+  median of each seed's now / baseline) and ``identical_env_steps`` (over all its runs).
 """
 
 from __future__ import annotations
@@ -25,19 +43,26 @@ import tempfile
 import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-EXAMPLES = {"apex_dqn": "ray", "cartpole_dqn": "serial"}
+EXAMPLES = {"apex_dqn": "ray", "cartpole_dqn": "serial", "cartpole_ppo": "serial_onpolicy"}
+
+
+def python_env(repo: str) -> dict[str, str]:
+    """The environment that imports ``repo``'s own ``ding_ray`` (before the venv's editable one)."""
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (repo, os.environ.get("PYTHONPATH")) if p)}
 
 
 def run(example: str, seed: int, workdir: str, repo: str = REPO) -> dict:
-    """Run ``repo``'s example (its own ``ding_ray`` first on the path) in ``workdir``."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (repo, os.environ.get("PYTHONPATH")) if p)}
+    """Run ``repo``'s example in ``workdir``; its ``result.json`` with the times measured here."""
+    script = os.path.join(repo, "examples", f"{example}.py")
+    if not os.path.isfile(script):
+        raise FileNotFoundError(f"{script} does not exist (a baseline older than the example?)")
     start = time.perf_counter()
     done = subprocess.run(
-        [sys.executable, os.path.join(repo, "examples", f"{example}.py"), "--seed", str(seed)],
+        [sys.executable, script, "--seed", str(seed)],
         cwd=workdir,
         capture_output=True,
         text=True,
-        env=env,
+        env=python_env(repo),
     )
     exit_s = time.perf_counter() - start
     if done.returncode != 0:
@@ -48,13 +73,24 @@ def run(example: str, seed: int, workdir: str, repo: str = REPO) -> dict:
     # right after its run, so its exit time stands for both.
     result["launch_to_stop_s"] = result.get("since_launch_s", exit_s)
     result["launch_to_exit_s"] = exit_s
+    result["s_per_env_step"] = result.get("wall_s", exit_s) / max(result["env_steps"], 1)
     return result
 
 
 def export(rev: str, folder: str) -> str:
-    """The tree of commit ``rev`` in ``folder``."""
+    """The tree of commit ``rev`` in ``folder``, checked to be the ``ding_ray`` its runs import."""
     archive = subprocess.run(["git", "archive", rev], cwd=REPO, capture_output=True, check=True).stdout
     subprocess.run(["tar", "-x", "-C", folder], input=archive, check=True)
+    imported = subprocess.run(
+        [sys.executable, "-c", "import ding_ray; print(ding_ray.__file__)"],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        env=python_env(folder),
+        check=True,
+    ).stdout.strip()
+    if not os.path.realpath(imported).startswith(os.path.realpath(folder) + os.sep):
+        raise RuntimeError(f"the baseline's runs would import {imported}, not the tree in {folder}")
     return folder
 
 
@@ -64,8 +100,45 @@ def report(pipeline: str, seed: int, r: dict) -> None:
         f"bench_time_to_solve pipeline={pipeline} seed={seed} stop={r['stop']} "
         f"best_eval_return={r['best_eval_return']} env_steps={r['env_steps']} "
         f"train_iter={r['train_iter']} launch_to_stop_s={r['launch_to_stop_s']:.1f} "
-        f"launch_to_exit_s={r['launch_to_exit_s']:.1f}"
+        f"launch_to_exit_s={r['launch_to_exit_s']:.1f} s_per_env_step={r['s_per_env_step']:.6f}"
         + ("" if first is None else f" first_batch_s={first:.1f}"),
+        flush=True,
+    )
+
+
+def report_pair(pipeline: str, seed: int, now: dict, before: dict) -> None:
+    print(
+        f"bench_time_to_solve_seed pipeline={pipeline} seed={seed} env_steps={now['env_steps']} "
+        f"env_steps_baseline={before['env_steps']} "
+        f"identical_env_steps={now['env_steps'] == before['env_steps']} "
+        f"s_per_env_step={now['s_per_env_step']:.6f} s_per_env_step_baseline={before['s_per_env_step']:.6f}",
+        flush=True,
+    )
+
+
+def report_ratio(pipeline: str, now: list[dict], before: list[dict], rev: str) -> None:
+    if pipeline == "ray":
+        median = statistics.median(r["launch_to_stop_s"] for r in now)
+        median_before = statistics.median(r["launch_to_stop_s"] for r in before)
+        print(
+            f"bench_time_to_solve_ratio pipeline=ray median_ray={median:.1f} "
+            f"median_baseline={median_before:.1f} ratio={median / median_before:.2f} runs={len(now)} "
+            f"baseline={rev}",
+            flush=True,
+        )
+        return
+    median = statistics.median(r["s_per_env_step"] for r in now)
+    median_before = statistics.median(r["s_per_env_step"] for r in before)
+    pairs = list(zip(now, before, strict=True))
+    identical = all(a["env_steps"] == b["env_steps"] for a, b in pairs)
+    # the same seed in both trees: the median of the pairs' ratios leaves out how much slower a
+    # seed's longer run is per step (a fuller replay buffer)
+    seed_ratio = statistics.median(a["s_per_env_step"] / b["s_per_env_step"] for a, b in pairs)
+    print(
+        f"bench_time_to_solve_ratio pipeline={pipeline} median_s_per_env_step={median:.6f} "
+        f"median_baseline_s_per_env_step={median_before:.6f} ratio={median / median_before:.3f} "
+        f"median_seed_ratio={seed_ratio:.3f} identical_env_steps={identical} runs={len(now)} "
+        f"baseline={rev}",
         flush=True,
     )
 
@@ -73,33 +146,32 @@ def report(pipeline: str, seed: int, r: dict) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    parser.add_argument("--baseline", help="a git revision whose Ray example to compare with")
+    parser.add_argument("--baseline", help="a git revision whose examples to compare with, interleaved")
     parser.add_argument("--only", choices=sorted(set(EXAMPLES.values())), help="run one pipeline only")
     parser.add_argument(
         "--repeat", type=int, default=1, help="runs per seed: the async pipeline's time to solve varies"
     )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as workdir:
-        repos = {"ray": REPO}
+        trees = {"": REPO}
         if args.baseline:
-            repos["ray-baseline"] = export(args.baseline, tempfile.mkdtemp(dir=workdir))
-        times: dict[str, list[float]] = {}
+            trees["-baseline"] = export(args.baseline, tempfile.mkdtemp(dir=workdir))
         for example, pipeline in EXAMPLES.items():
             if args.only and pipeline != args.only:
                 continue
+            results: dict[str, list[dict]] = {suffix: [] for suffix in trees}
             for seed in [s for _ in range(args.repeat) for s in args.seeds]:
-                for name, repo in repos.items() if pipeline == "ray" else [(pipeline, REPO)]:
-                    rundir = tempfile.mkdtemp(dir=workdir)
-                    r = run(example, seed, rundir, repo)
-                    report(name, seed, r)
-                    times.setdefault(name, []).append(r["launch_to_stop_s"])
-        if "ray-baseline" in times:
-            now, before = statistics.median(times["ray"]), statistics.median(times["ray-baseline"])
-            print(
-                f"bench_time_to_solve_ratio median_ray={now:.1f} median_baseline={before:.1f} "
-                f"ratio={now / before:.2f} baseline={args.baseline}",
-                flush=True,
-            )
+                # the tree that goes first alternates, so a drift of the machine's speed within a
+                # pair does not favour one of them
+                order = list(trees.items())
+                for suffix, repo in order if len(results[""]) % 2 == 0 else order[::-1]:
+                    r = run(example, seed, tempfile.mkdtemp(dir=workdir), repo)
+                    report(pipeline + suffix, seed, r)
+                    results[suffix].append(r)
+                if args.baseline and pipeline != "ray":
+                    report_pair(pipeline, seed, results[""][-1], results["-baseline"][-1])
+            if args.baseline:
+                report_ratio(pipeline, results[""], results["-baseline"], args.baseline)
 
 
 if __name__ == "__main__":
