@@ -14,22 +14,21 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import torch
 
+from ding_ray.errors import ConfigError
+from ding_ray.policy.running_stats import RunningMeanStd
+
 PREFIX = "obs_norm."  # state dict keys of the statistics, beside the model's own keys
 
 
-class ObsNormalizer:
+class ObsNormalizer(RunningMeanStd):
     """``normalize(obs) = clip((obs - mean) / sqrt(var + eps), -clip, clip)`` per feature.
 
-    ``update`` merges a batch into the running moments (Chan et al.'s parallel formula). Before
-    the first update the mean is 0 and the variance 1, so normalising changes nothing.
+    Before the first update the mean is 0 and the variance 1, so normalising changes nothing.
     """
 
     def __init__(self, shape: int | Sequence[int], clip: float = 10.0, epsilon: float = 1e-8) -> None:
-        self.shape = (int(shape),) if isinstance(shape, int) else tuple(int(s) for s in shape)
+        super().__init__(epsilon=0.0, shape=shape)
         self.clip, self.epsilon = float(clip), float(epsilon)
-        self.mean = np.zeros(self.shape, np.float64)
-        self.var = np.ones(self.shape, np.float64)
-        self.count = 0.0
         self._refresh()
 
     def _refresh(self) -> None:
@@ -38,19 +37,7 @@ class ObsNormalizer:
         self._std_t = torch.as_tensor(np.sqrt(self.var + self.epsilon), dtype=torch.float32)
 
     def update(self, obs: np.ndarray | torch.Tensor) -> None:
-        if isinstance(obs, torch.Tensor):
-            obs = obs.detach().cpu().numpy()
-        x = np.asarray(obs, dtype=np.float64).reshape(-1, *self.shape)
-        n = len(x)
-        if n == 0:
-            return
-        batch_mean, batch_var = x.mean(axis=0), x.var(axis=0)
-        total = self.count + n
-        delta = batch_mean - self.mean
-        self.mean = self.mean + delta * n / total
-        m2 = self.var * self.count + batch_var * n + delta**2 * self.count * n / total
-        self.var = m2 / total
-        self.count = total
+        super().update(obs)
         self._refresh()
 
     def normalize(self, obs: torch.Tensor) -> torch.Tensor:
@@ -66,9 +53,7 @@ class ObsNormalizer:
         }
 
     def load_state_dict(self, state: Mapping[str, torch.Tensor | np.ndarray]) -> None:
-        self.mean = np.array(state[PREFIX + "mean"], dtype=np.float64).reshape(self.shape)
-        self.var = np.array(state[PREFIX + "var"], dtype=np.float64).reshape(self.shape)
-        self.count = float(np.asarray(state[PREFIX + "count"]))
+        super().load_state_dict({key: np.asarray(state[PREFIX + key]) for key in ("mean", "var", "count")})
         self._refresh()
 
 
@@ -78,3 +63,27 @@ def split_state(model_state: Mapping[str, object]) -> tuple[dict, dict]:
     for key, value in model_state.items():
         (norm if key.startswith(PREFIX) else model)[key] = value
     return model, norm
+
+
+def with_obs_norm(model_state: dict, norm: ObsNormalizer | None) -> dict:
+    """A model's state dict, plus the observation statistics when there are any."""
+    return model_state if norm is None else {**model_state, **norm.state_dict()}
+
+
+def load_model_state(model: torch.nn.Module, state: Mapping[str, object], norm: ObsNormalizer | None) -> None:
+    """Load what ``with_obs_norm`` saved: the model's keys into ``model``, the statistics into
+    ``norm``; a checkpoint must carry statistics exactly when the policy normalises."""
+    model_state, norm_state = split_state(state)
+    if norm is not None:
+        if not norm_state:
+            raise ConfigError(
+                "policy.obs_norm=True but the state dict has no obs_norm statistics (saved with "
+                "obs_norm=False?): load a checkpoint trained with obs_norm=True, or set it False."
+            )
+        norm.load_state_dict(norm_state)
+    elif norm_state:
+        raise ConfigError(
+            "The state dict carries obs_norm statistics but policy.obs_norm=False: set "
+            "policy.obs_norm=True to use the weights as they were trained."
+        )
+    model.load_state_dict(model_state, strict=True)

@@ -4,16 +4,15 @@ Names and config keys are DI-engine's ``PPOPolicy``. One learn call trains on on
 data: ``epoch_per_collect`` passes in shuffled minibatches of ``batch_size``. Discrete
 (categorical) or continuous (diagonal Gaussian) actions, and optional observation normalisation.
 
-Continuous actions go to the env as sampled, unclipped, exactly as DI-engine's PPO sends them:
-the transition's ``action`` is that sample, so its log-probability under the old and the new
-Gaussian is what the ratio compares. Bounding is the env's business, because only the env knows
-its bounds: gymnasium's Pendulum clips the torque itself (MuJoCo clamps to its ``ctrlrange``), and
-a ``bound_type='tanh'`` model (mu in [-1, 1]) pairs with ``env.act_scale=True``, DI-engine's env
-switch that clips to [-1, 1] and maps onto the Box's [low, high].
+Continuous actions go to the env as sampled, unclipped, as DI-engine's PPO sends them, so the
+ratio compares the log-probabilities of what was sent. Bounding is the env's business (only it knows
+its bounds): Pendulum clips the torque itself, MuJoCo clamps to its ``ctrlrange``, and a
+``bound_type='tanh'`` model pairs with ``env.act_scale=True`` (clip to [-1, 1], map onto the Box).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -22,41 +21,14 @@ import torch
 from ding_ray.errors import ConfigError
 from ding_ray.policy.base import Policy
 from ding_ray.policy.common import check_finite_loss, obs_batch, set_mode, to_tensor_batch
-from ding_ray.policy.obs_norm import ObsNormalizer, split_state
+from ding_ray.policy.obs_norm import ObsNormalizer, load_model_state, with_obs_norm
 from ding_ray.policy.optim import make_adam
+from ding_ray.policy.running_stats import RunningMeanStd
 from ding_ray.rl_utils import gae, gae_data, ppo_data, ppo_error, ppo_error_continuous
 from ding_ray.utils.registry import POLICY_REGISTRY
 
 _GRAD_CLIP_TYPES = (None, "clip_norm", "clip_value")
 _ACTION_SPACES = ("discrete", "continuous")
-
-
-class RunningMeanStd:
-    """Running mean and variance of a stream of arrays (Chan et al.'s parallel update)."""
-
-    def __init__(self, epsilon: float = 1e-4) -> None:
-        self.mean, self.var, self.count = 0.0, 1.0, epsilon
-
-    def update(self, x: np.ndarray) -> None:
-        x = np.asarray(x, dtype=np.float64).ravel()
-        if x.size == 0:
-            return
-        batch_mean, batch_var, n = float(x.mean()), float(x.var()), x.size
-        total = self.count + n
-        delta = batch_mean - self.mean
-        self.mean += delta * n / total
-        self.var = (self.var * self.count + batch_var * n + delta**2 * self.count * n / total) / total
-        self.count = total
-
-    @property
-    def std(self) -> float:
-        return float(np.sqrt(self.var) + 1e-8)
-
-    def state_dict(self) -> dict[str, float]:
-        return {"mean": self.mean, "var": self.var, "count": self.count}
-
-    def load_state_dict(self, state: dict[str, float]) -> None:
-        self.mean, self.var, self.count = float(state["mean"]), float(state["var"]), float(state["count"])
 
 
 @POLICY_REGISTRY.register("ppo")
@@ -83,9 +55,7 @@ class PPOPolicy(Policy):
         transition_with_policy_data=True,  # random_collect_size steps use the policy
         learn=dict(
             epoch_per_collect=10,  # passes over one collect call's data
-            # dizoo's MuJoCo PPO configs set it; DI-engine's on-policy PPO ignores it (epoch_per_collect
-            # counts the passes), and so does ding_ray's
-            update_per_collect=None,
+            update_per_collect=None,  # in dizoo's MuJoCo configs; ignored, as by DI-engine's on-policy PPO
             batch_size=64,  # minibatch size
             learning_rate=3e-4,
             # None, or dict(epoch_num=N, min_lr_lambda=m): the lr falls linearly to m * lr over N
@@ -103,9 +73,7 @@ class PPOPolicy(Policy):
             num_threads=1,  # torch intra-op threads of the process that trains
         ),
         collect=dict(
-            # dizoo's MuJoCo PPO configs repeat env.collector_env_num here; nothing reads it (in DI-engine
-            # either): the env section decides
-            collector_env_num=None,
+            collector_env_num=None,  # in dizoo's MuJoCo configs; ignored (as by DI-engine): env decides
             n_sample=None,  # transitions per collect call
             unroll_len=1,  # only 1 so far
             discount_factor=0.99,  # gamma
@@ -122,6 +90,7 @@ class PPOPolicy(Policy):
         _check_supported(cfg)
         self.action_space = cfg.get("action_space", "discrete")  # what check_spaces asks of the env
         self._obs_norm: ObsNormalizer | None = None
+        self._running_mean_std: RunningMeanStd | None = None  # value_norm's, kept by the learner
         super().__init__(cfg, model, enable_field)
 
     def _create_model(self, cfg: Any, model: torch.nn.Module | None) -> torch.nn.Module:
@@ -135,9 +104,7 @@ class PPOPolicy(Policy):
                 )
         if cfg.obs_norm:
             if cfg.model.get("obs_shape") is None:
-                raise ConfigError(
-                    "policy.obs_norm=True needs policy.model.obs_shape (the observation shape)."
-                )
+                raise ConfigError("policy.obs_norm=True needs policy.model.obs_shape (its shape).")
             self._obs_norm = ObsNormalizer(cfg.model.obs_shape)
         return super()._create_model(cfg, model)
 
@@ -148,33 +115,51 @@ class PPOPolicy(Policy):
     def _normalize(self, obs: torch.Tensor) -> torch.Tensor:
         return obs if self._obs_norm is None else self._obs_norm.normalize(obs)
 
-    def _model_state(self, model: torch.nn.Module) -> dict[str, Any]:
-        """The model's state dict, plus the observation statistics when ``obs_norm`` is on."""
-        state = model.state_dict()
-        if self._obs_norm is not None:
-            state = {**state, **self._obs_norm.state_dict()}
-        return state
+    # ----- advantages: one GAE for the collectors, gae_estimator and the learner -------------------
+    def _value_scale(self) -> float:  # value_norm: the critic predicts returns / their running std
+        return 1.0 if self._running_mean_std is None else float(self._running_mean_std.std)
 
-    def _load_model_state(self, model: torch.nn.Module, state: dict[str, Any]) -> None:
-        model_state, norm_state = split_state(state)
-        if self._obs_norm is not None:
-            if not norm_state:
-                raise ConfigError(
-                    "policy.obs_norm=True but the state dict has no obs_norm statistics (saved with "
-                    "obs_norm=False?): load a checkpoint trained with obs_norm=True, or set it False."
-                )
-            self._obs_norm.load_state_dict(norm_state)
-        elif norm_state:
-            raise ConfigError(
-                "The state dict carries obs_norm statistics but policy.obs_norm=False: set "
-                "policy.obs_norm=True to use the weights as they were trained."
-            )
-        model.load_state_dict(model_state, strict=True)
+    def _critic(self, obs: torch.Tensor) -> torch.Tensor:
+        return self._model(self._normalize(obs.to(self._device)), "compute_critic")["value"]
+
+    @torch.no_grad()
+    def _compute_advantages(
+        self, data: Mapping[str, Any], value: torch.Tensor | None = None, update_value_norm: bool = False
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """``(value, adv, return)`` [T] of consecutive transitions by GAE, as DI-engine's PPO: the critic
+        sees normalised observations and its values are scaled by value_norm's std; ``adv`` is in
+        return units, ``value`` and ``return`` (the critic's target) in the critic's.
+
+        ``data``: columns ``obs``, ``next_obs`` (raw), ``reward``, ``done`` (a termination) and
+        ``traj_flag`` (a termination, time limit or cut; None: ``done``). ``value``: the collect
+        forward's (then a trajectory's next value is the next row's, and the critic values only the
+        ``next_obs`` of non-terminal ends); without it the critic values every obs and next_obs.
+        """
+        device = self._device if value is None else value.device
+        reward = data["reward"].reshape(-1).to(device)
+        done = data["done"].reshape(-1).to(device)
+        if self._cfg.learn.ignore_done:  # bootstrap through terminations too
+            done = torch.zeros_like(reward)
+        traj_flag = None if data.get("traj_flag") is None else data["traj_flag"].reshape(-1).to(device)
+        if value is None:
+            value, next_value = self._critic(data["obs"]), self._critic(data["next_obs"])
+        else:
+            next_value = torch.cat([value[1:], value.new_zeros(1)])
+            ends = torch.nonzero(traj_flag.bool() & ~done.bool()).reshape(-1).cpu()
+            if len(ends):
+                next_value[ends] = self._critic(data["next_obs"][ends]).reshape(-1).to(device)
+        scale = self._value_scale()
+        value, next_value = value * scale, next_value * scale
+        gamma, lambda_ = float(self._cfg.collect.discount_factor), float(self._cfg.collect.gae_lambda)
+        adv = gae(gae_data(value, next_value, reward, done, traj_flag), gamma, lambda_)
+        if update_value_norm and self._running_mean_std is not None:
+            self._running_mean_std.update((value + adv).cpu().numpy())
+        return value / scale, adv, (value + adv) / scale
 
     # ----- learn ------------------------------------------------------------------------------
     def _init_learn(self) -> None:
         learn = self._cfg.learn
-        if self._cfg.learn.ppo_param_init:
+        if learn.ppo_param_init:
             for module in self._model.modules():
                 if isinstance(module, torch.nn.Linear):
                     torch.nn.init.orthogonal_(module.weight)
@@ -184,16 +169,12 @@ class PPOPolicy(Policy):
         self._learn_model = self._model
         self._optimizer = make_adam(self._model.parameters(), learn.learning_rate)
         self._lr_scheduler = None
-        if learn.lr_scheduler:
-            epoch_num, min_lambda = (
-                float(learn.lr_scheduler["epoch_num"]),
-                learn.lr_scheduler["min_lr_lambda"],
-            )
+        schedule = learn.lr_scheduler
+        if schedule:
+            epoch_num, min_lambda = float(schedule["epoch_num"]), schedule["min_lr_lambda"]
             self._lr_scheduler = torch.optim.lr_scheduler.LambdaLR(
                 self._optimizer, lambda epoch: max(1.0 - epoch * (1.0 - min_lambda) / epoch_num, min_lambda)
             )
-        self._gamma = float(self._cfg.collect.discount_factor)
-        self._gae_lambda = float(self._cfg.collect.gae_lambda)
         self._running_mean_std = RunningMeanStd() if learn.value_norm else None
         self._generator = torch.Generator().manual_seed(int(np.random.randint(2**31)))
 
@@ -202,36 +183,22 @@ class PPOPolicy(Policy):
         (as DI-engine's PPO: the learner counts one iteration each)."""
         learn = self._cfg.learn
         batch = to_tensor_batch(data, self._device)
-        raw_obs, reward = batch["obs"], batch["reward"].reshape(-1)
-        n = len(raw_obs)
+        raw_obs, n = batch["obs"], len(batch["obs"])
         action = batch["action"].reshape(n, -1) if self._continuous else batch["action"].reshape(-1)
-        # the statistics the collector used: they change only after this call's training
-        obs, next_obs = self._normalize(raw_obs), self._normalize(batch["next_obs"])
-        done = torch.zeros_like(reward) if learn.ignore_done else batch["done"].reshape(-1)
-        traj_flag = batch.get("traj_flag")
+        obs = self._normalize(raw_obs)  # the statistics the collector used: updated after training
         logit_old = batch["logit"]
         model = self._learn_model
         set_mode(model, True)
-        rms = self._running_mean_std
         logs: list[dict[str, float]] = []
         for epoch in range(learn.epoch_per_collect):
             if self._cfg.recompute_adv:
-                with torch.no_grad():
-                    scale = rms.std if rms is not None else 1.0
-                    value = model(obs, "compute_critic")["value"] * scale
-                    next_value = model(next_obs, "compute_critic")["value"] * scale
-                    adv = gae(
-                        gae_data(value, next_value, reward, done, traj_flag), self._gamma, self._gae_lambda
-                    )
-                    value_old, return_ = value / scale, (value + adv) / scale
-                    if rms is not None:
-                        rms.update((value + adv).cpu().numpy())
+                value_old, adv, return_ = self._compute_advantages(batch, update_value_norm=True)
             elif epoch == 0:
                 adv, value_old = batch["adv"], batch["value"].reshape(-1)
-                scale = rms.std if rms is not None else 1.0
+                scale = self._value_scale()
                 return_ = (adv + value_old * scale) / scale
-                if rms is not None:
-                    rms.update((adv + value_old * scale).cpu().numpy())
+                if self._running_mean_std is not None:
+                    self._running_mean_std.update((adv + value_old * scale).cpu().numpy())
             for index in _minibatches(n, learn.batch_size, self._generator):
                 logs.append(
                     self._train_minibatch(
@@ -271,24 +238,11 @@ class PPOPolicy(Policy):
             torch.nn.utils.clip_grad_value_(self._learn_model.parameters(), learn.grad_clip_value)
         self._optimizer.step()
         value = output["value"].detach()
-        stats = torch.stack(
-            [
-                total_loss.detach(),
-                loss.policy_loss.detach(),
-                loss.value_loss.detach(),
-                loss.entropy_loss.detach(),
-                adv.max(),
-                adv.mean(),
-                value.mean(),
-                value.max(),
-            ]
-        ).tolist()
-        stats += [info.approx_kl, info.clipfrac]
+        losses = (total_loss, loss.policy_loss, loss.value_loss, loss.entropy_loss)
+        stats = torch.stack([*(x.detach() for x in losses), adv.max(), adv.mean(), value.mean(), value.max()])
+        stats = stats.tolist() + [info.approx_kl, info.clipfrac]
         if self._continuous:  # DI-engine's mu_mean and sigma_mean: is the policy still exploring?
-            stats += [
-                output["logit"]["mu"].detach().mean().item(),
-                output["logit"]["sigma"].detach().mean().item(),
-            ]
+            stats += [output["logit"][key].detach().mean().item() for key in ("mu", "sigma")]
         return {"cur_lr": self._optimizer.param_groups[0]["lr"], **dict(zip(self._log_keys, stats))}
 
     def _monitor_vars_learn(self) -> list[str]:
@@ -299,13 +253,14 @@ class PPOPolicy(Policy):
         return (*_LOG_KEYS, "mu_mean", "sigma_mean") if self._continuous else _LOG_KEYS
 
     def _state_dict_learn(self) -> dict[str, Any]:
-        state = {"model": self._model_state(self._learn_model), "optimizer": self._optimizer.state_dict()}
+        model = with_obs_norm(self._learn_model.state_dict(), self._obs_norm)
+        state = {"model": model, "optimizer": self._optimizer.state_dict()}
         if self._running_mean_std is not None:
             state["value_norm"] = self._running_mean_std.state_dict()
         return state
 
     def _load_state_dict_learn(self, state_dict: dict[str, Any]) -> None:
-        self._load_model_state(self._learn_model, state_dict["model"])
+        load_model_state(self._learn_model, state_dict["model"], self._obs_norm)
         if "optimizer" in state_dict:  # the base class loads the optimizer (and the model once more)
             super()._load_state_dict_learn({**state_dict, "model": self._learn_model.state_dict()})
         if self._running_mean_std is not None and "value_norm" in state_dict:
@@ -314,9 +269,6 @@ class PPOPolicy(Policy):
     # ----- collect ----------------------------------------------------------------------------
     def _init_collect(self) -> None:
         self._collect_model = self._model
-        self._gamma = float(self._cfg.collect.discount_factor)
-        self._gae_lambda = float(self._cfg.collect.gae_lambda)
-        self._ignore_done = bool(self._cfg.learn.ignore_done)
 
     @torch.inference_mode()
     def _collect_columns(self, data: dict[int, Any], **kwargs: Any) -> tuple[list[int], dict[str, Any]]:
@@ -344,39 +296,21 @@ class PPOPolicy(Policy):
         }
 
     def _get_train_sample(self, transitions: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """Each transition with its GAE advantage ``adv`` and ``traj_flag`` (True on the last step).
-
-        ``transitions`` is one env's consecutive steps; only the last one can end its episode. After a
-        termination nothing is bootstrapped; after a truncation or a cut, the last step bootstraps
-        from the critic's value of its ``next_obs``.
-        """
-        last = transitions[-1]
-        terminated = bool(last["done"]) and not self._ignore_done
+        """Each transition with its GAE advantage ``adv`` and ``traj_flag`` (True on the last step):
+        ``transitions`` is one env's consecutive steps, and only the last one can end its episode."""
+        traj_flag = [False] * (len(transitions) - 1) + [True]
+        next_obs = np.stack([np.asarray(t["next_obs"], np.float32) for t in transitions])
+        columns = {
+            "next_obs": torch.as_tensor(next_obs),
+            "reward": torch.tensor([float(np.asarray(t["reward"]).reshape(())) for t in transitions]),
+            "done": torch.tensor([float(bool(t["done"])) for t in transitions]),
+            "traj_flag": torch.tensor(traj_flag),
+        }
         value = torch.tensor([t["value"] for t in transitions], dtype=torch.float32)
-        reward = torch.tensor([float(np.asarray(t["reward"]).reshape(())) for t in transitions])
-        if terminated:
-            last_value = torch.zeros(1)
-        else:
-            with torch.inference_mode():
-                next_obs = torch.as_tensor(np.asarray(last["next_obs"], dtype=np.float32)).unsqueeze(0)
-                next_obs = self._normalize(next_obs.to(self._device))
-                last_value = self._collect_model(next_obs, "compute_critic")["value"].cpu()
-        rms = getattr(self, "_running_mean_std", None)
-        scale = rms.std if rms is not None else 1.0
-        next_value = torch.cat([value[1:], last_value.reshape(1)]) * scale
-        done = torch.zeros(len(transitions))
-        done[-1] = float(terminated)
-        adv = gae(gae_data(value * scale, next_value, reward, done, None), self._gamma, self._gae_lambda)
-        samples = []
-        for i, (transition, a) in enumerate(zip(transitions, adv.tolist())):
-            sample = dict(transition)
-            sample["adv"] = a
-            sample["traj_flag"] = i == len(transitions) - 1
-            samples.append(sample)
-        return samples
+        _, adv, _ = self._compute_advantages(columns, value)
+        return [{**t, "adv": a, "traj_flag": f} for t, a, f in zip(transitions, adv.tolist(), traj_flag)]
 
-    # ----- eval -------------------------------------------------------------------------------
-
+    # ----- eval (and the collect and eval state dicts: the model plus the observation statistics) --
     @torch.inference_mode()
     def _eval_columns(self, data: dict[int, Any]) -> tuple[list[int], dict[str, Any]]:
         env_ids, obs = obs_batch(data)
@@ -388,32 +322,21 @@ class PPOPolicy(Policy):
         action = logit["mu"] if self._continuous else logit.argmax(-1)  # the Gaussian's mean, or greedy
         return {"action": action, "logit": logit}
 
-    # ----- state dicts: the model plus the observation statistics ---------------------------------
     def _state_dict_collect(self) -> dict[str, Any]:
-        return {"model": self._model_state(self._collect_model)}
+        return {"model": with_obs_norm(self._collect_model.state_dict(), self._obs_norm)}
 
     def _load_state_dict_collect(self, state_dict: dict[str, Any]) -> None:
-        self._load_model_state(self._collect_model, state_dict["model"])
+        load_model_state(self._collect_model, state_dict["model"], self._obs_norm)
 
     def _state_dict_eval(self) -> dict[str, Any]:
-        return {"model": self._model_state(self._eval_model)}
+        return {"model": with_obs_norm(self._eval_model.state_dict(), self._obs_norm)}
 
     def _load_state_dict_eval(self, state_dict: dict[str, Any]) -> None:
-        self._load_model_state(self._eval_model, state_dict["model"])
+        load_model_state(self._eval_model, state_dict["model"], self._obs_norm)
 
 
-_LOG_KEYS = (
-    "total_loss",
-    "policy_loss",
-    "value_loss",
-    "entropy_loss",
-    "adv_max",
-    "adv_mean",
-    "value_mean",
-    "value_max",
-    "approx_kl",
-    "clipfrac",
-)
+_LOG_KEYS = ("total_loss", "policy_loss", "value_loss", "entropy_loss")
+_LOG_KEYS += ("adv_max", "adv_mean", "value_mean", "value_max", "approx_kl", "clipfrac")
 
 
 def _rows(x: Any, index: torch.Tensor) -> Any:
@@ -463,13 +386,12 @@ def _check_supported(cfg: dict) -> None:
     for key in ("nstep_return", "multi_agent", "priority", "priority_IS_weight"):
         if get(key):
             raise ConfigError(f"policy.{key}=True is not supported by ding_ray's PPO yet; set it to False.")
-    learn, collect = get("learn") or {}, get("collect") or {}
-    if learn.get("grad_clip_type", "clip_norm") not in _GRAD_CLIP_TYPES:
+    clip_type = (get("learn") or {}).get("grad_clip_type", "clip_norm")
+    if clip_type not in _GRAD_CLIP_TYPES:
         raise ConfigError(
-            f"policy.learn.grad_clip_type={learn.get('grad_clip_type')!r} is not supported; "
-            f"choose from {list(_GRAD_CLIP_TYPES)}."
+            f"policy.learn.grad_clip_type={clip_type!r} is not supported; choose from {_GRAD_CLIP_TYPES}."
         )
-    if collect.get("unroll_len", 1) != 1:
+    if (get("collect") or {}).get("unroll_len", 1) != 1:
         raise ConfigError(
-            "policy.collect.unroll_len must be 1 for ding_ray's PPO (longer unrolls not supported yet)."
+            "policy.collect.unroll_len must be 1 for ding_ray's PPO (longer ones not supported yet)."
         )
