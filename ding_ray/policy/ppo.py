@@ -55,7 +55,9 @@ class PPOPolicy(Policy):
         transition_with_policy_data=True,  # random_collect_size steps use the policy
         learn=dict(
             epoch_per_collect=10,  # passes over one collect call's data
-            update_per_collect=None,  # in dizoo's MuJoCo configs; ignored, as by DI-engine's on-policy PPO
+            # dizoo's MuJoCo PPO configs set it; DI-engine's on-policy PPO ignores it (epoch_per_collect
+            # counts the passes), and so does ding_ray's
+            update_per_collect=None,
             batch_size=64,  # minibatch size
             learning_rate=3e-4,
             # None, or dict(epoch_num=N, min_lr_lambda=m): the lr falls linearly to m * lr over N
@@ -73,7 +75,9 @@ class PPOPolicy(Policy):
             num_threads=1,  # torch intra-op threads of the process that trains
         ),
         collect=dict(
-            collector_env_num=None,  # in dizoo's MuJoCo configs; ignored (as by DI-engine): env decides
+            # dizoo's MuJoCo PPO configs repeat env.collector_env_num here; nothing reads it (in DI-engine
+            # either): the env section decides
+            collector_env_num=None,
             n_sample=None,  # transitions per collect call
             unroll_len=1,  # only 1 so far
             discount_factor=0.99,  # gamma
@@ -186,9 +190,7 @@ class PPOPolicy(Policy):
         raw_obs, n = batch["obs"], len(batch["obs"])
         action = batch["action"].reshape(n, -1) if self._continuous else batch["action"].reshape(-1)
         obs = self._normalize(raw_obs)  # the statistics the collector used: updated after training
-        logit_old = batch["logit"]
-        model = self._learn_model
-        set_mode(model, True)
+        set_mode(self._learn_model, True)
         logs: list[dict[str, float]] = []
         for epoch in range(learn.epoch_per_collect):
             if self._cfg.recompute_adv:
@@ -200,23 +202,15 @@ class PPOPolicy(Policy):
                 if self._running_mean_std is not None:
                     self._running_mean_std.update((adv + value_old * scale).cpu().numpy())
             for index in _minibatches(n, learn.batch_size, self._generator):
-                logs.append(
-                    self._train_minibatch(
-                        obs[index],
-                        _rows(logit_old, index),
-                        action[index],
-                        value_old[index],
-                        adv[index],
-                        return_[index],
-                    )
-                )
+                rows = [x[index] for x in (obs, action, value_old, adv, return_)]
+                logs.append(self._train_minibatch(_rows(batch["logit"], index), *rows))
         if self._lr_scheduler is not None:
             self._lr_scheduler.step()
         if self._obs_norm is not None:
             self._obs_norm.update(raw_obs)
         return logs
 
-    def _train_minibatch(self, obs, logit_old, action, value_old, adv, return_) -> dict[str, float]:
+    def _train_minibatch(self, logit_old, obs, action, value_old, adv, return_) -> dict[str, float]:
         learn = self._cfg.learn
         if learn.adv_norm:
             adv = (adv - adv.mean()) / (adv.std() + 1e-8) if len(adv) > 1 else adv - adv.mean()
