@@ -31,6 +31,7 @@ import tempfile
 RUN = """
 import copy, json, sys
 import ray
+from ding_ray.framework import pipelines
 from ding_ray import distributed
 from ding_ray.configs.apex_dqn import create_config, main_config
 from ding_ray.framework import Task
@@ -62,8 +63,8 @@ def fault(ctx):
     else:
         ray.kill(getattr(rc.actors, victim), no_restart=False)
 
-with distributed.RayComponents(cfg, plan, 200_000) as rc, Task(rc.context()) as task:
-    distributed.async_pipeline(task, cfg, rc, max_env_step=200_000)
+with distributed.RayComponents(cfg, plan, 200_000) as rc, rc.task() as task:
+    pipelines.off_policy(task, cfg, rc, max_env_step=200_000)
     task.use(fault)
     task.run()
 ray.shutdown()

@@ -15,7 +15,8 @@ Run it (from the repository root):
 With --dashboard or on a cluster, the Ray dashboard (http://127.0.0.1:8265) lists the actors
 by name (learner, buffer, evaluator, collector-0, collector-1) and its metrics page shows the
 ``ding_ray_*`` gauges. Results land in ``apex_dqn_seed<seed>/`` (config, TensorBoard logs, checkpoints,
-``result.json``). ``ding_ray.entry.ray_pipeline`` builds this same Task pipeline in one call.
+``result.json``). ``ding_ray.entry.ray_pipeline`` builds this same Task pipeline in one call
+(``ding_ray.framework.pipelines.off_policy``, the stage list ``serial_pipeline`` runs too).
 """
 
 import argparse
@@ -26,15 +27,14 @@ import ray
 from ding_ray import distributed  # its names load on first use: torch loads while Ray starts
 from ding_ray.configs.apex_dqn import create_config, main_config
 from ding_ray.entry.cli_commands import add_override_args, apply_override_args, exit_on_interrupt
-from ding_ray.framework import Task
 from ding_ray.framework.middleware import (
+    OffPolicyLearner,
     collector,
     data_pusher,
     eps_greedy_handler,
     interaction_evaluator,
-    offpolicy_data_fetcher,
+    random_collector,
     termination_checker,
-    trainer,
     weights_publisher,
 )
 from ding_ray.utils.runtime import setup_logging
@@ -52,18 +52,20 @@ def main(seed: int, max_env_step: int | None, dashboard: bool = False, resume: s
     # The actors behind the interfaces the stages call: collectors, buffer, learner, evaluator.
     # It checks the cluster can hold them first, and at the end saves the learner's final
     # checkpoint, writes result.json and frees the actors' names.
-    with distributed.RayComponents(cfg, plan, max_env_step, resume=resume) as rc, Task(rc.context()) as task:
+    with distributed.RayComponents(cfg, plan, max_env_step, resume=resume) as rc, rc.task() as task:
+        task.use(random_collector(cfg, rc.collector, rc.buffer))  # first the random warm-up (once)
         task.use(interaction_evaluator(cfg, rc.evaluator))  # every eval_freq iters, on the latest weights
+        task.use(termination_checker(max_env_step=max_env_step, at_budget=True))
         task.use(eps_greedy_handler(cfg))  # epsilon by env steps, for the next collect calls
-        task.use(collector(cfg, rc.collectors))  # relaunch idle collectors; refs of finished batches
+        task.use(collector(cfg, rc.collector))  # relaunch idle collectors; refs of finished batches
         task.use(data_pusher(cfg, rc.buffer))  # hand those refs to the buffer actor
-        task.use(offpolicy_data_fetcher(cfg, rc.buffer))  # sample when the rate limiter allows
-        task.use(trainer(cfg, rc.learner, log_freq=1000))  # queue a train call; its priorities go back
-        task.use(weights_publisher(rc.learner, rc.collectors, rc.evaluator))  # newest weights out
+        # sample when the rate limiter allows, queue a train call, take the calls that finished
+        # and send their priorities back to the buffer
+        task.use(OffPolicyLearner(cfg, rc.learner, rc.buffer, log_freq=1000, rounds=rc.train_rounds))
+        task.use(weights_publisher(rc.learner, rc.collector, rc.evaluator))  # newest weights out
         task.use(rc.monitor())  # progress bar, TensorBoard, dashboard metrics
         task.use(rc.checkpoint())  # run checkpoints: resume= goes on from them, dead actors come back
-        task.use(termination_checker(max_env_step=max_env_step))
-        task.use(rc.wait_any())  # block until some actor call finishes
+        task.use(rc.wait())  # block until some actor call finishes
         task.run()
     if started_ray:
         ray.shutdown()

@@ -1,11 +1,11 @@
-"""Ray layer: the workers as named actors, weights through the object store, and the pipelines.
+"""Ray layer: the workers as named actors behind the stages' protocols, weights through the object store.
 
 Building blocks for a driver of your own (``examples/apex_dqn.py`` is one)::
 
     cfg, plan, started_ray = start_run((main_config, create_config), seed)  # config, Ray up
-    with RayComponents(cfg, plan) as rc, Task(OnlineRLContext()) as task:   # the actors
-        task.use(collector(cfg, rc.collectors))    # ... the middleware stages, given the actors
-        task.use(rc.wait_any())
+    with RayComponents(cfg, plan) as rc, rc.task() as task:                 # the actors
+        task.use(collector(cfg, rc.collector))     # ... the middleware stages, given the actors
+        task.use(rc.wait())
         task.run()
 
 Nothing below this package imports ray. Names are imported on first use, so that an actor
@@ -37,8 +37,6 @@ _EXPORTS = {
     "CollectorPool": "collector_pool",
     "RayComponents": "components",
     "pipeline_of": "components",
-    "async_pipeline": "pipelines",
-    "sync_pipeline": "pipelines",
     "RemoteBuffer": "remote",
     "RemoteEvaluator": "remote",
     "RemoteLearner": "remote",

@@ -1,21 +1,15 @@
-"""``RayComponents``: one run's actors, ready to be handed to the stages of a ``Task``.
+"""``RayComponents``: one run's actors, behind the protocols the stages call, as a ``Run``.
 
 What every Ray run does around its pipeline lives here, once, for ``ray_pipeline`` and for a
 driver script alike: the cluster check (fail in seconds when the cluster is too small), the
-actors (``create_actors``) behind their stage interfaces (``collectors``, ``buffer``,
-``learner``, ``evaluator``), a rate limiter between collection and sampling (async pipeline),
-run checkpoints (``rc.checkpoint()``, and one at the end or on Ctrl-C/SIGTERM), the learner and
-buffer brought back from them when they die (``Recovery``), a resumed run's counters
-(``resume=``, ``rc.context()``), and, when the ``with`` block ends, the learner's final
-checkpoint, ``result.json`` (also for a failed run, with its error) and the actors killed so their
-names are free again::
+actors (``create_actors``) behind their protocols (``collector``, ``buffer``, ``learner``,
+``evaluator``), a rate limiter between collection and sampling (off-policy), run checkpoints
+(``rc.checkpoint()``), the learner and buffer brought back from them when they die
+(``Recovery``), and the stages of running on Ray (``monitor``, ``wait``). Counters, resume,
+``result.json`` and the end of the run are ``RunBase``'s, shared with the serial run::
 
-    with RayComponents(cfg, plan) as rc, Task(rc.context()) as task:
-        task.use(collector(cfg, rc.collectors))
-        ...
-        task.use(rc.monitor())                  # progress bar, TensorBoard, dashboard metrics
-        task.use(rc.checkpoint())               # run checkpoints by checkpoint.freq / every_s
-        task.use(rc.wait_any())                 # block until one actor call finishes
+    with RayComponents(cfg, plan) as rc, rc.task() as task:
+        pipelines.off_policy(task, cfg, rc)     # or its stages written out (examples/apex_dqn.py)
         task.run()
 """
 
@@ -26,7 +20,6 @@ import copy
 import logging
 import math
 import os
-import time
 from typing import Any
 
 import ray
@@ -38,16 +31,15 @@ from ding_ray.distributed.checkpointer import RayCheckpointer
 from ding_ray.distributed.cluster import check_cluster
 from ding_ray.distributed.config import Plan
 from ding_ray.distributed.errors import ActorDiedError
-from ding_ray.distributed.monitor import RunMonitor
+from ding_ray.distributed.monitor import RunMonitor, monitor_stage
 from ding_ray.distributed.recovery import Recovered, Recovery
 from ding_ray.distributed.remote import RemoteBuffer, RemoteEvaluator, RemoteLearner
 from ding_ray.distributed.remote_collectors import RemoteCollectors
-from ding_ray.framework import OnlineRLContext, current_task
+from ding_ray.framework import OnlineRLContext
+from ding_ray.framework.run import RunBase
 from ding_ray.utils.checkpoint import Checkpoint
-from ding_ray.utils.result import end_of_run, write_result
 from ding_ray.utils.resume import checkpoint_store, claim_run_dir
-from ding_ray.utils.runtime import process_age_s, set_torch_threads, sigterm_as_interrupt
-from ding_ray.worker import metrics
+from ding_ray.utils.runtime import process_age_s, set_torch_threads
 
 logger = logging.getLogger(__name__)
 
@@ -69,7 +61,9 @@ def pipeline_of(cfg: EasyDict) -> str:
     return "sync" if cfg.policy.on_policy else "async"
 
 
-class RayComponents:
+class RayComponents(RunBase):
+    train_rounds = 1  # one sample-and-train call per iteration: the rate limiter paces the learner
+
     def __init__(
         self,
         cfg: EasyDict,
@@ -82,24 +76,25 @@ class RayComponents:
         """``resume``: the folder of a run to continue from its latest checkpoint (``cfg`` is that
         run's config: ``start_run(..., resume=...)`` compiles it so). The budget (``max_env_step``,
         ``max_train_iter``) goes into the checkpoints, for a resume to keep."""
-        self._start = time.perf_counter() if started_at is None else started_at  # for result.json's wall_s
         set_torch_threads(cfg.ray.torch_threads)  # the driver too: it shares the cores
-        self.cfg, self.plan = cfg, plan
-        self.pipeline = pipeline_of(cfg)
-        self.store, self.resumed = checkpoint_store(cfg, resume)  # before any actor reads it
+        self.plan = plan
+        self.on_policy = pipeline_of(cfg) == "sync"
+        self.pipeline = "ray-sync" if self.on_policy else "ray-async"
+        store, resumed = checkpoint_store(cfg, resume)  # before any actor reads it
+        budget = dict(max_env_step=max_env_step, max_train_iter=max_train_iter)
+        super().__init__(cfg, store, resumed, budget, started_at)
         if cfg.ray.check_resources:
             check_cluster(cfg.ray)
         self.lock = claim_run_dir(cfg, self.store, self.resumed, _learn_state(cfg) if resume else None)
-        self.budget = dict(max_env_step=max_env_step, max_train_iter=max_train_iter)
         try:
-            self._build(cfg, plan, max_env_step)
+            self._build(cfg, plan)
         except BaseException:
             self.lock.release()
             raise
 
-    def _build(self, cfg: EasyDict, plan: Plan, max_env_step: int | None) -> None:
+    def _build(self, cfg: EasyDict, plan: Plan) -> None:
         """The actors and the run's parts around them (the folder is locked for this run)."""
-        sync = self.pipeline == "sync"
+        sync = self.on_policy
         # sync: each round splits n_sample over the collectors
         per_call = math.ceil(plan.n_sample / cfg.ray.num_collectors) if sync else plan.n_sample
         self.actors = create_actors(cfg, plan.namespace, n_sample=per_call, buffer=not sync)
@@ -111,7 +106,7 @@ class RayComponents:
             self.limiter.check_chunks(plan.n_sample, plan.sample_size)
             self.limiter.inserted = int((meta.get("limiter") or {}).get("inserted", 0))
             self.limiter.sampled = int((meta.get("limiter") or {}).get("sampled", 0))
-        self.collectors = RemoteCollectors(cfg, self.actors, plan, self.limiter, sync=sync)
+        self.collector = RemoteCollectors(cfg, self.actors, plan, self.limiter, sync=sync)
         self.buffer = (
             None
             if sync
@@ -140,36 +135,20 @@ class RayComponents:
             restart_timeout_s=cfg.ray.actor_start_timeout_s,
             recovery=self.recovery,
         )
+        self.weights_sinks = [self.collector, self.evaluator]
         self.checkpointer = RayCheckpointer(cfg, self.actors, self.recovery, self.store, self.resumed)
         self.recovery.on_restart("buffer", self._buffer_restarted)
-        self.ctx: Any = self.context()  # the latest context the monitor saw, for result.json
         if self.resumed is not None:
             self._resume_counters(meta)
-        self.result: dict[str, Any] | None = None
         self.state: dict[str, Any] | None = None  # the learner's final state, once the run ended well
         self.stop_weights: Any = None  # the weights that reached the stop value, once the run ended well
-        self._max_env_step = max_env_step
         self._monitor: RunMonitor | None = None
 
     # ----- resume and recovery ------------------------------------------------------------------
-    def context(self) -> OnlineRLContext:
-        """A new context for the run's ``Task``: a resumed run's counters go on from its checkpoint."""
-        ctx = OnlineRLContext()
-        if self.resumed is not None:
-            meta = self.resumed.meta
-            ctx.env_step, ctx.env_episode = int(meta["env_steps"]), int(meta.get("episodes", 0))
-            ctx.train_iter = int(meta["train_iter"])
-            ctx.last_eval_iter = int(meta.get("evaluator", {}).get("last_eval_iter", -1))
-            if meta.get("last_eval_return") is not None:
-                ctx.last_eval_value = float(meta["last_eval_return"])
-        return ctx
-
     def _resume_counters(self, meta: dict) -> None:
-        self.collectors.envstep = int(meta["env_steps"])
-        self.collectors.envepisode = int(meta.get("episodes", 0))
+        self.collector.envstep = int(meta["env_steps"])
+        self.collector.envepisode = int(meta.get("episodes", 0))
         self.evaluator.best_return = meta.get("evaluator", {}).get("best_return")
-        if self.resumed.has_buffer:
-            self.collectors.skip_warm_up()  # the buffer starts full again
         logger.info(
             "resuming %s at iteration %d, %d env steps",
             self.resumed.folder,
@@ -184,19 +163,8 @@ class RayComponents:
         event["lost_transitions"] = max(0, inserted - int(at))
         event["buffer_count"] = instance["count"]
 
-    def _counters(self) -> dict[str, Any]:
-        """The driver's part of a checkpoint's ``meta.json``."""
-        ctx = self.ctx
-        return dict(
-            env_steps=ctx.env_step,
-            episodes=ctx.env_episode,
-            evaluator=dict(best_return=self.evaluator.best_return, last_eval_iter=ctx.last_eval_iter),
-            last_eval_return=None if ctx.last_eval_iter < 0 else ctx.last_eval_value,
-            limiter=None if self.limiter is None else self.limiter.state(),
-            pipeline=f"ray-{self.pipeline}",
-            budget=self.budget,
-            config=self.cfg,
-        )
+    def counters(self) -> dict[str, Any]:
+        return dict(super().counters(), limiter=None if self.limiter is None else self.limiter.state())
 
     # ----- stages --------------------------------------------------------------------------------
     def checkpoint(self):
@@ -209,90 +177,48 @@ class RayComponents:
 
         def _checkpoint(ctx: OnlineRLContext) -> None:
             self.ctx = ctx
-            self.checkpointer.step(ctx.train_iter, self._counters)
+            self.checkpointer.step(ctx.train_iter, self.counters)
 
         return _checkpoint
 
-    def wait_any(self, timeout_s: float = 1.0):
+    def wait(self, timeout_s: float = 1.0):
         """Block until a call of some actor finishes; not while the driver has work of its own: the
-        buffer to warm up, or a sample to launch because the learner just finished a call (the
-        fetcher ran before the trainer took that call's result, so it comes next iteration).
+        buffer to warm up, or a sample to launch because the learner just finished a call.
 
         Fails the run when the learner or every collector did not start within
         ``ray.actor_start_timeout_s``.
         """
 
-        def _wait_any(ctx: OnlineRLContext) -> None:
-            if self.collectors.warming_up or (self.buffer is not None and self.buffer.wants_sample()):
+        def _wait(ctx: OnlineRLContext) -> None:
+            if self.collector.warming_up or (self.buffer is not None and self.buffer.wants_sample()):
                 return
-            refs = self.collectors.refs() + self.learner.refs() + self.evaluator.refs()
+            refs = self.collector.refs() + self.learner.refs() + self.evaluator.refs()
             if not refs:
                 raise RuntimeError("Nothing is in flight on any actor; the rate limiter setup has a bug.")
             if not ray.wait(refs, num_returns=1, timeout=timeout_s)[0]:
                 self.learner.check_started()
-                self.collectors.check_started()
+                self.collector.check_started()
 
-        return _wait_any
+        return _wait
 
     def monitor(self):
-        """The progress bar, TensorBoard (``<exp_name>/log/ray``) and dashboard metrics of the run.
+        """The progress bar, TensorBoard (``<exp_name>/log/ray``) and dashboard metrics of the run
+        (``distributed.monitor``).
 
         Reads ctx: env_step, train_iter, train_output, eval_output, last_eval_value.
         """
-        before = 0 if self.resumed is None else int(self.resumed.meta["env_steps"])
-        self._monitor = monitor = RunMonitor(
-            self.cfg.exp_name,
-            self.cfg.ray.progress_bar,
-            self.cfg.ray.report_interval_s,
-            self._max_env_step,
-            start_env_steps=before,  # a resumed run's rates count only its own steps
-        )
-        monitor.log_config(self.cfg)
-        stats: dict[str, Any] = dict(ref=None, at=0.0, task=None)
-
-        def _monitor(ctx: OnlineRLContext) -> None:
-            if stats["task"] is None:  # the iteration that ends the run may stop before this stage
-                stats["task"] = task = current_task()
-                task.on_close(lambda: self._last_iteration(task.ctx))
-            self.ctx = ctx
-            self.recovery.poll()  # a learner or buffer restarted between two calls
-            lags = []
-            for info in self.collectors.pop_infos():
-                lags.append(ctx.train_iter - max(info["policy_version"], 0))
-                monitor.update(info)
-            if lags:
-                monitor.scalars[metrics.COLLECTOR_POLICY_VERSION_LAG] = sum(lags) / len(lags)
-            if isinstance(ctx.train_output, dict):
-                monitor.update(ctx.train_output)
-            if ctx.eval_output:
-                monitor.evaluated(ctx.eval_output["episode_info"])
-            monitor.scalars[metrics.COLLECTOR_LOST_BATCHES] = self.collectors.pool.lost_batches
-            monitor.scalars[metrics.COLLECTOR_RESTARTS] = self.collectors.pool.restarts
-            if self.limiter is not None:
-                monitor.scalars[metrics.BUFFER_SAMPLES_PER_INSERT] = self.limiter.samples_per_insert_now()
-            # buffer size, pushes and samples: one stats call in flight, never waited on
-            if stats["ref"] is not None and ray.wait([stats["ref"]], timeout=0)[0]:
-                with contextlib.suppress(Recovered):  # the buffer died meanwhile: ask the new one
-                    monitor.update(self.recovery.get(stats["ref"]))
-                stats["ref"] = None
-            due = time.monotonic() - stats["at"] >= self.cfg.ray.report_interval_s
-            if stats["ref"] is None and self.actors.buffer is not None and due:
-                stats["ref"], stats["at"] = self.buffer.stats(), time.monotonic()
-            last_eval = None if ctx.last_eval_iter < 0 else ctx.last_eval_value
-            monitor.report(ctx.env_step, ctx.train_iter, last_eval)
-
-        return _monitor
-
-    def _last_iteration(self, ctx: OnlineRLContext) -> None:
-        """The context the run ended with: its evaluation (the one that reached the stop value,
-        usually) ended the iteration before the monitor stage saw it."""
-        if ctx is not self.ctx and ctx.eval_output and self._monitor is not None:
-            self._monitor.evaluated(ctx.eval_output["episode_info"])
-        self.ctx = ctx
+        self._monitor, stage = monitor_stage(self)
+        return stage
 
     # ----- the end of the run --------------------------------------------------------------------
+    def best_return(self) -> float | None:
+        return self.evaluator.best_return
+
+    def stopped(self) -> bool:
+        return self.evaluator.stop_weights is not None
+
     def summary(self) -> dict[str, Any]:
-        out = dict(pipeline=f"ray-{self.pipeline}", seed=self.cfg.seed, **self.collectors.summary())
+        out = dict(self.collector.summary())
         out["since_launch_s"] = round(process_age_s(), 2)  # the process's age when the run ended
         out["policy_version"] = -1 if self.learner.latest is None else self.learner.latest.version
         # the evaluator runs beside training: the weights that reached the stop value were taken
@@ -300,8 +226,6 @@ class RayComponents:
         out["stop_env_step"] = self.evaluator.stop_env_step
         out["recoveries"] = self.recovery.events  # each restart of learner, buffer, evaluator; its losses
         out.update(self.checkpointer.summary())
-        if self.resumed is not None:
-            out["resumed_from"] = self.resumed.folder
         if self.limiter is not None:
             out.update(
                 samples_per_insert_target=self.limiter.samples_per_insert,
@@ -315,25 +239,8 @@ class RayComponents:
         return out
 
     def write_result(self, error: BaseException | None = None) -> dict[str, Any]:
-        """``<exp_name>/result.json`` from the last context; a failed run records its error."""
-        ctx = self.ctx
-        extra = self.summary()
-        before = {} if self.resumed is None else self.resumed.meta  # rates count this process's work
-        if error is not None:
-            extra["error"] = f"{type(error).__name__}: {error}"
-        self.result = write_result(
-            self.cfg.exp_name,
-            env_steps=ctx.env_step,
-            train_iter=ctx.train_iter,
-            best_eval_return=self.evaluator.best_return,
-            last_eval_return=None if ctx.last_eval_iter < 0 else ctx.last_eval_value,
-            stop=self.evaluator.stop_weights is not None,
-            wall_s=time.perf_counter() - self._start,
-            env_steps_before=int(before.get("env_steps", 0)),
-            train_iter_before=int(before.get("train_iter", 0)),
-            **extra,
-        )
-        logger.info("result: %s", self.result)
+        result = super().write_result(error)
+        logger.info("result: %s", result)
         exp = self.cfg.exp_name
         logger.info(
             "the run is in %s: result.json, total_config.json, ckpt/ (best and final weights), "
@@ -343,55 +250,53 @@ class RayComponents:
             os.path.join(exp, "log"),
             exp,
         )
-        return self.result
-
-    def __enter__(self) -> RayComponents:
-        # SIGTERM (`kill`, `ray job stop`, a scheduler) stops the run as Ctrl-C does: with a checkpoint
-        self._signals = contextlib.ExitStack()
-        self._signals.enter_context(sigterm_as_interrupt())
-        return self
+        return result
 
     def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
-        if getattr(self, "_signals", None) is not None:
-            self._signals.close()
+        if self._task is not None and self._task.ctx is not self.ctx:
+            # the iteration that ended the run stopped before the monitor stage: its evaluation
+            # (the one that reached the stop value, usually) still counts
+            if self._task.ctx.eval_output and self._monitor is not None:
+                self._monitor.evaluated(self._task.ctx.eval_output["episode_info"])
+            self.ctx = self._task.ctx
+        if self._monitor is not None:
+            # the progress bar's stderr may be a closed pipe (Ctrl-C ended `| tee` too): the
+            # checkpoint and result.json below must come all the same
+            with contextlib.suppress(OSError, ValueError):
+                self._monitor.report(
+                    self.ctx.env_step, self.ctx.train_iter, self.last_eval_return(), force=True
+                )
+            self._monitor.close()
+        self.collector.close()
+        super().__exit__(exc_type, exc, tb)
+
+    def save_last(self, error: BaseException | None) -> None:
+        """The last run checkpoint (resume= goes on from it); after a clean end also the weights
+        that reached the stop value, the learner's final state and its after_run hooks."""
+        self.save_checkpoint(final=True)
+        if error is None:
+            if self.evaluator.stop_weights is not None:  # held by the learner: fetch before the kill
+                self.stop_weights = ray.get(self.evaluator.stop_weights.ref)
+            self.state = self.recovery.get(self.actors.learner.state_dict.remote())
+            self.recovery.get(self.actors.learner.close.remote())  # after_run hooks: ckpt_final.pth.tar
+
+    def close(self) -> None:
         try:
-            if self._monitor is not None:
-                last_eval = None if self.ctx.last_eval_iter < 0 else self.ctx.last_eval_value
-                # the progress bar's stderr may be a closed pipe (Ctrl-C ended `| tee` too): the
-                # checkpoint and result.json below must come all the same
-                with contextlib.suppress(OSError, ValueError):
-                    self._monitor.report(self.ctx.env_step, self.ctx.train_iter, last_eval, force=True)
-                self._monitor.close()
-            self.collectors.close()
-
-            def save_last() -> None:
-                # Ctrl-C, SIGTERM (as a SystemExit where Ray's own handler got it first): resume= goes on
-                if exc is None or isinstance(exc, (KeyboardInterrupt, SystemExit)):
-                    self._last_checkpoint()
-                if exc is None:
-                    if self.evaluator.stop_weights is not None:  # held by the learner: fetch before the kill
-                        self.stop_weights = ray.get(self.evaluator.stop_weights.ref)
-                    self.state = self.recovery.get(self.actors.learner.state_dict.remote())
-                    # after_run hooks: ckpt_final.pth.tar
-                    self.recovery.get(self.actors.learner.close.remote())
-
-            end_of_run(save_last, self.write_result, exc)  # result.json also when the checkpoint fails
-        finally:
             self.recovery.sweep(wait_s=1.0)
             self.actors.kill()
+        finally:
             self.lock.release()
 
-    def save_checkpoint(self, ctx: OnlineRLContext) -> Checkpoint | None:
+    def save_checkpoint(self, final: bool = False) -> Checkpoint | None:
         """A run checkpoint of the state now, waited for (a Tune report carries one); None if an
-        actor died while writing it."""
-        self.ctx = ctx
-        return self.checkpointer.save_now(ctx.train_iter, self._counters)
-
-    def _last_checkpoint(self) -> None:
+        actor died while writing it (``final``: the end of the run, logged either way)."""
         try:
-            ckpt = self.checkpointer.save_now(self.ctx.train_iter, self._counters)
-        except (Recovered, ActorDiedError) as err:  # the run's earlier checkpoints stay
-            logger.warning("no checkpoint at the end of the run: %s", err)
-            return
-        if ckpt is not None:
+            ckpt = self.checkpointer.save_now(self.ctx.train_iter, self.counters)
+        except (Recovered, ActorDiedError) as err:
+            if not final:
+                raise
+            logger.warning("no checkpoint at the end of the run: %s", err)  # earlier ones stay
+            return None
+        if final and ckpt is not None:
             logger.info("saved %s: resume=%r continues the run", ckpt.folder, self.cfg.exp_name)
+        return ckpt

@@ -1,4 +1,5 @@
-"""``RunMonitor``: the driver's reporting - a tqdm line, TensorBoard and dashboard gauges.
+"""``RunMonitor``: the driver's reporting - a tqdm line, TensorBoard and dashboard gauges - and
+``monitor_stage``, the stage of a Ray run that feeds it.
 
 TensorBoard (``<exp_name>/log/ray``) and the Ray dashboard get the same ``section/name`` keys:
 totals over all collectors, the latest learner, buffer and evaluator values, and what only the
@@ -7,16 +8,20 @@ driver knows (samples per insert, policy version lag, lost batches, restarts).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from numbers import Real
+from typing import Any
 
+import ray
 from tensorboardX import SummaryWriter
 from tqdm import tqdm
 
 from ding_ray.distributed.metrics import RayMetrics
+from ding_ray.distributed.recovery import Recovered
 from ding_ray.utils.result import log_config
 from ding_ray.worker import metrics
 
@@ -124,3 +129,48 @@ class RunMonitor:
         except (OSError, ValueError):  # stderr is a closed pipe (Ctrl-C ended `| tee` too)
             pass
         self._tb.close()
+
+
+def monitor_stage(rc: Any) -> tuple[RunMonitor, Callable]:
+    """The monitor of a Ray run (``RayComponents``) and the stage that feeds it every iteration:
+    the collectors' infos, the learner's outputs, evaluations, the driver's own figures, and the
+    buffer's statistics (one stats call in flight, never waited on)."""
+    before = 0 if rc.resumed is None else int(rc.resumed.meta["env_steps"])
+    monitor = RunMonitor(
+        rc.cfg.exp_name,
+        rc.cfg.ray.progress_bar,
+        rc.cfg.ray.report_interval_s,
+        rc.budget["max_env_step"],
+        start_env_steps=before,  # a resumed run's rates count only its own steps
+    )
+    monitor.log_config(rc.cfg)
+    stats: dict[str, Any] = dict(ref=None, at=0.0)
+
+    def _monitor(ctx: Any) -> None:
+        rc.ctx = ctx
+        rc.recovery.poll()  # a learner or buffer restarted between two calls
+        lags = []
+        for info in rc.collector.pop_infos():
+            lags.append(ctx.train_iter - max(info["policy_version"], 0))
+            monitor.update(info)
+        if lags:
+            monitor.scalars[metrics.COLLECTOR_POLICY_VERSION_LAG] = sum(lags) / len(lags)
+        for output in ctx.train_output if isinstance(ctx.train_output, list) else [ctx.train_output]:
+            if isinstance(output, dict):
+                monitor.update(output)
+        if ctx.eval_output:
+            monitor.evaluated(ctx.eval_output["episode_info"])
+        monitor.scalars[metrics.COLLECTOR_LOST_BATCHES] = rc.collector.pool.lost_batches
+        monitor.scalars[metrics.COLLECTOR_RESTARTS] = rc.collector.pool.restarts
+        if rc.limiter is not None:
+            monitor.scalars[metrics.BUFFER_SAMPLES_PER_INSERT] = rc.limiter.samples_per_insert_now()
+        if stats["ref"] is not None and ray.wait([stats["ref"]], timeout=0)[0]:
+            with contextlib.suppress(Recovered):  # the buffer died meanwhile: ask the new one
+                monitor.update(rc.recovery.get(stats["ref"]))
+            stats["ref"] = None
+        due = time.monotonic() - stats["at"] >= rc.cfg.ray.report_interval_s
+        if stats["ref"] is None and rc.actors.buffer is not None and due:
+            stats["ref"], stats["at"] = rc.buffer.stats(), time.monotonic()
+        monitor.report(ctx.env_step, ctx.train_iter, rc.last_eval_return())
+
+    return monitor, _monitor

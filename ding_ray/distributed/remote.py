@@ -1,12 +1,12 @@
-"""The buffer, learner and evaluator actors behind the interfaces the stages call.
+"""The buffer, learner and evaluator actors behind the protocols the stages call.
 
-Each class offers the methods a stage calls on the local component (``push``/``sample``/
-``update`` of a buffer, ``train``/``train_iter``/``priority_info`` of a learner, ``eval`` of an
-evaluator) and turns them into remote calls that do not block the driver:
+Each class implements a protocol of ``ding_ray.framework.interfaces`` (``Buffer``: ``push``/
+``sample``/``update``; ``Learner``: ``submit``/``poll``/``train_iter``/``priority_info``;
+``Evaluator``: ``submit``/``poll``) as remote calls that do not block the driver:
 
 - data stays in the object store: ``push`` and ``sample`` pass references from actor to actor;
-- results come back in a later iteration: an object with calls in flight says so with
-  ``pending``, and the stage asks again (``train(None)``, ``result()``) until they are in;
+- results come back in a later iteration: ``submit`` launches a call, ``poll`` hands over the
+  calls that finished (None while they run);
 - the learner's weights are published through the object store (``weights()`` gives the latest
   ``WeightsRef``) for the ``weights_publisher`` stage to hand to collectors and evaluator.
 
@@ -131,9 +131,9 @@ class _TrainCall:
 
 
 class RemoteLearner:
-    """The learner actor. Off-policy, ``train`` queues a call on a sampled batch and returns the
-    merged info of the calls that finished meanwhile (None if none did); on-policy, it trains on
-    a round's batches and returns when done."""
+    """The learner actor. Off-policy, ``submit`` queues a call on a sampled batch and ``poll``
+    returns the merged info of the calls that finished meanwhile (None if none did); on-policy,
+    ``submit`` starts training on a round's batches and ``poll`` returns when they are done."""
 
     def __init__(
         self,
@@ -155,6 +155,7 @@ class RemoteLearner:
         self._first_train: float | None = None
         self._priority = priority
         self._calls: deque[_TrainCall] = deque()
+        self._round: list | None = None  # on-policy: the train calls of the round in flight
         self._first_publish: Any = self.handle.publish.remote()
         self._start_timeout_s = start_timeout_s
         self._created = time.monotonic()
@@ -177,7 +178,7 @@ class RemoteLearner:
 
     @property
     def pending(self) -> bool:
-        return bool(self._calls)
+        return bool(self._calls) or self._round is not None
 
     def refs(self) -> list:
         """Calls in flight: the first publication until it is in, then the oldest train call."""
@@ -204,26 +205,35 @@ class RemoteLearner:
         if weights.newer_than(self.latest):
             self.latest = weights
 
-    def train(self, data: Any, envstep: int = -1) -> dict | None:
-        self.priority_info = None
+    def submit(self, data: Any, envstep: int = -1) -> None:
+        """Off-policy: queue a call on a sampled batch (references). On-policy: start training on a
+        round's batches, which ``poll`` waits for."""
         if self.on_policy:
-            if not data:
-                return None
-            calls = [m.train_sync.remote(envstep, *data) for m in self.members]
-            try:
-                info = self.recovery.get(calls)[0]  # member 0's: it publishes
-            except Recovered:  # the round is lost with the learner (or with a collector's batch)
-                self.recovery.discard(calls)
-                return None
-            self.train_s += info["seconds"]
-            return self._took(info)
-        if data is not None:
-            calls = [m.train_async.options(num_returns=2).remote(data, envstep) for m in self.members]
-            size = self.buffer.batches_per_call if self.buffer is not None else 0
-            # each member reports the priorities of its share of the rows
-            priority = [c[1] for c in calls] if self._priority else None
-            self._calls.append(_TrainCall(calls[0][0], priority, size, [c[0] for c in calls[1:]]))
-        return self._harvest()
+            if data:
+                self._round = [m.train_sync.remote(envstep, *data) for m in self.members]
+            return
+        calls = [m.train_async.options(num_returns=2).remote(data, envstep) for m in self.members]
+        size = self.buffer.batches_per_call if self.buffer is not None else 0
+        # each member reports the priorities of its share of the rows
+        priority = [c[1] for c in calls] if self._priority else None
+        self._calls.append(_TrainCall(calls[0][0], priority, size, [c[0] for c in calls[1:]]))
+
+    def poll(self) -> dict | None:
+        """The merged info of the calls finished since the last poll (on-policy: of the round,
+        waited for), or None; ``priority_info`` then holds references to their priorities."""
+        self.priority_info = None
+        if not self.on_policy:
+            return self._harvest()
+        calls, self._round = self._round, None
+        if calls is None:
+            return None
+        try:
+            info = self.recovery.get(calls)[0]  # member 0's: it publishes
+        except Recovered:  # the round is lost with the learner (or with a collector's batch)
+            self.recovery.discard(calls)
+            return None
+        self.train_s += info["seconds"]
+        return self._took(info)
 
     def _harvest(self) -> dict | None:
         """The merged info of the oldest calls that finished (actor calls finish in order)."""
@@ -270,8 +280,8 @@ class RemoteLearner:
 
 
 class RemoteEvaluator:
-    """The evaluator actor: ``eval`` launches an evaluation of the latest weights it was given and
-    returns None; ``result()`` gives ``(stop, info)`` once it is in.
+    """The evaluator actor: ``submit`` launches an evaluation of the latest weights it was given and
+    returns; ``poll()`` gives ``(stop, info)`` once it is in.
 
     ``max_backlog``: evaluations that fall due while one runs wait in a queue of that length (the
     newest replaces the last when it is full) instead of being skipped, so each due version is
@@ -304,10 +314,6 @@ class RemoteEvaluator:
         self._restarting = False
         self._failures = 0
 
-    @property
-    def pending(self) -> bool:
-        return self._ref is not None
-
     def refs(self) -> list:
         return [] if self._ref is None else [self._ref]
 
@@ -318,11 +324,7 @@ class RemoteEvaluator:
         self.actors.start_evaluator()
         return True
 
-    def should_eval(self, train_iter: int) -> bool:
-        """Always: the ``interaction_evaluator`` stage decides when an evaluation is due."""
-        return True
-
-    def eval(self, save_ckpt_fn: Any = None, train_iter: int = -1, envstep: int = -1, **_: Any) -> None:
+    def submit(self, train_iter: int, envstep: int, **_: Any) -> None:
         """Evaluate the latest trained weights (none before the learner trained): now, or after
         the evaluation in flight (queued, with ``max_backlog``)."""
         if self.weights is None or self.weights.version <= 0:
@@ -339,7 +341,11 @@ class RemoteEvaluator:
         self._evaluating = job
         self._ref = self.actors.start_evaluator().evaluate.remote(*job, self.best_return)
 
-    def result(self) -> tuple[bool, dict] | None:
+    @property
+    def pending(self) -> bool:
+        return self._ref is not None
+
+    def poll(self) -> tuple[bool, dict] | None:
         """``(stop, info)`` of the evaluation in flight once it is done, else None."""
         if self._ref is None:
             return None

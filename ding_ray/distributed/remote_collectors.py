@@ -57,7 +57,7 @@ class RemoteCollectors:
         self.envepisode = 0
         self.infos: list[dict] = []  # infos of the finished calls, until the monitor takes them
         self.first_batch_s: float | None = None
-        self._random_left = 0 if sync else plan.random_collect_size
+        self._random_left = 0  # random transitions still to collect (the random_collector stage sets it)
         self._actor_batches = 0
         self._worker: RolloutWorker | None = None  # the driver's own, for the warm-up
         self._created = time.monotonic()
@@ -80,8 +80,19 @@ class RemoteCollectors:
             self.pool.add(handle)
 
     # ----- collecting ----------------------------------------------------------------------------
-    def collect(self, train_iter: int = 0, policy_kwargs: dict | None = None, **_: Any) -> list:
-        """References of the batches finished since the last call (sync: of one whole round)."""
+    def collect(
+        self,
+        train_iter: int = 0,
+        policy_kwargs: dict | None = None,
+        n_sample: int | None = None,
+        random_collect: bool = False,
+    ) -> list:
+        """References of the batches finished since the last call (sync: of one whole round).
+        ``random_collect``: the next ``n_sample`` transitions are random ones (the warm-up); they
+        come with the next calls, the first rolled out here while the actors start."""
+        if random_collect:
+            self._random_left = 0 if self.sync else int(n_sample or 0)
+            return []
         if self.sync:
             return self._round(train_iter, policy_kwargs or {})
         self.pool.check_stalls()
@@ -90,10 +101,6 @@ class RemoteCollectors:
         if not data and self.warming_up:
             data.append(self._warm_up(train_iter))
         return data
-
-    def skip_warm_up(self) -> None:
-        """No random transitions first: a resumed run's buffer starts with its snapshot."""
-        self._random_left = 0
 
     @property
     def warming_up(self) -> bool:

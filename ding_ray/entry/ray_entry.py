@@ -13,7 +13,7 @@ from ding_ray.config import compile_config
 from ding_ray.config.compile import split_input_cfg
 from ding_ray.envs import get_vec_env_setting
 from ding_ray.errors import ConfigError
-from ding_ray.framework import Task
+from ding_ray.framework import pipelines
 from ding_ray.utils.runtime import setup_logging
 
 # torch, the policies and the actors' code load in start_run's thread while Ray starts, not on import
@@ -65,8 +65,9 @@ def ray_pipeline(
     """Train with collector, evaluator, buffer and learner actors until ``env.stop_value`` or a
     budget is reached; return the trained policy (learn, collect and eval modes).
 
-    Off-policy policies run the async (Ape-X) Task pipeline, on-policy ones the sync one
-    (``ding_ray.distributed.pipelines``). Writes ``<exp_name>/total_config.json``, TensorBoard
+    Off-policy policies run the async (Ape-X) form of the ``off_policy`` stage list, on-policy ones
+    the sync form of ``on_policy`` (``ding_ray.framework.pipelines``, the lists the serial entries
+    run on local components). Writes ``<exp_name>/total_config.json``, TensorBoard
     logs under ``<exp_name>/log/ray``, the best evaluated weights as
     ``<exp_name>/ckpt/ckpt_best.pth.tar``, the learner's final ones as ``ckpt_final.pth.tar``, and
     ``<exp_name>/result.json`` (also when the run fails, with the error).
@@ -87,10 +88,10 @@ def ray_pipeline(
             distributed.RayComponents(
                 cfg, plan, max_env_step, started_at=start, resume=resume, max_train_iter=max_train_iter
             ) as rc,
-            Task(rc.context()) as task,
+            rc.task() as task,
         ):
-            build = distributed.sync_pipeline if rc.pipeline == "sync" else distributed.async_pipeline
-            build(task, cfg, rc, max_env_step, max_train_iter)
+            stages = pipelines.on_policy if rc.on_policy else pipelines.off_policy
+            stages(task, cfg, rc, max_env_step, max_train_iter)
             task.run()
     finally:
         if started_ray:

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from functools import partial
 from typing import Any
 
@@ -19,9 +18,11 @@ from tensorboardX import SummaryWriter
 from ding_ray.config import compile_config
 from ding_ray.config.compile import split_input_cfg
 from ding_ray.envs import create_env_manager, get_vec_env_setting, space_info
-from ding_ray.errors import ConfigError
+from ding_ray.errors import ConfigError, DingRayError, StageError
+from ding_ray.framework import pipelines
+from ding_ray.framework.context import OnlineRLContext
+from ding_ray.framework.run import RunBase
 from ding_ray.policy import create_policy
-from ding_ray.rl_utils import get_epsilon_greedy_fn
 from ding_ray.utils.checkpoint import (
     BUFFER_FILE,
     LEARNER_FILE,
@@ -34,9 +35,9 @@ from ding_ray.utils.checkpoint import (
     restore_learner,
 )
 from ding_ray.utils.registry import POLICY_REGISTRY
-from ding_ray.utils.result import end_of_run, finite_or_none, log_config, write_result
+from ding_ray.utils.result import log_config
 from ding_ray.utils.resume import checkpoint_store, claim_run_dir
-from ding_ray.utils.runtime import set_pkg_seed, set_torch_threads, setup_logging, sigterm_as_interrupt
+from ding_ray.utils.runtime import set_pkg_seed, set_torch_threads, setup_logging
 from ding_ray.worker import (
     BaseLearner,
     InteractionSerialEvaluator,
@@ -119,6 +120,10 @@ def serial_pipeline(
     continues its counters in the same folder). With an ``exp_name`` folder already there, the run
     writes to ``<exp_name>_<timestamp>`` (DI-engine's ``renew_dir``), so no run overwrites another.
 
+    The run is the ``off_policy`` stage list of ``ding_ray.framework.pipelines`` on local
+    components: collect, push to the replay buffer, ``update_per_collect`` rounds of sample and
+    train, evaluate when due, checkpoint when due.
+
     Run checkpoints (every ``checkpoint.freq`` learner iterations, at the end, and on Ctrl-C or
     SIGTERM) hold the learner state, counters, evaluator best, RNG states and, with
     ``checkpoint.save_buffer``, the replay buffer. ``resume=<run folder>`` continues that run from
@@ -140,59 +145,37 @@ def serial_pipeline(
             "(policy.on_policy=True, e.g. PPO). Use ding_ray.entry.serial_pipeline_onpolicy with the "
             "same arguments, as in DI-engine."
         )
-    # A buffer of transitions takes an episode collector's train samples, not whole episodes.
     run = SerialRun(
-        main_cfg,
-        create_cfg,
-        seed,
-        env_setting,
-        model,
-        dynamic_seed,
-        episodes_as_samples=lambda cfg: cfg.policy.other.replay_buffer.type != "episode",
-        resume=resume,
+        main_cfg, create_cfg, seed, env_setting, model, dynamic_seed, False, resume, start_at=start
     )
-    train_off_policy(run, start, max_train_iter, max_env_step)
+    return train(run, max_env_step, max_train_iter)
+
+
+def train(run: SerialRun, max_env_step: int | None, max_train_iter: int | None) -> Any:
+    """Run ``run``'s stage list (``off_policy`` or ``on_policy``) until the stop value or a budget."""
+    run.budget = dict(max_env_step=max_env_step, max_train_iter=max_train_iter)
+    stages = pipelines.on_policy if run.on_policy else pipelines.off_policy
+    with run, run.task() as task:
+        stages(task, run.cfg, run, max_env_step, max_train_iter)
+        try:
+            task.run()
+        except StageError as err:
+            # as serial_pipeline always raised them: ding_ray's own errors (a bad env, a wrong
+            # shape) as they are, the stage named in a note; anything else stays a StageError
+            if not isinstance(err.__cause__, DingRayError):
+                raise
+            err.__cause__.add_note(str(err).split(":", 1)[0])
+            raise err.__cause__ from None
     return run.policy
 
 
-def train_off_policy(
-    run: SerialRun, start: float, max_train_iter: int | None = None, max_env_step: int | None = None
-) -> None:
-    """``serial_pipeline``'s loop on a built ``SerialRun``: collect, push to the replay buffer,
-    sample and train ``update_per_collect`` times, evaluate when due, checkpoint when due."""
-    cfg, learner, collector = run.cfg, run.learner, run.collector
-    replay_buffer = run.buffer = create_buffer(
-        cfg.policy.other.replay_buffer, tb_logger=run.tb_logger, exp_name=cfg.exp_name
-    )
-    run.closers.append(replay_buffer.close)
-    eps = cfg.policy.other.get("eps")
-    epsilon_greedy = get_epsilon_greedy_fn(eps.start, eps.end, eps.decay, eps.type) if eps else None
-    batch_size = learner.policy.get_attribute("batch_size")
-    priority = learner.policy.get_attribute("priority")
+class SerialRun(RunBase):
+    """A run in one process: the compiled config, envs, policy, learner, collector, evaluator (and,
+    off-policy, the replay buffer) built as DI-engine's entries build them, behind the protocols
+    the stages call, and the stages that depend on running here (``monitor``, ``checkpoint``,
+    ``wait``). Checkpoints, resume and the end of the run are ``RunBase``'s."""
 
-    with run.running(start, "serial", dict(max_env_step=max_env_step, max_train_iter=max_train_iter)):
-        if cfg.policy.get("random_collect_size", 0) > 0 and run.resumed is None:
-            data = collector.collect(n_sample=cfg.policy.random_collect_size, random_collect=True)
-            replay_buffer.push(data, cur_collector_envstep=collector.envstep)
-
-        while not run.evaluate() and not run.budget_spent(max_train_iter, max_env_step):
-            policy_kwargs = {"eps": epsilon_greedy(collector.envstep)} if epsilon_greedy else {}
-            new_data = collector.collect(train_iter=learner.train_iter, policy_kwargs=policy_kwargs)
-            replay_buffer.push(new_data, cur_collector_envstep=collector.envstep)
-            for _ in range(cfg.policy.learn.update_per_collect):
-                train_data = replay_buffer.sample(batch_size, learner.train_iter)
-                if train_data is None:
-                    break
-                learner.train(train_data, collector.envstep)
-                if priority:
-                    replay_buffer.update(learner.priority_info)
-            run.checkpoint_if_due()
-
-
-class SerialRun:
-    """What both serial entries share: the compiled config, envs, policy, learner, collector and
-    evaluator built as DI-engine's entries build them, the evaluation step, run checkpoints
-    (``resume=``), and the end of a run (after_run hooks, ``result.json``, closing)."""
+    weights_sinks: list = []  # the collector and evaluator act with the learner's own policy object
 
     def __init__(
         self,
@@ -202,11 +185,13 @@ class SerialRun:
         env_setting: Any,
         model: torch.nn.Module | None,
         dynamic_seed: bool,
-        episodes_as_samples: Any,
+        on_policy: bool,
         resume: str | None = None,
+        start_at: float | None = None,
     ) -> None:
-        """``episodes_as_samples(cfg)``: whether an episode collector hands the learner side the
-        episodes' train samples (not the episodes). ``resume``: the folder of a run to continue."""
+        """``on_policy``: no replay buffer, the learner takes the collector's train samples.
+        ``resume``: the folder of a run to continue. ``start_at``: when the process started its
+        work (``result.json``'s ``wall_s``)."""
         learn = (main_cfg.get("policy") or {}).get("learn")  # not a dict: compile_config says so
         self.resume_training = isinstance(learn, Mapping) and bool(learn.get("resume_training", False))
         if resume is not None:  # the same folder: logs, checkpoints and result.json go on there
@@ -220,7 +205,10 @@ class SerialRun:
             save_cfg=resume is None,  # a resumed run writes its config once every check passed
             renew_dir=not (self.resume_training or resume is not None),
         )
-        self.store, self.resumed = checkpoint_store(cfg, resume)  # reads only
+        self.on_policy = on_policy
+        self.pipeline = "serial_onpolicy" if on_policy else "serial"
+        store, resumed = checkpoint_store(cfg, resume)  # reads only
+        super().__init__(cfg, store, resumed, {}, start_at)
         set_torch_threads(cfg.policy.learn.get("num_threads", 1))
         set_pkg_seed(cfg.seed, use_cuda=cfg.policy.cuda)
         collector_env, evaluator_env = build_envs(cfg, dynamic_seed, env_setting)
@@ -231,28 +219,27 @@ class SerialRun:
             policy.check_spaces(
                 collector_env.observation_space.shape, *space_info(collector_env.action_space)
             )
-            self.cfg, self.policy = cfg, policy
+            self.policy = policy
             self.lock = claim_run_dir(cfg, self.store, self.resumed, policy.learn_mode.state_dict())
-            self._build_workers(collector_env, evaluator_env, episodes_as_samples)
+            self._build_workers(collector_env, evaluator_env, on_policy)
         except BaseException:  # the folder and the env processes are free again
             if self.lock is not None:
                 self.lock.release()
             collector_env.close()
             evaluator_env.close()
             raise
-        self.buffer: Any = None  # the off-policy entry's replay buffer: part of every checkpoint
-        self.closers = [self.collector.close, self.evaluator.close, self.learner.close, self.lock.release]
-        self.stop, self.last_eval = False, None
-        self.on_eval: Callable[[dict], None] | None = None  # called with each evaluation's info (Tune)
+        self.train_rounds = int(cfg.policy.learn.get("update_per_collect") or 1)
         self._schedule: CheckpointSchedule | None = None
         self.last_checkpoint: Checkpoint | None = None
         self.checkpoints_saved = 0
-        self.budget: dict[str, int | None] = {}  # max_env_step and max_train_iter: a resume keeps them
 
-    def _build_workers(self, collector_env: Any, evaluator_env: Any, episodes_as_samples: Any) -> None:
+    def _build_workers(self, collector_env: Any, evaluator_env: Any, on_policy: bool) -> None:
         cfg, policy = self.cfg, self.policy
         collector_cfg = cfg.policy.collect.collector
-        if collector_cfg.type == "episode" and episodes_as_samples(cfg):
+        buffer_cfg = cfg.policy.other.get("replay_buffer") or {}
+        # the learner side takes an episode collector's train samples, unless a buffer of episodes
+        # stores them whole
+        if collector_cfg.type == "episode" and (on_policy or buffer_cfg.get("type") != "episode"):
             collector_cfg.get_train_sample = True
         self.tb_logger = SummaryWriter(os.path.join(cfg.exp_name, "log", "serial"))
         log_config(self.tb_logger, cfg)
@@ -269,73 +256,70 @@ class SerialRun:
         self.evaluator = InteractionSerialEvaluator(
             cfg.policy.eval.evaluator, evaluator_env, policy.eval_mode, self.tb_logger, exp_name=cfg.exp_name
         )
+        self.evaluator.save_ckpt_fn = self.learner.save_checkpoint  # ckpt_best.pth.tar
+        self.buffer: Any = None
+        if not on_policy:  # part of every run checkpoint (with checkpoint.save_buffer)
+            self.buffer = create_buffer(buffer_cfg, tb_logger=self.tb_logger, exp_name=cfg.exp_name)
 
-    @contextlib.contextmanager
-    def running(self, start: float, pipeline: str, budget: dict | None = None) -> Iterator[None]:
-        """Around the training loop: before_run hooks and the checkpoint to resume from first; at
-        the end ``finish``. Ctrl-C or SIGTERM saves a checkpoint and ``result.json`` with the error,
-        then the interrupt goes on; any other error is recorded in ``result.json`` too. ``budget``
-        (``max_env_step``, ``max_train_iter``) goes into the checkpoints: a resume keeps it."""
+    # ----- the stages of running here --------------------------------------------------------------
+    def monitor(self) -> Callable:
+        """Keeps the latest context for the run's checkpoints and ``result.json``; the learner's,
+        collector's and evaluator's own loggers write the logs and TensorBoard scalars."""
+
+        def _monitor(ctx: OnlineRLContext) -> None:
+            self.ctx = ctx
+
+        return _monitor
+
+    def checkpoint(self) -> Callable:
+        """A run checkpoint every ``checkpoint.freq`` learner iterations or ``checkpoint.every_s``.
+
+        Reads ctx: train_iter, env_step, env_episode, last_eval_iter, last_eval_value.
+        """
+
+        def _checkpoint(ctx: OnlineRLContext) -> None:
+            self.ctx = ctx
+            if self._schedule is not None and self._schedule.due(ctx.train_iter):
+                self.save_checkpoint()
+                self._schedule.done(ctx.train_iter)
+
+        return _checkpoint
+
+    def wait(self) -> Callable:
+        """Nothing to wait for: every call returned its result."""
+
+        def _wait(ctx: OnlineRLContext) -> None:
+            pass
+
+        return _wait
+
+    # ----- run checkpoints -------------------------------------------------------------------------
+    def __enter__(self) -> SerialRun:
+        """before_run hooks, then a resumed run's state (or a learner hook's checkpoint's counters)."""
+        super().__enter__()
         self.learner.call_hook("before_run")
         if self.resume_training:
             self.collector.envstep = self.learner.collector_envstep
         if self.resumed is not None:
             self.restore(self.resumed)
-        self.budget = dict(budget or {})
         self._schedule = CheckpointSchedule(self.cfg.checkpoint, self.learner.train_iter)
-        try:
-            with sigterm_as_interrupt():
-                yield
-        except KeyboardInterrupt as err:
-            self.finish(start, pipeline, error=err, save=True)
-            raise
-        except Exception as err:
-            self.finish(start, pipeline, error=err)
-            raise
-        self.finish(start, pipeline)
+        return self
 
-    def evaluate(self) -> bool:
-        """Evaluate when due; True once the stop value is reached."""
-        learner, collector = self.learner, self.collector
-        if self.evaluator.should_eval(learner.train_iter):
-            self.stop, info = self.evaluator.eval(
-                learner.save_checkpoint, learner.train_iter, collector.envstep
-            )
-            self.last_eval = info["eval_episode_return_mean"]
-            if self.on_eval is not None:
-                self.on_eval(info)
-        return self.stop
+    def context(self) -> OnlineRLContext:
+        ctx = super().context()
+        ctx.env_step, ctx.env_episode = self.collector.envstep, self.collector.envepisode
+        ctx.train_iter = self.learner.train_iter
+        return ctx
 
-    def budget_spent(self, max_train_iter: int | None, max_env_step: int | None) -> bool:
-        return _budget_spent(self.learner.train_iter, self.collector.envstep, max_train_iter, max_env_step)
-
-    # ----- run checkpoints -------------------------------------------------------------------------
-    def checkpoint_if_due(self) -> None:
-        if self._schedule is not None and self._schedule.due(self.learner.train_iter):
-            self.checkpoint()
-            self._schedule.done(self.learner.train_iter)
-
-    def checkpoint(self) -> Checkpoint:
-        """Write a run checkpoint of everything the loop holds now."""
-        learner, collector, evaluator = self.learner, self.collector, self.evaluator
+    def save_checkpoint(self) -> Checkpoint:
+        """Write a run checkpoint of everything the run holds now."""
+        learner = self.learner
         folder = self.store.folder(learner.train_iter)
-        learner.collector_envstep = collector.envstep
+        learner.collector_envstep = self.collector.envstep
         files = {LEARNER_FILE: self.store.write(folder, LEARNER_FILE, learner_bytes(learner))}
         if self.buffer is not None and self.cfg.checkpoint.save_buffer:
             files[BUFFER_FILE] = self.store.write(folder, BUFFER_FILE, buffer_bytes(self.buffer))
-        meta = dict(
-            train_iter=learner.train_iter,
-            env_steps=collector.envstep,
-            episodes=collector.envepisode,
-            evaluator=dict(
-                best_return=finite_or_none(evaluator.best_return), last_eval_iter=evaluator.last_eval_iter
-            ),
-            last_eval_return=self.last_eval,
-            pipeline="serial",
-            budget=self.budget,
-            config=self.cfg,
-        )
-        self.last_checkpoint = self.store.commit(folder, files, meta)
+        self.last_checkpoint = self.store.commit(folder, files, self.counters())
         self.checkpoints_saved += 1
         return self.last_checkpoint
 
@@ -347,10 +331,9 @@ class SerialRun:
         self.collector.envepisode = ckpt.meta.get("episodes", 0)
         evaluator = ckpt.meta.get("evaluator", {})
         self.evaluator.restore(evaluator.get("best_return"), evaluator.get("last_eval_iter", -1))
-        self.last_eval = ckpt.meta.get("last_eval_return")
         if self.buffer is not None and ckpt.has_buffer:
             load_buffer_bytes(self.buffer, self.store.read(ckpt, BUFFER_FILE))
-        logging.getLogger(__name__).info(
+        logger.info(
             "resumed %s at iteration %d, %d env steps%s",
             ckpt.folder,
             state["train_iter"],
@@ -358,60 +341,34 @@ class SerialRun:
             f", {self.buffer.count()} buffered transitions" if self.buffer is not None else "",
         )
 
-    def finish(
-        self, start: float, pipeline: str, error: BaseException | None = None, save: bool | None = None
-    ) -> None:
-        """after_run hooks and a last run checkpoint (after a clean end, or with ``save`` after
-        Ctrl-C/SIGTERM), ``result.json`` whatever happens (also when that checkpoint cannot be
-        written), then close everything."""
+    # ----- the end of the run --------------------------------------------------------------------
+    def best_return(self) -> float:
+        return self.evaluator.best_return
 
-        def save_last() -> None:
-            if error is None:
-                self.learner.call_hook("after_run")
-            folder = self.checkpoint().folder
-            if error is not None:
-                logging.getLogger(__name__).warning(
-                    "interrupted: saved %s; resume=%r goes on", folder, self.cfg.exp_name
-                )
+    def stopped(self) -> bool:
+        return bool(self.ctx.eval_output.get("stop"))
 
-        try:
-            end_of_run(
-                save_last if save or error is None else None,
-                partial(self._write_result, start, pipeline),
-                error,
-            )
-        finally:
-            for close in self.closers:
-                close()
-            self.tb_logger.close()
+    def save_last(self, error: BaseException | None) -> None:
+        """after_run hooks (a clean end) and a last run checkpoint."""
+        if error is None:
+            self.learner.call_hook("after_run")
+        folder = self.save_checkpoint().folder
+        if error is not None:
+            logger.warning("interrupted: saved %s; resume=%r goes on", folder, self.cfg.exp_name)
 
-    def _write_result(self, start: float, pipeline: str, error: BaseException | None) -> None:
-        extra = {} if error is None else {"error": f"{type(error).__name__}: {error}"}
-        if self.resumed is not None:
-            extra["resumed_from"] = self.resumed.folder
+    def summary(self) -> dict[str, Any]:
+        out: dict[str, Any] = dict(checkpoints_saved=self.checkpoints_saved)
         if self.last_checkpoint is not None:
-            extra["last_checkpoint"] = self.last_checkpoint.folder
-        before = {} if self.resumed is None else self.resumed.meta  # rates count this process's work
-        write_result(
-            self.cfg.exp_name,
-            env_steps=self.collector.envstep,
-            train_iter=self.learner.train_iter,
-            best_eval_return=self.evaluator.best_return,
-            last_eval_return=self.last_eval,
-            stop=self.stop,
-            wall_s=time.perf_counter() - start,
-            env_steps_before=int(before.get("env_steps", 0)),
-            train_iter_before=int(before.get("train_iter", 0)),
-            seed=self.cfg.seed,
-            pipeline=pipeline,
-            checkpoints_saved=self.checkpoints_saved,
-            **extra,
-        )
+            out["last_checkpoint"] = self.last_checkpoint.folder
+        return out
 
-
-def _budget_spent(
-    train_iter: int, envstep: int, max_train_iter: int | None, max_env_step: int | None
-) -> bool:
-    return (max_train_iter is not None and train_iter >= max_train_iter) or (
-        max_env_step is not None and envstep >= max_env_step
-    )
+    def close(self) -> None:
+        closers = [self.collector.close, self.evaluator.close, self.learner.close]
+        if self.buffer is not None:
+            closers.append(self.buffer.close)
+        try:
+            for close in closers:
+                close()
+        finally:
+            self.lock.release()
+            self.tb_logger.close()

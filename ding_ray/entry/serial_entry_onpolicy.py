@@ -13,7 +13,7 @@ from typing import Any
 import torch
 
 from ding_ray.config.compile import split_input_cfg
-from ding_ray.entry.serial_entry import SerialRun
+from ding_ray.entry.serial_entry import SerialRun, train
 from ding_ray.policy import get_policy_cls
 from ding_ray.utils.registry import POLICY_REGISTRY
 from ding_ray.utils.runtime import setup_logging
@@ -31,40 +31,19 @@ def serial_pipeline_onpolicy(
 ) -> Any:
     """Train an on-policy policy until the evaluator reaches ``env.stop_value`` or a budget runs
     out; return the policy. Arguments and output folder as ``serial_pipeline``; ``result.json``
-    says ``"pipeline": "serial_onpolicy"``. One learner iteration is one learn call on one collect
-    call's data (PPO runs its ``epoch_per_collect`` minibatch passes inside it), so
-    ``eval_freq`` counts collect calls. Run checkpoints and ``resume=`` as in ``serial_pipeline``
-    (there is no buffer to save).
+    says ``"pipeline": "serial_onpolicy"``. The run is the ``on_policy`` stage list of
+    ``ding_ray.framework.pipelines`` on local components. Each learn call trains on one collect
+    call's data; as in DI-engine, its iterations are the gradient steps it made (PPO: epochs x
+    minibatches), which ``eval_freq`` counts. Run checkpoints and ``resume=`` as in
+    ``serial_pipeline`` (there is no buffer to save).
     """
     start = time.perf_counter()
     setup_logging()
     main_cfg, create_cfg = split_input_cfg(input_cfg)
-    # The learner takes samples (with advantages), not episodes.
     run = SerialRun(
-        main_cfg,
-        create_cfg,
-        seed,
-        env_setting,
-        model,
-        dynamic_seed,
-        episodes_as_samples=lambda cfg: True,
-        resume=resume,
+        main_cfg, create_cfg, seed, env_setting, model, dynamic_seed, True, resume, start_at=start
     )
-    train_on_policy(run, start, max_train_iter, max_env_step)
-    return run.policy
-
-
-def train_on_policy(
-    run: SerialRun, start: float, max_train_iter: int | None = None, max_env_step: int | None = None
-) -> None:
-    """``serial_pipeline_onpolicy``'s loop on a built ``SerialRun``: collect ``n_sample``, train on
-    exactly that data, evaluate when due, checkpoint when due."""
-    budget = dict(max_env_step=max_env_step, max_train_iter=max_train_iter)
-    with run.running(start, "serial_onpolicy", budget):
-        while not run.evaluate() and not run.budget_spent(max_train_iter, max_env_step):
-            new_data = run.collector.collect(train_iter=run.learner.train_iter)
-            run.learner.train(new_data, run.collector.envstep)
-            run.checkpoint_if_due()
+    return train(run, max_env_step, max_train_iter)
 
 
 def is_on_policy(main_cfg: Mapping, create_cfg: Mapping) -> bool:

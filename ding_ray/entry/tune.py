@@ -81,41 +81,18 @@ def serial_trainable(
     max_env_step=...)``. The run writes its usual folder (config, TensorBoard, checkpoints,
     ``result.json``) inside the trial's folder.
     """
-    from ding_ray.entry.serial_entry import SerialRun, train_off_policy
-    from ding_ray.entry.serial_entry_onpolicy import is_on_policy, train_on_policy
+    from ding_ray.entry.serial_entry import SerialRun
+    from ding_ray.entry.serial_entry_onpolicy import is_on_policy
     from ding_ray.utils.runtime import setup_logging
 
     tune = _import_tune()
     start = time.perf_counter()
     setup_logging()
     main_cfg, create_cfg, _ = _trial_config(tune, config, input_cfg)
+    resume = _restore_trial(tune, main_cfg.exp_name)
     on_policy = is_on_policy(main_cfg, create_cfg)
-    run = SerialRun(
-        main_cfg,
-        create_cfg,
-        seed,
-        None,
-        None,
-        True,
-        episodes_as_samples=lambda c: on_policy or c.policy.other.replay_buffer.type != "episode",
-        resume=_restore_trial(tune, main_cfg.exp_name),
-    )
-
-    def report(info: dict) -> None:
-        """Each evaluation: its figures, and a run checkpoint Tune keeps with them (a trial that
-        Tune restores, e.g. after a failure or for PBT, goes on from it)."""
-        ckpt = run.checkpoint()
-        metrics = {
-            "eval_return": float(info["eval_episode_return_mean"]),
-            "env_step": run.collector.envstep,
-            "train_iter": run.learner.train_iter,
-            "stop_value_reached": bool(run.stop),
-        }
-        tune.report(metrics, checkpoint=tune.Checkpoint.from_directory(ckpt.folder))
-
-    run.on_eval = report
-    train = train_on_policy if on_policy else train_off_policy
-    train(run, start, max_train_iter, max_env_step)
+    run = SerialRun(main_cfg, create_cfg, seed, None, None, True, on_policy, resume, start_at=start)
+    _train_reporting(tune, run, max_env_step, max_train_iter)
 
 
 def ray_trainable(
@@ -129,7 +106,6 @@ def ray_trainable(
     overrides, its actors in a namespace of the trial's own. Reports each evaluation as it comes
     back from the evaluator actor, with a run checkpoint (as ``serial_trainable``)."""
     from ding_ray import distributed
-    from ding_ray.framework import Task
     from ding_ray.utils.runtime import setup_logging
 
     tune = _import_tune()
@@ -145,29 +121,38 @@ def ray_trainable(
     )
     resume = _restore_trial(tune, main_cfg.exp_name)
     cfg, plan, _ = distributed.start_run((main_cfg, create_cfg), seed, resume=resume)
+    rc = distributed.RayComponents(
+        cfg, plan, max_env_step, started_at=start, resume=resume, max_train_iter=max_train_iter
+    )
+    _train_reporting(tune, rc, max_env_step, max_train_iter)
+
+
+def _train_reporting(tune: Any, run: Any, max_env_step: int | None, max_train_iter: int | None) -> None:
+    """Run ``run``'s stage list, reporting each evaluation to Tune with a run checkpoint that Tune
+    keeps (a trial that Tune restores, e.g. after a failure or for PBT, goes on from it)."""
+    from ding_ray.framework import pipelines
 
     def report(ctx: Any) -> None:
         if not ctx.eval_output:  # set in the iteration an evaluation came back
             return
-        ckpt = rc.save_checkpoint(ctx)
+        run.ctx = ctx
+        ckpt = run.save_checkpoint()
         metrics = {
-            "eval_return": float(ctx.last_eval_value),
+            "eval_return": float(ctx.eval_output["episode_return"]),
             "env_step": ctx.env_step,
             "train_iter": ctx.train_iter,
-            "stop_value_reached": rc.evaluator.stop_weights is not None,
+            "stop_value_reached": bool(ctx.eval_output["stop"]),
         }
         tune.report(metrics, checkpoint=None if ckpt is None else tune.Checkpoint.from_directory(ckpt.folder))
 
-    with (
-        distributed.RayComponents(
-            cfg, plan, max_env_step, started_at=start, resume=resume, max_train_iter=max_train_iter
-        ) as rc,
-        Task(rc.context()) as task,
-    ):
-        build = distributed.sync_pipeline if rc.pipeline == "sync" else distributed.async_pipeline
-        build(task, cfg, rc, max_env_step, max_train_iter)
+    run.budget = dict(max_env_step=max_env_step, max_train_iter=max_train_iter)
+    stages = pipelines.on_policy if run.on_policy else pipelines.off_policy
+    with run, run.task() as task:
+        stages(task, run.cfg, run, max_env_step, max_train_iter)
         task.use(report)
         task.run()
+        if run.stopped():  # the iteration that reached the stop value ended at its evaluation
+            report(task.ctx)
 
 
 def ray_trial_resources(input_cfg: str | tuple[Mapping, Mapping], cpus_per_trial: float) -> Any:

@@ -11,9 +11,9 @@ import sys
 
 import ray
 
-from ding_ray.distributed import RayComponents, async_pipeline, make_plan
+from ding_ray.distributed import RayComponents, make_plan
 from ding_ray.entry import compile_ray_config
-from ding_ray.framework import Task
+from ding_ray.framework import pipelines
 from tests.distributed.configs import small_config
 
 root, leave, budget = sys.argv[1], int(sys.argv[2]), 40
@@ -32,8 +32,8 @@ main, create = small_config(exp)
 main["checkpoint"] = dict(freq=0)
 cfg = compile_ray_config((main, create), seed=0)
 try:
-    with RayComponents(cfg, make_plan(cfg)) as rc, Task(rc.context()) as task:
-        async_pipeline(task, cfg, rc, max_train_iter=budget)
+    with RayComponents(cfg, make_plan(cfg)) as rc, rc.task() as task:
+        pipelines.off_policy(task, cfg, rc, max_train_iter=budget)
         task.use(fill_disk)
         task.run()
     error = None

@@ -9,10 +9,9 @@ import hashlib
 import json
 import os
 import sys
-import time
 
 import tests.bad_input.envs  # noqa: F401 - registers the BadInput* envs
-from ding_ray.entry.serial_entry import SerialRun, train_off_policy
+from ding_ray.entry.serial_entry import SerialRun, train
 from ding_ray.utils.checkpoint import CheckpointStore
 from ding_ray.worker.learner.hooks import LearnerHook
 from tests.bad_input.configs import CREATE, small_main
@@ -38,13 +37,11 @@ class FillDisk(LearnerHook):
 
 root, leave = sys.argv[1], int(sys.argv[2])
 exp = os.path.join(root, "run")
-run = SerialRun(
-    small_main(exp, checkpoint=dict(freq=15)), CREATE, 0, None, None, True, episodes_as_samples=lambda c: True
-)
+run = SerialRun(small_main(exp, checkpoint=dict(freq=15)), CREATE, 0, None, None, True, False)
 fill = FillDisk(root, leave)
 run.learner.register_hook(fill)
 try:
-    train_off_policy(run, time.perf_counter(), max_train_iter=20)
+    train(run, max_env_step=None, max_train_iter=20)
     error = None
 except Exception as err:  # noqa: BLE001 - the report says what it was
     error = f"{type(err).__module__}.{type(err).__name__}: {err}"

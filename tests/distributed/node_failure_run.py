@@ -35,9 +35,9 @@ import time
 import ray
 from ray.cluster_utils import Cluster
 
-from ding_ray.distributed import RayComponents, async_pipeline, make_plan
+from ding_ray.distributed import RayComponents, make_plan
 from ding_ray.entry import compile_ray_config
-from ding_ray.framework import Task
+from ding_ray.framework import pipelines
 from tests.distributed.configs import small_config
 from tests.distributed.conftest import free_port
 
@@ -124,7 +124,7 @@ def main(exp_name: str, mode: str, how: str = "drain") -> None:
 
         def record(ctx) -> None:
             now = round(time.perf_counter() - t_run, 2)
-            restarts, recoveries = rc.collectors.pool.restarts, len(rc.recovery.events)
+            restarts, recoveries = rc.collector.pool.restarts, len(rc.recovery.events)
             if "removed_s" in out and "back_s" not in out and restarts + recoveries > 0:
                 out["back_s"] = round(now - out["removed_s"], 2)  # seconds the actor was away
             if not timeline or now - timeline[-1][0] >= 0.5:
@@ -133,12 +133,12 @@ def main(exp_name: str, mode: str, how: str = "drain") -> None:
         rc = RayComponents(cfg, make_plan(cfg))
         t_run = time.perf_counter()  # the start of task.run(), below
         try:
-            with rc, Task(rc.context()) as task:
+            with rc, rc.task() as task:
                 rc.actors.start_collectors()  # the pipeline would after the learner's first weights
                 out["collector_nodes"] = [_node_of(c) for c in rc.actors.collectors]
                 out["buffer_node"] = _node_of(rc.actors.buffer)
                 out["learner_node"] = _node_of(rc.actors.learner)
-                async_pipeline(task, cfg, rc, max_train_iter=BUDGET[how])
+                pipelines.off_policy(task, cfg, rc, max_train_iter=BUDGET[how])
                 if disturb:
                     task.use(remove_node)
                 task.use(record)

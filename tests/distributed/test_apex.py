@@ -15,10 +15,10 @@ import pytest
 import ray
 from ray.exceptions import RayActorError
 
-from ding_ray.distributed import RayComponents, async_pipeline, make_plan, metric_name, wait_ready
+from ding_ray.distributed import RayComponents, make_plan, metric_name, wait_ready
 from ding_ray.distributed.collector_pool import BUSY
 from ding_ray.errors import ActorDiedError
-from ding_ray.framework import OnlineRLContext, Task, current_task
+from ding_ray.framework import OnlineRLContext, Task, current_task, pipelines
 from ding_ray.worker import metrics
 from tests.distributed.configs import compiled
 
@@ -42,7 +42,7 @@ class Recorder:
         self.published: list[int] = []
         self.collected: list[tuple[str, int, int]] = []  # collector, policy version, its env steps
         self.evaluated: list[int] = []  # the weights version of each evaluation that came back
-        pop = rc.collectors.pop_infos
+        pop = rc.collector.pop_infos
 
         def pop_and_record() -> list[dict]:  # the monitor stage takes the infos of finished calls
             infos = pop()
@@ -51,7 +51,7 @@ class Recorder:
             ]
             return infos
 
-        rc.collectors.pop_infos = pop_and_record
+        rc.collector.pop_infos = pop_and_record
         self.rc = rc
 
     def __call__(self, ctx: OnlineRLContext) -> None:
@@ -66,7 +66,7 @@ def run(rc: RayComponents, each=None, **budget) -> tuple[Recorder, OnlineRLConte
     """The async pipeline on ``rc``, with a recorder (and ``each``) after every iteration."""
     recorder = Recorder(rc)
     with Task(OnlineRLContext()) as task:
-        async_pipeline(task, rc.cfg, rc, **budget)
+        pipelines.off_policy(task, rc.cfg, rc, **budget)
         task.use(recorder)
         if each is not None:
             task.use(lambda ctx: each(recorder, ctx))
@@ -129,7 +129,7 @@ def test_killed_collector_restarts_with_the_latest_weights(rc):
 
     def kill_once_then_finish(recorder, ctx):
         assert time.monotonic() < deadline, "collector-0 did not come back"
-        slot = rc.collectors.pool.slots[0]
+        slot = rc.collector.pool.slots[0]
         if not killed and ctx.train_iter >= 60 and slot.state == BUSY:
             ray.kill(slot.handle, no_restart=False)
             killed.append((ctx.train_iter, len(recorder.collected), recorder.published[-1]))
@@ -139,8 +139,8 @@ def test_killed_collector_restarts_with_the_latest_weights(rc):
 
     recorder, ctx = run(rc, each=kill_once_then_finish, max_train_iter=20000)
     assert killed and ctx.train_iter > killed[0][0]  # the run went on
-    slot = rc.collectors.pool.slots[0]
-    assert slot.restarts == 1 and slot.lost == rc.collectors.pool.lost_batches <= 1
+    slot = rc.collector.pool.slots[0]
+    assert slot.restarts == 1 and slot.lost == rc.collector.pool.lost_batches <= 1
     steps = [(v, env_steps) for n, v, env_steps in recorder.collected if n == "collector-0"]
     restart = next(i for i in range(1, len(steps)) if steps[i][1] < steps[i - 1][1])  # its counter reset
     # the restarted process pulled the weights it was handed, not its own initial ones

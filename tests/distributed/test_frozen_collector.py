@@ -14,9 +14,9 @@ import time
 import pytest
 import ray
 
-from ding_ray.distributed import RayComponents, async_pipeline, make_plan
+from ding_ray.distributed import RayComponents, make_plan
 from ding_ray.errors import ConfigError
-from ding_ray.framework import Task
+from ding_ray.framework import pipelines
 from tests.distributed.configs import compiled
 
 pytestmark = pytest.mark.ray
@@ -41,8 +41,8 @@ def test_a_frozen_collector_is_killed_and_replaced(ray_session, tmp_path, caplog
 
     try:
         with caplog.at_level(logging.WARNING, logger="ding_ray.distributed.collector_pool"):
-            with RayComponents(cfg, make_plan(cfg)) as rc, Task(rc.context()) as task:
-                async_pipeline(task, rc.cfg, rc, max_train_iter=300)
+            with RayComponents(cfg, make_plan(cfg)) as rc, rc.task() as task:
+                pipelines.off_policy(task, rc.cfg, rc, max_train_iter=300)
                 task.use(freeze_once)
                 task.run()
     finally:

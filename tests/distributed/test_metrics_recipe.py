@@ -19,14 +19,15 @@ pytestmark = [pytest.mark.ray, pytest.mark.slow]
 RUN = """
 import json, sys, time, urllib.request
 import ray, yaml
+from ding_ray.framework import pipelines
 from ding_ray import distributed
 from ding_ray.framework import Task
 from tests.distributed.configs import small_config
 
 main, create = small_config(sys.argv[1], include_dashboard=True)
 cfg, plan, started = distributed.start_run((main, create), 0)
-with distributed.RayComponents(cfg, plan) as rc, Task(rc.context()) as task:
-    distributed.async_pipeline(task, cfg, rc, max_train_iter=200)
+with distributed.RayComponents(cfg, plan) as rc, rc.task() as task:
+    pipelines.off_policy(task, cfg, rc, max_train_iter=200)
     task.run()
     session = ray._private.worker._global_node.get_session_dir_path()
     with open(f"{session}/metrics/prometheus/prometheus.yml") as f:

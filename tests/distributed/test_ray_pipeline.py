@@ -13,7 +13,6 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 from ding_ray.distributed import (
     ClusterError,
     RayComponents,
-    async_pipeline,
     check_resources,
     create_actors,
     make_plan,
@@ -22,7 +21,7 @@ from ding_ray.distributed import (
 from ding_ray.distributed.cluster import check_reachable
 from ding_ray.entry import compile_ray_config, ray_pipeline
 from ding_ray.errors import ConfigError, StageError
-from ding_ray.framework import OnlineRLContext, Task, current_task
+from ding_ray.framework import current_task, pipelines
 from tests.distributed.configs import small_config
 from tests.distributed.conftest import run_python
 
@@ -72,11 +71,11 @@ def test_sync_pipeline_trains_on_fresh_data_each_round(ray_session, tmp_path):
     ray_pipeline(small_config(exp_name, pipeline="sync", n_sample=64), seed=0, max_train_iter=24)
     result = read_result(exp_name)
     assert result["pipeline"] == "ray-sync"
-    # termination_checker ends the run after the round that passes the budget (as DI-engine's):
-    # 25 rounds of one learner call (one DQN step: serial_pipeline_onpolicy's one call per
-    # collect), the weights published after each
-    assert result["train_iter"] == 25 and result["policy_version"] == 25
-    assert result["env_steps"] >= 25 * 64  # >= 64 transitions per round
+    # the budget ends the run once reached (as DI-engine's serial entries stop): 24 rounds of one
+    # learner call (one DQN step: serial_pipeline_onpolicy's one call per collect), the weights
+    # published after each
+    assert result["train_iter"] == 24 and result["policy_version"] == 24
+    assert result["env_steps"] >= 24 * 64  # >= 64 transitions per round
     # TensorBoard: learner values over iterations (as the serial learner and DI-engine log them),
     # collector values over env steps
     acc = EventAccumulator(os.path.join(exp_name, "log", "ray"), size_guidance={"scalars": 0})
@@ -146,15 +145,15 @@ def test_warm_up_fills_the_buffer_before_the_collectors_are_up(ray_session, tmp_
     plan = make_plan(cfg)
     # returns once the buffer answers; the collectors import torch for seconds, while 256 random
     # steps take the driver milliseconds
-    with RayComponents(cfg, plan, max_env_step=10_000) as rc, Task(OnlineRLContext()) as task:
-        async_pipeline(task, cfg, rc)
-        task.use(lambda ctx: setattr(current_task(), "finish", not rc.collectors.warming_up))
+    with RayComponents(cfg, plan, max_env_step=10_000) as rc, rc.task() as task:
+        pipelines.off_policy(task, cfg, rc)
+        task.use(lambda ctx: setattr(current_task(), "finish", not rc.collector.warming_up))
         task.run()
         # The collectors' first calls (queued while they start) are random too and take their share.
-        mine = 256 - len(rc.collectors.pool.slots) * plan.n_sample  # collector-0 only: the rest start later
+        mine = 256 - len(rc.collector.pool.slots) * plan.n_sample  # collector-0 only: the rest start later
         pushed = ray.get(rc.actors.buffer.stats.remote())["buffer/pushed"]
         assert pushed == mine and task.ctx.env_step >= mine  # (n-step targets hold a few steps back)
-        assert rc.collectors.first_batch_s is not None and rc.collectors._random_left == 0
+        assert rc.collector.first_batch_s is not None and rc.collector._random_left == 0
 
 
 def test_collectors_that_never_start_fail_the_run_with_a_clear_error(ray_session, tmp_path):
@@ -167,8 +166,8 @@ def test_collectors_that_never_start_fail_the_run_with_a_clear_error(ray_session
     cfg = compile_ray_config((main, create), save_cfg=False)
     with pytest.raises(StageError, match="No collector actor started within 5 s") as err:
         # the buffer starts; collector-0 cannot be placed
-        with RayComponents(cfg, make_plan(cfg), max_env_step=1000) as rc, Task(OnlineRLContext()) as task:
-            async_pipeline(task, cfg, rc, max_env_step=1000)
+        with RayComponents(cfg, make_plan(cfg), max_env_step=1000) as rc, rc.task() as task:
+            pipelines.off_policy(task, cfg, rc, max_env_step=1000)
             task.run()
     assert isinstance(err.value.__cause__, ClusterError)
     # the failed run still has its record, with the error, and its actors are gone

@@ -15,9 +15,9 @@ import pytest
 import ray
 
 from ding_ray.data.file_format import decode_state, encode_state
-from ding_ray.distributed import RayComponents, async_pipeline, make_plan
+from ding_ray.distributed import RayComponents, make_plan
 from ding_ray.errors import ConfigError
-from ding_ray.framework import Task
+from ding_ray.framework import pipelines
 from ding_ray.framework.task_runner import current_task
 from ding_ray.utils.checkpoint import BUFFER_FILE
 from tests.distributed.configs import compiled
@@ -32,8 +32,8 @@ def _cfg(tmp_path, name: str):
 
 
 def _run(rc: RayComponents, max_train_iter: int, each=None):
-    with Task(rc.context()) as task:
-        async_pipeline(task, rc.cfg, rc, max_train_iter=max_train_iter)
+    with rc.task() as task:
+        pipelines.off_policy(task, rc.cfg, rc, max_train_iter=max_train_iter)
         if each is not None:
             task.use(each)
         task.run()
@@ -109,7 +109,6 @@ def test_resume_continues_counters_and_the_replay_buffer(ray_session, tmp_path):
 
 def test_the_sync_pipeline_goes_on_after_its_learner_died(ray_session, tmp_path):
     from ding_ray.configs.cartpole_ppo import create_config, main_config
-    from ding_ray.distributed import sync_pipeline
     from ding_ray.entry import compile_ray_config
 
     main = copy.deepcopy(main_config)
@@ -126,8 +125,8 @@ def test_the_sync_pipeline_goes_on_after_its_learner_died(ray_session, tmp_path)
             killed.append(rc.checkpointer.last)
             ray.kill(rc.actors.learner, no_restart=False)
 
-    with RayComponents(cfg, make_plan(cfg)) as rc, Task(rc.context()) as task:
-        sync_pipeline(task, cfg, rc, max_train_iter=40)
+    with RayComponents(cfg, make_plan(cfg)) as rc, rc.task() as task:
+        pipelines.on_policy(task, cfg, rc, max_train_iter=40)
         task.use(kill_once)
         task.run()
     assert task.ctx.train_iter >= 40

@@ -8,8 +8,8 @@ import time
 import pytest
 import ray
 
-from ding_ray.distributed import RayComponents, make_plan, sync_pipeline
-from ding_ray.framework import OnlineRLContext, Task, current_task
+from ding_ray.distributed import RayComponents, make_plan
+from ding_ray.framework import OnlineRLContext, current_task, pipelines
 from tests.distributed.configs import compiled
 
 pytestmark = pytest.mark.ray
@@ -26,17 +26,17 @@ class KillingWatcher:
         self.per_round: list[set] = []
         self._round: list[dict] = []
         self._deadline = time.monotonic() + 120
-        pop = rc.collectors.pop_infos
+        pop = rc.collector.pop_infos
 
         def pop_and_record() -> list[dict]:
             infos = pop()
             self._round += infos
             return infos
 
-        rc.collectors.pop_infos = pop_and_record
+        rc.collector.pop_infos = pop_and_record
 
     def __call__(self, ctx: OnlineRLContext) -> None:
-        version = self.rc.collectors.weights.version  # the weights this round was collected with
+        version = self.rc.collector.weights.version  # the weights this round was collected with
         self.per_round.append({i["collector"] for i in self._round})
         self.stale += [
             (i["collector"], i["policy_version"], version)
@@ -46,7 +46,7 @@ class KillingWatcher:
         self._round = []
         self.rounds += 1
         assert time.monotonic() < self._deadline, "collector-0 did not rejoin"
-        pool = self.rc.collectors.pool
+        pool = self.rc.collector.pool
         if self.rounds == 2:
             ray.kill(pool.slots[0].handle, no_restart=False)
         # ray.kill is asynchronous: a round may still reach the old process, so rejoining means
@@ -59,13 +59,13 @@ class KillingWatcher:
 
 def test_rounds_are_on_policy_and_survive_a_dead_collector(ray_session, tmp_path):
     cfg = compiled(tmp_path, "sync_kill", pipeline="sync", n_sample=64)
-    with RayComponents(cfg, make_plan(cfg)) as rc, Task(OnlineRLContext()) as task:
+    with RayComponents(cfg, make_plan(cfg)) as rc, rc.task() as task:
         watcher = KillingWatcher(rc)
-        sync_pipeline(task, cfg, rc)
+        pipelines.on_policy(task, cfg, rc)
         task.use(watcher)
         task.run()
     assert not watcher.stale  # on-policy: each batch came from the version of its round
-    pool = rc.collectors.pool
+    pool = rc.collector.pool
     assert pool.slots[0].restarts == 1 and pool.lost_batches <= 1
     assert all("collector-1" in names for names in watcher.per_round)  # the other one never stopped
     # one learner call per round, as serial_pipeline_onpolicy makes per collect: DQN's is one step

@@ -30,7 +30,6 @@ from ding_ray.utils.checkpoint import (
     buffer_bytes,
     load_learner_bytes,
 )
-from ding_ray.worker import create_buffer
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -79,10 +78,7 @@ def test_a_sigkilled_serial_run_resumes_where_its_checkpoint_left_it_and_solves(
     assert ckpt.meta["env_steps"] > 0 and ckpt.train_iter >= 1000
 
     # What the resumed run starts from is what the checkpoint holds.
-    run = SerialRun(
-        _config(exp), create_config, 0, None, None, True, episodes_as_samples=lambda cfg: True, resume=exp
-    )
-    run.buffer = create_buffer(run.cfg.policy.other.replay_buffer, exp_name=exp)
+    run = SerialRun(_config(exp), create_config, 0, None, None, True, False, resume=exp)
     run.restore(run.resumed)
     snapshot = decode_state(store.read(ckpt, BUFFER_FILE))
     assert encode_state(decode_state(buffer_bytes(run.buffer)), "x") == encode_state(snapshot, "x")
@@ -90,8 +86,7 @@ def test_a_sigkilled_serial_run_resumes_where_its_checkpoint_left_it_and_solves(
     for key, value in run.learner.policy.state_dict()["optimizer"]["state"][0].items():
         assert torch.equal(value, saved["policy"]["optimizer"]["state"][0][key]), key
     assert (run.learner.train_iter, run.collector.envstep) == (ckpt.train_iter, ckpt.meta["env_steps"])
-    for close in run.closers:
-        close()
+    run.close()
 
     serial_pipeline((_config(exp), create_config), seed=0, max_env_step=30_000, resume=exp)
     with open(os.path.join(exp, "result.json")) as f:

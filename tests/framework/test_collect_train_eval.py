@@ -192,7 +192,7 @@ def test_trainer_takes_a_learn_mode_or_a_base_learner(cfg):
     )
     assert ctx.train_iter == 6 and learner.train_iter == 1 and learner.collector_envstep == 7
     assert "total_loss" in ctx.train_output and "priority_info" not in ctx.train_output
-    with pytest.raises(ConfigError, match="learn_mode or a BaseLearner"):
+    with pytest.raises(ConfigError, match="learn_mode, a BaseLearner or a learner actor"):
         trainer(cfg, object())
 
 

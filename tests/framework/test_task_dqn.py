@@ -1,11 +1,14 @@
-"""examples/task_dqn.py's pipeline, run with a small budget: the middleware stages learn together."""
+"""examples/task_dqn.py writes out what ``serial_pipeline`` builds: the same stages, and the same run."""
 
+import copy
 import importlib.util
-import os
-import time
 from pathlib import Path
 
 import pytest
+
+from ding_ray.configs.cartpole_dqn import create_config, main_config
+from ding_ray.entry import read_result, serial_pipeline
+from ding_ray.framework import Task, stage_name
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "task_dqn.py"
 
@@ -17,16 +20,34 @@ def load_example():
     return module
 
 
-@pytest.mark.slow
-def test_task_dqn_pipeline_learns_cartpole(tmp_path, monkeypatch):
+def test_the_example_lists_the_stages_serial_pipeline_builds(tmp_path, monkeypatch):
+    """Both build their task on real components; ``Task.run`` records the stages instead of running."""
     monkeypatch.chdir(tmp_path)
-    example = load_example()
-    start = time.perf_counter()
-    ctx = example.main(seed=0, max_env_step=8000, stop_value=150)
-    seconds = time.perf_counter() - start
-    assert ctx.last_eval_value >= 150, (
-        f"no evaluation reached 150 in {ctx.env_step} env steps ({seconds:.0f} s)"
+    built: list[list[str]] = []
+    monkeypatch.setattr(
+        Task, "run", lambda self, max_step=None: built.append([stage_name(f) for f, _ in self._stages])
     )
-    assert ctx.train_iter > 0 and ctx.last_eval_iter == ctx.train_iter  # the run ended at that evaluation
+    load_example().main(seed=0, max_env_step=1000)
+    main = copy.deepcopy(main_config)
+    main["exp_name"] = "through_serial_pipeline"
+    serial_pipeline((main, create_config), seed=0, max_env_step=1000)
+    assert len(built) == 2 and built[0] == built[1], built
+    assert built[0][0] == "random_collector" and built[0][-1] == "SerialRun.wait"
+
+
+@pytest.mark.slow
+def test_the_example_runs_step_for_step_as_serial_pipeline(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    example = load_example().main(seed=0, max_env_step=8000, stop_value=150)
+    main = copy.deepcopy(main_config)
+    main["env"]["stop_value"] = 150
+    main["exp_name"] = "through_serial_pipeline"
+    serial_pipeline((main, create_config), seed=0, max_env_step=8000)
+    entry = read_result("through_serial_pipeline")
+    assert example["stop"] and example["best_eval_return"] >= 150, example
+    for key in ("env_steps", "train_iter", "best_eval_return", "last_eval_return"):
+        assert example[key] == entry[key], key
     ckpt = tmp_path / "task_dqn_seed0" / "ckpt"
-    assert {"eval.pth.tar", "final.pth.tar", "iteration_0.pth.tar"} <= set(os.listdir(ckpt))
+    assert {"ckpt_best.pth.tar", "ckpt_final.pth.tar", "iteration_0.pth.tar"} <= {
+        p.name for p in ckpt.iterdir()
+    }

@@ -20,6 +20,7 @@ import numpy as np
 from ding_ray.data.columnar import to_numpy
 from ding_ray.errors import ConfigError
 from ding_ray.framework.context import OnlineRLContext
+from ding_ray.framework.interfaces import Buffer, Collector
 
 logger = logging.getLogger(__name__)
 
@@ -231,6 +232,34 @@ class EpisodeCollector(StepCollector):
         self._transitions.clear()
 
 
+def random_collector(cfg: Any, collector: Collector, buffer_: Buffer):
+    """Once, on a fresh run: ``cfg.policy.random_collect_size`` transitions of uniform random actions
+    into the buffer (DI-engine's serial entry does this before its loop). Collector actors roll
+    them out with their next calls (the driver starts while they start).
+
+    Reads ctx: env_step (a resumed run has some: its buffer is filled already).
+    Writes ctx: env_step, env_episode (+ the random transitions' steps and episodes).
+    """
+    size = int(cfg.policy.get("random_collect_size", 0) or 0)
+    done = size <= 0
+
+    def _random_collect(ctx: OnlineRLContext) -> None:
+        nonlocal done
+        if done:
+            return
+        done = True
+        if ctx.env_step > 0:
+            return
+        before, episodes_before = collector.envstep, collector.envepisode
+        data = collector.collect(n_sample=size, random_collect=True)
+        ctx.env_step += collector.envstep - before
+        ctx.env_episode += collector.envepisode - episodes_before
+        if data:
+            buffer_.push(data, ctx.env_step)
+
+    return _random_collect
+
+
 def collector(cfg: Any, collector: Any | Sequence[Any]):
     """One ``collect`` call on each collector (ding_ray's serial collectors, or handles offering
     the same ``collect`` and ``envstep``); a list of collectors is collected one after the other.
@@ -246,7 +275,7 @@ def collector(cfg: Any, collector: Any | Sequence[Any]):
     if not collectors:
         raise ConfigError("collector() needs at least one collector, got an empty list.")
     for c in collectors:
-        if not callable(getattr(c, "collect", None)):
+        if not isinstance(c, Collector):
             raise ConfigError(
                 f"collector() takes collectors with a collect() method (SampleSerialCollector, "
                 f"EpisodeSerialCollector), got {type(c).__name__}. For a policy and an env manager, "

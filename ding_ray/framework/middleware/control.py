@@ -58,24 +58,28 @@ def eps_greedy_masker():
     return _masker
 
 
-def termination_checker(max_env_step: int | None = None, max_train_iter: int | None = None):
+def termination_checker(
+    max_env_step: int | None = None, max_train_iter: int | None = None, at_budget: bool = False
+):
     """End the run once more than ``max_env_step`` env steps or ``max_train_iter`` iterations are done
-    (None: no limit).
+    (None: no limit), as DI-engine's stage; ``at_budget``: once they are reached, as DI-engine's
+    serial entries stop.
 
     Reads ctx: env_step (if the context has it), train_iter.
     Writes: the task's ``finish``.
     """
     max_env_step = np.inf if max_env_step is None else max_env_step
     max_train_iter = np.inf if max_train_iter is None else max_train_iter
+    past = np.greater_equal if at_budget else np.greater
 
     def _check(ctx: Context) -> None:
         # '>' as in DI-engine: the iteration that reaches the budget still gets logged
-        if getattr(ctx, "env_step", -np.inf) > max_env_step:
+        if past(getattr(ctx, "env_step", -np.inf), max_env_step):
             current_task().finish = True
-            logger.info("env_step %d is past max_env_step %s: finishing", ctx.env_step, max_env_step)
-        elif ctx.train_iter > max_train_iter:
+            logger.info("env_step %d reached max_env_step %s: finishing", ctx.env_step, max_env_step)
+        elif past(ctx.train_iter, max_train_iter):
             current_task().finish = True
-            logger.info("train_iter %d is past max_train_iter %s: finishing", ctx.train_iter, max_train_iter)
+            logger.info("train_iter %d reached max_train_iter %s: finishing", ctx.train_iter, max_train_iter)
 
     return _check
 

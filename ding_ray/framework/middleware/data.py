@@ -173,12 +173,11 @@ def offpolicy_data_fetcher(cfg: EasyDict, buffer_: Any, data_shortage_warning: b
     ``data_shortage_warning``), so the trainer stage skips this iteration.
 
     After the later stages ran, if ``ctx.train_output`` (a dict, or a list of dicts of which the
-    last counts) carries priorities, they go to ``buffer_.update``: either
-    ``priority_info`` as ``BaseLearner.priority_info`` has it (``replay_unique_id``,
-    ``replay_buffer_idx``, ``priority``), or ``priority`` (one per sampled item, as a policy's
-    learn mode returns it), matched here with the ids the sampled items carry, or references to a
-    learner actor's priorities (``ding_ray.distributed``: the buffer actor reads them itself). A
-    batch from a buffer that does not prioritize carries no ids and is left alone.
+    last counts) carries priorities, they go to ``buffer_.update``: either a ``Learner``'s
+    ``priority_info`` as it is (``BaseLearner``'s ids and priorities; a learner actor's references,
+    which the buffer actor reads itself), or ``priority`` (one per sampled item, as a policy's
+    learn mode returns it), matched here with the ids the sampled items carry. A batch from a
+    buffer that does not prioritize carries no ids and is left alone.
 
     Reads ctx: train_iter; after the yield, train_output.
     Writes ctx: train_data.
@@ -295,10 +294,8 @@ def _priority_update(train_output: Any, data: Any) -> dict | None:
     if not isinstance(train_output, Mapping):
         return None
     info = train_output.get("priority_info")
-    if isinstance(info, Mapping) and info.get("priority") is not None:
-        return dict(info)
-    if info is not None and not isinstance(info, Mapping):
-        return info  # references to a learner actor's priorities, which the buffer actor reads itself
+    if info is not None:
+        return info  # a Learner's, in the form its buffer's update takes
     priority = train_output.get("priority")
     if priority is None:
         return None

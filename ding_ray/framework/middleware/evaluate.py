@@ -3,10 +3,11 @@
 The episodes are run by ding_ray's ``InteractionSerialEvaluator`` (episodes spread evenly over
 the envs, returns from ``info['eval_episode_return']``), built here from DI-engine's arguments
 (``cfg, policy, env``) or given ready-made, so the evaluation logic lives in one place. Because
-the stage calls only ``evaluator.eval``, the evaluator actor fits it as well
-(``ding_ray.distributed.RemoteEvaluator``: its ``eval`` launches the episodes on the actor, or
-queues them behind the evaluation in flight, and returns None; ``pending``/``result()`` hand
-over the outcome in a later iteration).
+the stage calls only the ``Evaluator`` protocol (``submit``, ``poll``), the evaluator actor fits
+it as well
+(``ding_ray.distributed.RemoteEvaluator``: its ``submit`` launches the episodes on the actor,
+or queues them behind the evaluation in flight, and its ``poll`` hands over the outcome in a
+later iteration).
 """
 
 from __future__ import annotations
@@ -17,39 +18,35 @@ import numpy as np
 
 from ding_ray.errors import ConfigError
 from ding_ray.framework.context import Context
+from ding_ray.framework.interfaces import Evaluator
 from ding_ray.framework.middleware.collect import policy_mode
 from ding_ray.framework.task_runner import current_task
 
 
-def _is_evaluator(obj: Any) -> bool:
-    return callable(getattr(obj, "should_eval", None)) and callable(getattr(obj, "eval", None))
-
-
-def _evaluate_stage(evaluator: Any, eval_freq: int, render: bool, policy_kwargs: dict[str, Any]):
+def _evaluate_stage(evaluator: Evaluator, eval_freq: int, render: bool, policy_kwargs: dict[str, Any]):
     kwargs_str = "/".join(f"{k}({v})" for k, v in policy_kwargs.items())
 
     def _evaluate(ctx: Context) -> None:
-        # an evaluator actor answers in a later iteration: take what it finished
-        result = evaluator.result() if getattr(evaluator, "pending", False) else None
+        # an evaluator actor answers in a later iteration: first take what it finished
+        result = evaluator.poll()
         if ctx.last_eval_iter == -1 or ctx.train_iter - ctx.last_eval_iter >= eval_freq:
-            # due at the first call (train_iter 0 included) and then every eval_freq iterations;
-            # a local evaluator answers now, an actor later
-            answer = evaluator.eval(
-                None,
+            # due at the first call (train_iter 0 included) and then every eval_freq iterations
+            evaluator.submit(
                 ctx.train_iter,
                 getattr(ctx, "env_step", -1),
                 force_render=render,
                 policy_kwargs=policy_kwargs or None,
             )
             ctx.last_eval_iter = ctx.train_iter
-            result = result or answer
+            if result is None:  # a local evaluator answers now, an actor later
+                result = evaluator.poll()
         if result is None:
             return
         stop, info = result
         episode_return = float(info["eval_episode_return_mean"])
         ctx.eval_value = episode_return
         ctx.last_eval_value = episode_return
-        ctx.eval_output = {"episode_return": episode_return, "episode_info": info}
+        ctx.eval_output = {"episode_return": episode_return, "episode_info": info, "stop": bool(stop)}
         if "replay_path" in info:
             ctx.eval_output["replay_path"] = info["replay_path"]
         if policy_kwargs:
@@ -75,11 +72,11 @@ def interaction_evaluator(cfg: Any, policy: Any, env: Any = None, render: bool =
     ``ctx.info_for_logging`` under a prefix naming them.
 
     Reads ctx: train_iter, env_step, last_eval_iter.
-    Writes ctx: eval_value, eval_output ({'episode_return', 'episode_info'}), last_eval_iter,
+    Writes ctx: eval_value, eval_output ({'episode_return', 'episode_info', 'stop'}), last_eval_iter,
     last_eval_value, info_for_logging (with kwargs); ends the task at the stop value.
     """
     eval_freq = cfg.policy.eval.evaluator.eval_freq
-    if _is_evaluator(policy):
+    if isinstance(policy, Evaluator):
         if env is not None:
             raise ConfigError(
                 "interaction_evaluator(cfg, evaluator) takes no env: the evaluator has its own. Pass "

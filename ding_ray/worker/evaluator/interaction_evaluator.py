@@ -28,13 +28,25 @@ DEFAULT_MAX_EPISODE_STEPS = 100_000  # the cut of an evaluation episode when non
 
 
 class ISerialEvaluator:
-    """Evaluator interface: ``should_eval(train_iter)`` and ``eval(...) -> (stop_flag, info)``."""
+    """Evaluator interface: ``should_eval(train_iter)`` and ``eval(...) -> (stop_flag, info)``
+    (DI-engine's), and the ``Evaluator`` protocol of the Task stages (``submit``/``poll``)."""
 
     config: dict = {}
+    # where submit() has the best weights saved ('ckpt_best.pth.tar'): a run sets its learner's
+    save_ckpt_fn: Callable[[str], Any] | None = None
+    _polled: tuple[bool, dict] | None = None
 
     @classmethod
     def default_config(cls) -> EasyDict:
         return default_config_of(cls)
+
+    def submit(self, train_iter: int, envstep: int, **kwargs: Any) -> None:
+        """Evaluate now; ``poll`` hands over ``(stop_flag, info)``."""
+        self._polled = self.eval(self.save_ckpt_fn, train_iter, envstep, **kwargs)
+
+    def poll(self) -> tuple[bool, dict] | None:
+        out, self._polled = self._polled, None
+        return out
 
 
 @SERIAL_EVALUATOR_REGISTRY.register("interaction")

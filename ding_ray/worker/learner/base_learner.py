@@ -83,6 +83,7 @@ class BaseLearner:
         self._last_iter = CountVar(0)
         self._collector_envstep = 0
         self._priority_info: dict[str, Any] | None = None
+        self._polled: list[dict[str, Any]] | None = None  # submit's output until poll takes it
         self._log_buffer = LogBuffer()
         hook_cfg = dict(cfg.hook or {})
         if self.world_size > 1:  # as DI-engine: several learners average what they log
@@ -131,6 +132,18 @@ class BaseLearner:
             self.call_hook("after_iter")
             self._last_iter.add(1)
         return steps
+
+    def submit(self, data: Any, envstep: int = -1) -> None:
+        """``train`` now (the ``Learner`` protocol of the Task stages); ``poll`` hands over its output."""
+        self._polled = self.train(data, envstep)
+
+    def poll(self) -> list[dict[str, Any]] | None:
+        out, self._polled = self._polled, None
+        return out
+
+    @property
+    def pending(self) -> bool:
+        return self._polled is not None
 
     @staticmethod
     def _priority_of(data: Any, priority: Any) -> dict[str, Any]:
