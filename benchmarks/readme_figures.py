@@ -1,12 +1,12 @@
 """The env-step figures the README and ``ding-ray list`` quote, measured: the bundled serial examples
-to their stop value (CartPole-v1 to 475), seeds 0-2.
+to their stop value (CartPole-v1 to 475, Pendulum-v1 to -250), seeds 0-2.
 
-``examples/cartpole_dqn.py`` and ``examples/cartpole_ppo.py`` run the serial pipelines, which are
-deterministic: a seed stops at the same env step on every run of the same code (and torch
-version), whatever the machine's load. Each run is a fresh process in a temporary folder; its
+``examples/cartpole_dqn.py``, ``cartpole_ppo.py`` and ``pendulum_ppo.py`` run the serial
+pipelines, which are deterministic: a seed stops at the same env step on every run of the same
+code (and torch version), whatever the machine's load. Each run is a fresh process in a temporary folder; its
 ``result.json`` gives the env steps and whether the stop value was reached.
 
-Run:  python benchmarks/readme_figures.py [--examples cartpole_dqn cartpole_ppo] [--seeds 0 1 2]
+Run:  python benchmarks/readme_figures.py [--examples cartpole_dqn cartpole_ppo pendulum_ppo] [--seeds 0 1 2]
 Prints one ``readme_figures example=E seed=S env_steps=N stop=True wall_s=..`` line per run, then
 per example the line to paste (``E: a / b / c env steps to the stop value``) with the date, the
 commit and the torch version it was measured with.
@@ -23,7 +23,7 @@ import sys
 import tempfile
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-EXAMPLES = ("cartpole_dqn", "cartpole_ppo")
+EXAMPLES = ("cartpole_dqn", "cartpole_ppo", "pendulum_ppo")
 
 
 def run(example: str, seed: int, workdir: str) -> dict:

@@ -1,4 +1,5 @@
-"""PPO on CartPole-v1 (on-policy serial pipeline), close to rl-zoo3's tuned CartPole PPO.
+"""PPO on CartPole-v1 (on-policy serial pipeline), close to rl-zoo3's tuned CartPole PPO: seeds 0-2
+reach 475 in 11,488 / 2,272 / 1,688 env steps (benchmarks/readme_figures.py, 2026-11-25).
 
 8 envs x 32 steps per collect, 20 epochs of minibatches of 256, gamma 0.98, GAE lambda 0.8, lr
 falling linearly from 1e-3, separate actor and critic networks. ``max_env_step`` and ``mode`` are
