@@ -25,6 +25,7 @@ from ding_ray.distributed.buffer_actor import ReplayBufferActor
 from ding_ray.distributed.cluster import ClusterError, learner_name, lower_priority
 from ding_ray.distributed.errors import ActorDiedError
 from ding_ray.distributed.metrics import RayMetrics
+from ding_ray.distributed.user_modules import check_user_modules, import_user_modules, user_modules
 from ding_ray.distributed.weights import WeightsPublisher, WeightsRef, pull
 from ding_ray.utils.checkpoint import CheckpointStore, storage_root
 from ding_ray.utils.runtime import set_torch_threads
@@ -38,8 +39,15 @@ class CollectorWorker(RolloutWorker):
     """A ``RolloutWorker`` that pulls the latest weights and puts its batches into the object store."""
 
     def __init__(
-        self, cfg: EasyDict, index: int, torch_threads: int = 1, n_sample: int | None = None
+        self,
+        cfg: EasyDict,
+        index: int,
+        torch_threads: int = 1,
+        n_sample: int | None = None,
+        imports: dict[str, str | None] | None = None,
     ) -> None:
+        """``imports``: the user's modules to import first (``user_modules``)."""
+        import_user_modules(imports, f"collector-{index} actor")
         set_torch_threads(torch_threads)
         lower_priority(cfg.ray.get("helper_nice", 0))
         super().__init__(cfg, index, n_sample=n_sample)
@@ -77,7 +85,10 @@ class CollectorWorker(RolloutWorker):
 class EvaluatorWorker(EvalWorker):
     """An ``EvalWorker`` that pulls the weights it is asked to evaluate."""
 
-    def __init__(self, cfg: EasyDict, torch_threads: int = 1) -> None:
+    def __init__(
+        self, cfg: EasyDict, torch_threads: int = 1, imports: dict[str, str | None] | None = None
+    ) -> None:
+        import_user_modules(imports, "evaluator actor")
         set_torch_threads(torch_threads)
         lower_priority(cfg.ray.get("helper_nice", 0))
         super().__init__(cfg)
@@ -104,7 +115,10 @@ class EvaluatorWorker(EvalWorker):
 class LearnerWorker(LearnWorker):
     """A ``LearnWorker`` that publishes its weights to the object store every ``publish_freq`` iters."""
 
-    def __init__(self, cfg: EasyDict, publish_freq: int = 1) -> None:
+    def __init__(
+        self, cfg: EasyDict, publish_freq: int = 1, imports: dict[str, str | None] | None = None
+    ) -> None:
+        import_user_modules(imports, "learner actor")
         set_torch_threads(cfg.policy.learn.get("num_threads", 1))
         super().__init__(cfg)
         self._publisher = WeightsPublisher()
@@ -173,6 +187,7 @@ class Actors:
     make_collector: Callable[[int], Any] | None = field(default=None, repr=False)
     num_collectors: int = 0  # collectors the run has once all are started
     learners: list = field(default_factory=list)  # a learner group's members (learner is the first)
+    call_timeout_s: float | None = None  # ray.call_timeout_s: a call this long means a frozen actor
 
     def start_evaluator(self) -> Any:
         if self.evaluator is None and self.make_evaluator is not None:
@@ -222,7 +237,9 @@ def create_actors(
     ``cfg.exp_name`` is made absolute for the actors, whose working directory may differ.
     ``n_sample``: the collectors' samples per call (their trajectories are cut to fit it).
     ``buffer=False`` (on-policy: the data goes from the collectors to the learner): no buffer actor,
-    and the call returns at once.
+    and the call returns at once. The user's modules (``user_modules``) are imported by each actor
+    first, and checked in a Ray worker before any actor is created (a ``ConfigError`` naming a
+    module the actors cannot import).
     """
     rc = cfg.ray
     cfg = copy.deepcopy(cfg)
@@ -232,8 +249,10 @@ def create_actors(
     core = dict(namespace=namespace, max_restarts=core_restarts, max_task_retries=0)
     restartable = dict(namespace=namespace, max_restarts=rc.max_restarts, max_task_retries=0)
 
+    imports = user_modules(cfg)
+    check_user_modules(imports, rc.actor_start_timeout_s)
     try:
-        return _create(cfg, namespace, rc, core, restartable, publish_freq, n_sample, buffer)
+        return _create(cfg, namespace, rc, core, restartable, publish_freq, n_sample, buffer, imports)
     except ray.exceptions.ActorAlreadyExistsError as err:
         raise ClusterError(
             f"Another run holds the actor names in Ray namespace '{namespace}' ({err}). Each run needs "
@@ -251,6 +270,7 @@ def _create(
     publish_freq: int | None,
     n_sample: int | None,
     buffer: bool,
+    imports: dict[str, str | None],
 ) -> Actors:
     """``create_actors``'s work: the named actors, with the options it settled."""
 
@@ -261,7 +281,7 @@ def _create(
             resources=dict(rc.collector_resources),
             scheduling_strategy=rc.collector_scheduling,
             **restartable,
-        ).remote(cfg, i, rc.torch_threads, n_sample)
+        ).remote(cfg, i, rc.torch_threads, n_sample, imports)
 
     buffer_handle = None
     if buffer:
@@ -283,7 +303,7 @@ def _create(
         learners = create_learner_group(cfg, publish_freq, rc.num_learners, learner_options)
         learner = learners[0]
     else:
-        learner = LearnerActor.options(name="learner", **learner_options).remote(cfg, publish_freq)
+        learner = LearnerActor.options(name="learner", **learner_options).remote(cfg, publish_freq, imports)
     if buffer_handle is not None:
         try:
             _wait([("buffer", buffer_handle)], rc.actor_start_timeout_s)
@@ -297,10 +317,11 @@ def _create(
         buffer_handle,
         None,
         collectors,
-        make_evaluator=lambda: evaluator.remote(cfg, rc.torch_threads),
+        make_evaluator=lambda: evaluator.remote(cfg, rc.torch_threads, imports),
         make_collector=collector,
         num_collectors=rc.num_collectors,
         learners=learners,
+        call_timeout_s=rc.get("call_timeout_s"),
     )
 
 

@@ -7,6 +7,11 @@ be back, lets the components drop what was in flight on it, records what was los
 ``recoveries``), and the run goes on. An actor that does not come back ends the run with an
 ``ActorDiedError`` naming it, raised once.
 
+A learner or buffer that neither answers nor dies (a frozen process: SIGSTOP, a machine swapping)
+is caught by its ``StallWatch``: a call far slower than its recent median is logged, and past
+``ray.call_timeout_s`` the actor is killed, so that Ray restarts it and the failed call goes the
+way of any death (``timed_out: True`` in its event).
+
 Every restart is recorded, also one the driver never saw: an actor that died again while
 restarting (or twice between two polls) answers with its latest incarnation only, so Ray's restart
 count says how many deaths that answer covers; each one unseen is an event with ``unseen: True``
@@ -25,6 +30,7 @@ from ray.exceptions import GetTimeoutError, ObjectLostError, RayActorError, RayT
 
 from ding_ray.distributed.actors import Actors
 from ding_ray.distributed.errors import ActorDiedError
+from ding_ray.utils.call_watch import SLOW, TIMED_OUT, CallWatch
 
 logger = logging.getLogger(__name__)
 
@@ -45,6 +51,65 @@ def restart_events(name: str, before: int | None, now: int | None) -> list[dict[
     if before is None or now is None:
         return []
     return [{"actor": name, "restored_from": None, "unseen": True} for _ in range(now - before - 1)]
+
+
+class StallWatch:
+    """Times the calls of one actor that runs them one after another (the learner, the buffer).
+
+    The call at the head of the actor's queue is on the clock from when the driver sees it ready
+    to run (its inputs are in, the call before it finished) until the driver sees a call finish;
+    the first call of each incarnation (which waits for the actor to start) is not timed. Whoever
+    owns the calls reports each poll with ``step``.
+    """
+
+    def __init__(self, name: str, handle: Any, timeout_s: float) -> None:
+        self.name, self.handle, self.watch = name, handle, CallWatch(timeout_s)
+        self.since: float | None = None  # time.monotonic() when the call at the head went on the clock
+        self.answered = False  # this incarnation finished a call
+        self.warned = False  # the call on the clock was logged as slow
+        self.killed_after_s: float | None = None  # this incarnation was killed as frozen after so long
+
+    def restarted(self) -> None:
+        self.since, self.answered, self.warned, self.killed_after_s = None, False, False, None
+
+    def step(self, busy: bool, finished: int = 0) -> None:
+        """``busy``: a call of the actor is ready to run or running; ``finished``: calls that
+        finished since the last step. Logs a slow call; kills the actor past the timeout."""
+        now = time.monotonic()
+        if finished:
+            if self.since is not None and self.answered:
+                self.watch.done(now - self.since)
+            self.since, self.answered, self.warned = None, True, False
+        if not busy:
+            self.since = None
+            return
+        if self.since is None:
+            self.since = now
+        if not self.answered or self.killed_after_s is not None:
+            return
+        elapsed, median = now - self.since, self.watch.median
+        verdict = self.watch.verdict(elapsed)
+        if verdict == TIMED_OUT:
+            self.killed_after_s = elapsed
+            logger.error(
+                "the %s actor has not finished a call for %.0f s (ray.call_timeout_s=%g): treated as dead "
+                "and killed; Ray restarts it from the latest checkpoint. Frozen (SIGSTOP, swapping)?",
+                self.name,
+                elapsed,
+                self.watch.timeout_s,
+            )
+            ray.kill(self.handle, no_restart=False)
+        elif verdict == SLOW and not self.warned:
+            self.warned = True
+            logger.warning(
+                "the %s actor's call has taken %.1f s, %.0fx its recent median %.2f s; past "
+                "ray.call_timeout_s=%g s it is treated as dead and restarted",
+                self.name,
+                elapsed,
+                elapsed / max(median, 1e-9),
+                median,
+                self.watch.timeout_s,
+            )
 
 
 class Recovered(Exception):
@@ -78,12 +143,23 @@ class Recovery:
         self._probe: dict[str, Any] | None = None  # instance() calls in flight (poll)
         self._probed_at = time.monotonic()
         self._restarts: dict[str, int | None] = {n: 0 for n in self._names}  # Ray's count, last seen
+        timeout_s = getattr(actors, "call_timeout_s", None)
+        self.stalls: dict[str, StallWatch] = (
+            {}
+            if timeout_s is None
+            else {n: StallWatch(n, getattr(actors, n), timeout_s) for n in self._names}
+        )
 
     def on_restart(self, name: str, fn: Callable[[dict, dict], None]) -> None:
         """``fn(instance, event)`` runs when actor ``name`` is back: ``instance`` is what its
         ``instance()`` says (``restored_from``, its counters); ``fn`` adds what was lost to ``event``."""
         if name in self._listeners:
             self._listeners[name].append(fn)
+
+    def stalled(self, name: str, busy: bool, finished: int = 0) -> None:
+        """``StallWatch.step`` of actor ``name`` (nothing without ``ray.call_timeout_s``)."""
+        if name in self.stalls:
+            self.stalls[name].step(busy, finished)
 
     def get(self, ref: Any, timeout: float | None = None) -> Any:
         try:
@@ -155,6 +231,11 @@ class Recovery:
         before, self._restarts[name] = self._restarts[name], ray_restarts(getattr(self.actors, name))
         self.record(*restart_events(name, before, self._restarts[name]))
         event = {"actor": name, "restored_from": instance["restored_from"]}
+        stall = self.stalls.get(name)
+        if stall is not None:
+            if stall.killed_after_s is not None:
+                event["timed_out"] = True  # killed as frozen, not a death of its own
+            stall.restarted()
         for fn in self._listeners[name]:
             fn(instance, event)
         self.record(event)

@@ -12,8 +12,10 @@ Each class implements a protocol of ``ding_ray.framework.interfaces`` (``Buffer`
 
 A dead learner or buffer is waited for while Ray restarts it from the run's latest checkpoint
 (``Recovery``): what was in flight on it is dropped and counted, and the run goes on; one that does
-not come back ends the run with an ``ActorDiedError`` naming it. A dead evaluator is waited for
-while Ray restarts it, and evaluates the latest weights once back.
+not come back ends the run with an ``ActorDiedError`` naming it. A learner or buffer whose call
+runs past ``ray.call_timeout_s`` (a frozen process) is killed and goes the same way (``Recovery``'s
+``StallWatch``: ``poll`` reports their calls to it). A dead evaluator is waited for while Ray
+restarts it, and evaluates the latest weights once back.
 """
 
 from __future__ import annotations
@@ -60,6 +62,7 @@ class RemoteBuffer:
         self.learner_waits = 0  # times the learner ran dry because the collectors were behind
         self._pushes: list = []
         self._updates: list = []
+        self._samples: list = []  # sample calls not finished yet (timed by the recovery's StallWatch)
         self._last_n: int | None = None  # items of the last sample call
         recovery.on_restart("buffer", self._restarted)
 
@@ -71,6 +74,8 @@ class RemoteBuffer:
 
     def _take_finished(self, refs: list) -> list:
         """Take the outcome of the calls of ``refs`` that finished; the others."""
+        if not refs:
+            return refs
         done, refs = ray.wait(refs, num_returns=len(refs), timeout=0)
         for ref in done:
             try:
@@ -82,7 +87,17 @@ class RemoteBuffer:
     def _restarted(self, instance: dict, event: dict) -> None:
         """The buffer is back: what was being pushed or updated went with the dead one."""
         self.recovery.discard(self._pushes + self._updates)
-        self._pushes, self._updates = [], []
+        self._pushes, self._updates, self._samples = [], [], []
+
+    def watch(self) -> None:
+        """Report the calls in flight to the recovery's ``StallWatch`` (a frozen buffer is killed)."""
+        before = len(self._pushes) + len(self._updates) + len(self._samples)
+        self._pushes = self._take_finished(self._pushes)
+        self._updates = self._take_finished(self._updates)
+        if self._samples:
+            self._samples = ray.wait(self._samples, num_returns=len(self._samples), timeout=0)[1]
+        left = len(self._pushes) + len(self._updates) + len(self._samples)
+        self.recovery.stalled("buffer", busy=left > 0, finished=before - left)
 
     def sample(self, size: int, train_iter: int = 0, **_: Any) -> Any:
         """A reference to ``size * batches_per_call`` sampled items, or None (not yet)."""
@@ -97,7 +112,9 @@ class RemoteBuffer:
                 return None
             self.limiter.sample(n)
         self.in_flight += 1
-        return self.handle.sample.remote(n, train_iter)
+        ref = self.handle.sample.remote(n, train_iter)
+        self._samples.append(ref)
+        return ref
 
     def wants_sample(self) -> bool:
         """Whether a ``sample`` now would launch a call (the learner has room, the limiter agrees)."""
@@ -128,6 +145,7 @@ class _TrainCall:
     priority: list | None  # refs of its priority updates (one per learner group member)
     size: int  # items sampled for it
     others: list  # refs of the other group members' infos
+    data: Any = None  # what it trains on (references): until they are in, the call cannot start
 
 
 class RemoteLearner:
@@ -216,17 +234,23 @@ class RemoteLearner:
         size = self.buffer.batches_per_call if self.buffer is not None else 0
         # each member reports the priorities of its share of the rows
         priority = [c[1] for c in calls] if self._priority else None
-        self._calls.append(_TrainCall(calls[0][0], priority, size, [c[0] for c in calls[1:]]))
+        self._calls.append(_TrainCall(calls[0][0], priority, size, [c[0] for c in calls[1:]], data))
 
     def poll(self) -> dict | None:
         """The merged info of the calls finished since the last poll (on-policy: of the round,
         waited for), or None; ``priority_info`` then holds references to their priorities."""
         self.priority_info = None
         if not self.on_policy:
+            if self.buffer is not None:
+                self.buffer.watch()
             return self._harvest()
         calls, self._round = self._round, None
         if calls is None:
             return None
+        # waited for in steps, so that a frozen learner is killed (and the call fails) past the timeout
+        while len(ray.wait(calls, num_returns=len(calls), timeout=1.0)[0]) < len(calls):
+            self.recovery.stalled("learner", busy=True)
+        self.recovery.stalled("learner", busy=False, finished=1)
         try:
             info = self.recovery.get(calls)[0]  # member 0's: it publishes
         except Recovered:  # the round is lost with the learner (or with a collector's batch)
@@ -237,7 +261,7 @@ class RemoteLearner:
 
     def _harvest(self) -> dict | None:
         """The merged info of the oldest calls that finished (actor calls finish in order)."""
-        out, priorities = None, []
+        out, priorities, finished = None, [], 0
         while self._calls and ray.wait([self._calls[0].info], timeout=0)[0]:
             call = self._calls.popleft()
             try:
@@ -248,6 +272,7 @@ class RemoteLearner:
                     self.buffer.sample_done(call.size, trained=False)
                 self.recovery.discard([*(call.priority or []), *call.others])
                 continue
+            finished += 1  # calls that came back (a failed one's restart restarted the clock)
             self.train_s += info["seconds"]
             if self._first_train is None:
                 self._first_train = time.monotonic() - info["seconds"]
@@ -257,6 +282,8 @@ class RemoteLearner:
                 priorities += call.priority
             out = self._took(info)
         self.priority_info = priorities or None
+        busy = bool(self._calls) and _ready(self._calls[0].data)
+        self.recovery.stalled("learner", busy=busy, finished=finished)
         return out
 
     def _took(self, info: dict) -> dict:
@@ -277,6 +304,13 @@ class RemoteLearner:
                 f"The learner actor did not start within {self._start_timeout_s:g} s. Resources free now: "
                 f"{ray.available_resources()}. Lower ray.learner_num_cpus / learner_num_gpus or add nodes."
             )
+
+
+def _ready(data: Any) -> bool:
+    """Whether the references in ``data`` (one, a list or dict of them, or none) are all in."""
+    items = data.values() if isinstance(data, dict) else data if isinstance(data, (list, tuple)) else [data]
+    refs = [r for r in items if isinstance(r, ray.ObjectRef)]
+    return not refs or len(ray.wait(refs, num_returns=len(refs), timeout=0)[0]) == len(refs)
 
 
 class RemoteEvaluator:

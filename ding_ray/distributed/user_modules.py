@@ -1,0 +1,129 @@
+"""The user's modules in the actors: what the config's ``import_names`` name (and where its env,
+policy and model types come from), imported by each actor before it builds anything.
+
+A user module that registers an env works in one process because the driver imports it; an actor
+is another process, and may be on another node. Each actor imports the modules the driver found,
+from where the driver found them when its own ``sys.path`` lacks them (a local Ray, or nodes that
+share the file system: a module beside the driver's script just works); a module an actor cannot
+import ends the run before any actor is created, with a ``ConfigError`` naming it and what to do.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+import sys
+from typing import Any
+
+import ray
+from easydict import EasyDict
+
+from ding_ray.errors import ConfigError
+
+# Modules the actors import by themselves: ding_ray's own, DI-engine's (ding_ray stands in for them)
+_OWN_PACKAGES = ("ding_ray", "ding", "dizoo")
+
+
+def user_modules(cfg: EasyDict) -> dict[str, str | None]:
+    """The user's modules a worker needs before it builds anything from ``cfg``, each with the
+    ``sys.path`` folder the driver finds it in (None: the driver cannot find it either); installed
+    packages are left out.
+
+    They are every ``import_names`` entry of the config and the modules that define the env (its
+    gymnasium id's entry point, its registered type) and the policy and model types it names: what
+    the driver imported through a create_config's ``import_names`` is no longer in the compiled
+    config, but the registries remember where it came from.
+    """
+    from ding_ray.utils.registry import ENV_REGISTRY, MODEL_REGISTRY, POLICY_REGISTRY
+
+    names: list[str] = []
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            names.extend(node.get("import_names") or [])
+            for value in node.values():
+                walk(value)
+
+    walk(cfg)
+    env_id = cfg.env.get("env_id")
+    if isinstance(env_id, str):
+        import gymnasium
+
+        spec = gymnasium.envs.registry.get(env_id)
+        entry = getattr(spec, "entry_point", None)
+        names.append(entry.split(":")[0] if isinstance(entry, str) else getattr(entry, "__module__", None))
+    for registry, node in (
+        (ENV_REGISTRY, cfg.env),
+        (POLICY_REGISTRY, cfg.policy),
+        (MODEL_REGISTRY, cfg.policy.get("model")),
+    ):
+        kind = (node or {}).get("type")
+        if isinstance(kind, str) and kind in registry:
+            names.append(getattr(registry.get(kind), "__module__", None))
+    found = {n: _path_entry(n) for n in dict.fromkeys(names) if n and n.split(".")[0] not in _OWN_PACKAGES}
+    return {name: folder for name, folder in found.items() if not _installed(folder)}
+
+
+def _path_entry(module: str) -> str | None:
+    """The folder on the driver's ``sys.path`` that ``module``'s top-level package is imported from."""
+    try:
+        spec = importlib.util.find_spec(module.split(".")[0])
+    except (ImportError, ValueError):
+        return None
+    if spec is None:
+        return None
+    if spec.origin in (None, "built-in", "frozen", "namespace"):  # a namespace package: its folders
+        where = list(spec.submodule_search_locations or [])
+        return os.path.dirname(os.path.abspath(where[0])) if where else None
+    origin = os.path.abspath(spec.origin)  # <folder>/<module>.py or <folder>/<package>/__init__.py
+    return os.path.dirname(os.path.dirname(origin) if spec.submodule_search_locations else origin)
+
+
+def _installed(folder: str | None) -> bool:
+    """Whether ``folder`` holds installed packages (which every node is expected to have)."""
+    return folder is not None and os.path.basename(folder) in ("site-packages", "dist-packages")
+
+
+def import_user_modules(modules: dict[str, str | None] | None, role: str) -> None:
+    """Import ``modules`` (``user_modules``) in this process, so that the envs, policies and models
+    they register exist here as in the driver; ``role`` names this process in errors.
+
+    A module this process cannot find is looked for where the driver found it (that folder is
+    appended to ``sys.path``): on a local Ray, or a cluster whose nodes share the file system, a
+    module beside the driver's script works as it does in one process. A module still missing is
+    a ``ConfigError`` that names it and what to do.
+    """
+    for name, folder in (modules or {}).items():
+        if folder and importlib.util.find_spec(name.split(".")[0]) is None and os.path.isdir(folder):
+            sys.path.append(folder)
+        try:
+            importlib.import_module(name)
+        except ModuleNotFoundError as err:
+            if err.name is None or not (name == err.name or name.startswith(err.name + ".")):
+                raise ConfigError(f"The {role} could not import '{name}': {err}") from err  # a dependency
+            where = (
+                f"the driver found it in {folder}, which this node lacks" if folder else "nor can the driver"
+            )
+            raise ConfigError(
+                f"The {role} cannot import module '{name}' (config import_names, or where its env, policy "
+                f"or model is registered): {where}. Install it as a package on every node, put its folder "
+                "on PYTHONPATH where Ray starts, or ship it with ray.init(runtime_env={'working_dir': "
+                "<folder>}) or runtime_env={'py_modules': [<module>]}."
+            ) from None
+        except Exception as err:  # noqa: BLE001 - the module's own error, named in one line
+            raise ConfigError(f"The {role} could not import '{name}': {type(err).__name__}: {err}") from err
+
+
+def check_user_modules(modules: dict[str, str | None], timeout_s: float) -> None:
+    """Import ``modules`` in a Ray worker before any actor is created: a module the actors cannot
+    import ends the run at once with ``import_user_modules``'s error, not with dead actors."""
+    if not modules:
+        return
+    ref = ray.remote(num_cpus=0)(import_user_modules).remote(modules, "Ray actors")
+    try:
+        ray.get(ref, timeout=timeout_s)
+    except ray.exceptions.RayTaskError as err:
+        if not isinstance(err.cause, ConfigError):
+            raise
+        raise ConfigError(str(err.cause)) from None
