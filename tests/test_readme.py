@@ -17,6 +17,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # (the README text just before the snippet, the example it is taken from)
 SNIPPETS = [
+    ("is the serial DQN written as a `Task`", "examples/task_dqn.py"),
     ("On Ray the same stages take the actors.", "examples/apex_dqn.py"),
 ]
 
