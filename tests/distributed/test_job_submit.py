@@ -1,25 +1,53 @@
-"""The README's local cluster path, for real: ``ray start --head``, then ``ray job submit`` of
-``examples/apex_dqn.py`` with a small budget.
+"""The README's local cluster path with token authentication, for real and as written: on a fresh
+``HOME`` (no ``~/.ray``), the README's lines from ``export RAY_AUTH_MODE=token`` to ``ray stop``,
+with ``ray job submit`` of ``examples/apex_dqn.py`` on a small budget.
 
-The head runs with ``--block`` in its own process group (killed at the end, never ``ray stop``,
-which would stop every Ray on the machine) and its own ``RAY_TMPDIR``.
+Each README line runs as it is written (through ``bash``), except where the shared test machine
+needs otherwise: ``ray start --head`` gets ``--block`` and free ports and runs in its own process
+group and ``RAY_TMPDIR`` (other Rays hold the default ports), the job commands find it through
+``RAY_ADDRESS``, the example gets a small budget, and ``ray stop`` (which would stop every Ray on
+the machine) is the head's process group being killed.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
+import shlex
 import signal
 import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
+import urllib.request
 
 import pytest
 
 from tests.distributed.conftest import REPO, free_port
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
+
+SMALL_BUDGET = ["--max-env-step", "6000", "--num-collectors", "1", "--set", "ray.publish_freq=16"]
+
+
+def readme_recipe() -> list[str]:
+    """The README's token recipe: its lines from ``export RAY_AUTH_MODE=token`` to ``ray stop``."""
+    with open(os.path.join(REPO, "README.md")) as f:
+        readme = f.read()
+    lines = []
+    for line in readme[readme.index("export RAY_AUTH_MODE=token") :].splitlines():
+        lines.append(line.split("  #")[0].strip())  # the comments, two spaces off the command
+        if lines[-1] == "ray stop":
+            return lines
+    raise AssertionError("README.md's token recipe has no `ray stop`")
+
+
+def run_line(line: str, env: dict, cwd: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        ["bash", "-c", line], env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout
+    )
 
 
 def wait_for_job_server(
@@ -39,51 +67,98 @@ def wait_for_job_server(
     raise TimeoutError(f"the head's job server did not come up: {listed.stderr[-1500:]}")
 
 
+def test_the_readme_recipe_has_the_lines_this_module_runs():
+    recipe = readme_recipe()
+    assert recipe[0] == "export RAY_AUTH_MODE=token"  # once, for every command after it
+    assert any(line.startswith("ray get-auth-token --generate") for line in recipe)  # a fresh HOME
+    assert [line for line in recipe if line.startswith("ray start")] == [
+        "ray start --head --dashboard-host=127.0.0.1"
+    ]
+    assert any(line.startswith("ray job submit") and "examples/apex_dqn.py" in line for line in recipe)
+    assert any(line.startswith("ray job status") for line in recipe)
+    assert any(line.startswith("ray job logs") for line in recipe)
+
+
 @pytest.fixture(scope="module")
 def head():
-    """A ``ray start --head`` cluster: yields (ray binary, env, dashboard port, Ray Client port)."""
+    """The recipe up to ``ray start --head``, on a fresh HOME: yields (ray binary, env, dashboard
+    port, Ray Client port, working folder, the recipe's lines after the start)."""
     ray_bin = os.path.join(os.path.dirname(sys.executable), "ray")
-    env = {**os.environ, "RAY_TMPDIR": tempfile.mkdtemp(prefix="drjs", dir="/tmp"), "RAY_AUTH_MODE": "token"}
+    home = tempfile.mkdtemp(prefix="drjs_home", dir="/tmp")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("RAY_AUTH", "RAY_ADDRESS"))}
+    env.update(
+        HOME=home,
+        RAY_TMPDIR=tempfile.mkdtemp(prefix="drjs", dir="/tmp"),
+        PATH=os.pathsep.join((os.path.dirname(sys.executable), env.get("PATH", ""))),  # ray, python
+    )
+    # The job runs in the head's folder, as a `ray start` from the repository root would:
+    # examples/ is there, its run folders are not written into the repository.
+    workdir = tempfile.mkdtemp(prefix="drjs_cwd", dir="/tmp")
+    os.symlink(os.path.join(REPO, "examples"), os.path.join(workdir, "examples"))
+    recipe = readme_recipe()
+    start = next(i for i, line in enumerate(recipe) if line.startswith("ray start"))
+    for line in recipe[:start]:
+        if line.startswith("export "):
+            key, value = line.removeprefix("export ").split("=", 1)
+            env[key] = value
+        else:
+            done = run_line(line, env, workdir)
+            assert done.returncode == 0, f"{line}: {done.stderr[-2000:]}"
+    token = open(os.path.join(home, ".ray", "auth_token")).read()
+    assert re.fullmatch("[0-9a-f]{64}", token), "no token was made in the fresh HOME"
     dashboard, client = free_port(), free_port()
     head = subprocess.Popen(
-        [
-            ray_bin, "start", "--head", "--block", f"--port={free_port()}", "--num-cpus=2",
-            "--include-dashboard=true", "--dashboard-host=127.0.0.1", f"--dashboard-port={dashboard}",
-            f"--metrics-export-port={free_port()}", f"--ray-client-server-port={client}",
-            # Other Rays on this machine (the session's, other sessions') hold the default ports.
-            f"--dashboard-agent-listen-port={free_port()}",
+        shlex.split(recipe[start]) + [
+            "--block", f"--port={free_port()}", "--num-cpus=2", "--include-dashboard=true",
+            f"--dashboard-port={dashboard}", f"--metrics-export-port={free_port()}",
+            f"--ray-client-server-port={client}", f"--dashboard-agent-listen-port={free_port()}",
             f"--dashboard-agent-grpc-port={free_port()}", f"--runtime-env-agent-port={free_port()}",
         ],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+        env=env, cwd=workdir, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
     )  # fmt: skip
     try:
         wait_for_job_server(ray_bin, dashboard, head, env)
-        yield ray_bin, env, dashboard, client
+        yield ray_bin, env, dashboard, client, workdir, recipe[start + 1 :]
     finally:
         stop_group(head)
 
 
-def test_ray_job_submit_runs_the_example_to_completion(head, tmp_path):
-    ray_bin, env, dashboard, _ = head
+def test_the_readme_recipe_submits_the_example_and_follows_it_up(head):
+    _, env, dashboard, _, workdir, after_start = head
+    assert after_start[-1] == "ray stop"  # the head's process group is killed instead
+    env = {**env, "RAY_ADDRESS": f"http://127.0.0.1:{dashboard}"}
+    submit_line = next(line for line in after_start if line.startswith("ray job submit"))
     # The dashboard answers before its job agent has registered; on a loaded machine the
     # first submissions are refused with "No available agent", so retry for a while.
     deadline = time.monotonic() + 90
     while True:
-        submit = subprocess.run(
-            [
-                ray_bin, "job", "submit", f"--address=http://127.0.0.1:{dashboard}", "--",
-                sys.executable, os.path.join(REPO, "examples", "apex_dqn.py"), "--max-env-step", "6000",
-                "--num-collectors", "1", "--set", "ray.publish_freq=16",
-            ],
-            env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300,
-        )  # fmt: skip
+        submit = run_line(submit_line + " " + shlex.join(SMALL_BUDGET), env, workdir, timeout=300)
         if "No available agent" not in submit.stderr + submit.stdout or time.monotonic() > deadline:
             break
         time.sleep(3)
     assert submit.returncode == 0, submit.stdout[-2000:] + submit.stderr[-2000:]
-    assert "succeeded" in submit.stdout.lower()
-    assert '"pipeline": "ray-async"' in submit.stdout and '"env_steps": ' in submit.stdout
-    assert '"num_collectors": 1' in submit.stdout  # the script's own overrides reach the run
+    assert "succeeded" in (submit.stdout + submit.stderr).lower()
+    assert '"pipeline": "ray-async"' in submit.stdout and '"num_collectors": 1' in submit.stdout
+    # The follow-up commands, which failed with InvalidAuthToken when only the submit had the mode.
+    for line in after_start[after_start.index(submit_line) + 1 : -1]:
+        done = run_line(line, env, workdir)
+        assert done.returncode == 0, f"{line}: {done.stdout[-1000:]} {done.stderr[-2000:]}"
+        if line.startswith("ray job status"):
+            assert "succeeded" in (done.stdout + done.stderr).lower()
+        if line.startswith("ray job logs"):
+            assert json.loads(done.stdout.strip().splitlines()[-1])["pipeline"] == "ray-async"
+
+
+def test_the_dashboard_api_wants_the_token(head):
+    _, env, dashboard, *_ = head
+    url = f"http://127.0.0.1:{dashboard}/api/version"
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(url, timeout=30)
+    assert refused.value.code == 401
+    token = open(os.path.join(env["HOME"], ".ray", "auth_token")).read()
+    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"})
+    with urllib.request.urlopen(request, timeout=30) as answer:
+        assert answer.status == 200
 
 
 CLIENT_DRIVER = """
@@ -98,7 +173,7 @@ ray_pipeline((main, create), seed=0, max_env_step=3000)
 
 def test_ray_client_address_joins_the_cluster_and_runs(head, tmp_path):
     """``ray.address='ray://host:port'``: the driver runs here, its actors on the cluster."""
-    _, env, _, client = head
+    _, env, _, client, *_ = head
     env = {**env, "PYTHONPATH": REPO}
     run = subprocess.run(
         [sys.executable, "-c", CLIENT_DRIVER, f"ray://127.0.0.1:{client}"],
