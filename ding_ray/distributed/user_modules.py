@@ -21,8 +21,9 @@ from easydict import EasyDict
 
 from ding_ray.errors import ConfigError
 
-# Modules the actors import by themselves: ding_ray's own, DI-engine's (ding_ray stands in for them)
-_OWN_PACKAGES = ("ding_ray", "ding", "dizoo")
+# Modules the actors import by themselves: ding_ray's own, DI-engine's (ding_ray stands in for them);
+# and the driver's script, which is not theirs to import
+_OWN_PACKAGES = ("ding_ray", "ding", "dizoo", "__main__")
 
 
 def user_modules(cfg: EasyDict) -> dict[str, str | None]:
@@ -41,7 +42,8 @@ def user_modules(cfg: EasyDict) -> dict[str, str | None]:
 
     def walk(node: Any) -> None:
         if isinstance(node, dict):
-            names.extend(node.get("import_names") or [])
+            listed = node.get("import_names") or []
+            names.extend([listed] if isinstance(listed, str) else listed)
             for value in node.values():
                 walk(value)
 
@@ -123,6 +125,8 @@ def check_user_modules(modules: dict[str, str | None], timeout_s: float) -> None
     ref = ray.remote(num_cpus=0)(import_user_modules).remote(modules, "Ray actors")
     try:
         ray.get(ref, timeout=timeout_s)
+    except ray.exceptions.GetTimeoutError:  # no worker started: the actors' start timeout says why
+        ray.cancel(ref)
     except ray.exceptions.RayTaskError as err:
         if not isinstance(err.cause, ConfigError):
             raise
