@@ -15,6 +15,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -121,6 +122,8 @@ def head():
         yield ray_bin, env, dashboard, client, workdir, recipe[start + 1 :]
     finally:
         stop_group(head)
+        for folder in (home, env["RAY_TMPDIR"], workdir):
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 def test_the_readme_recipe_submits_the_example_and_follows_it_up(head):
