@@ -19,7 +19,7 @@ import ray
 from easydict import EasyDict
 
 from ding_ray.config.compile import split_input_cfg
-from ding_ray.distributed.config import Plan, RayConfig, make_plan, namespace_of
+from ding_ray.distributed.config import CPU_SHARES, Plan, RayConfig, fit_cpu_shares, make_plan, namespace_of
 from ding_ray.errors import DingRayError
 
 logger = logging.getLogger(__name__)
@@ -67,17 +67,33 @@ def init_ray(ray_cfg: EasyDict, namespace: str) -> bool:
     """
     if ray.is_initialized():
         return False
-    address = join_as = ray_cfg.address
-    if address is None and (found := existing_cluster_address()) is not None:
-        try:
-            check_reachable(found)
-            # joined as "auto", as a plain ray.init() would: with that, and not with the address
-            # itself, Ray sends the ~/.ray/auth_token of a cluster that token authentication guards
-            address, join_as = found, "auto" if not found.startswith("ray://") else found
-        except ClusterError:
-            logger.warning("ignoring the stale Ray address %s (nothing answers there)", found)
+    _connect(ray_cfg, namespace, cluster_to_join(ray_cfg))
+    return True
+
+
+def cluster_to_join(ray_cfg: EasyDict) -> tuple[str, str] | None:
+    """``(address, address to pass to ray.init)`` of the cluster ``init_ray`` joins: ``ray.address``,
+    else the one RAY_ADDRESS / ``ray start`` left here (if it answers); None: it starts Ray here."""
+    if ray_cfg.address is not None:
+        return ray_cfg.address, ray_cfg.address
+    found = existing_cluster_address()
+    if found is None:
+        return None
     try:
-        if address is None:
+        check_reachable(found)
+    except ClusterError:
+        logger.warning("ignoring the stale Ray address %s (nothing answers there)", found)
+        return None
+    # joined as "auto", as a plain ray.init() would: with that, and not with the address
+    # itself, Ray sends the ~/.ray/auth_token of a cluster that token authentication guards
+    return found, "auto" if not found.startswith("ray://") else found
+
+
+def _connect(ray_cfg: EasyDict, namespace: str, cluster: tuple[str, str] | None) -> None:
+    """Join ``cluster`` (``cluster_to_join``'s answer), or start Ray here when it is None."""
+    address = None if cluster is None else cluster[0]
+    try:
+        if cluster is None:
             if not ray_cfg.include_dashboard:
                 logger.info("starting Ray without its dashboard (ray.include_dashboard=True turns it on)")
             start_local_ray(
@@ -89,7 +105,7 @@ def init_ray(ray_cfg: EasyDict, namespace: str) -> bool:
         else:
             check_reachable(address)
             logger.info("joining the Ray cluster at %s", address)
-            join_cluster(join_as, namespace)
+            join_cluster(cluster[1], namespace)
     except ConnectionError as err:
         raise ClusterError(
             f"Could not connect to Ray at '{address}': {err}. Start a cluster first (`ray start --head`) "
@@ -97,7 +113,6 @@ def init_ray(ray_cfg: EasyDict, namespace: str) -> bool:
             "guards also needs RAY_AUTH_MODE=token and its token (~/.ray/auth_token or RAY_AUTH_TOKEN); "
             "see docs/security.md."
         ) from err
-    return True
 
 
 def start_local_ray(
@@ -165,22 +180,36 @@ def start_run(
     compiled config then checks every key. ``started_ray``: this call started Ray (shut it down).
     ``resume``: the folder of a run to continue; the config then writes there (and the actors' namespace
     is named after it), and ``RayComponents(..., resume=...)`` takes up from its latest checkpoint.
+
+    A Ray this call starts on this machine gets the actors' CPU shares fitted to its CPUs
+    (``fit_local_cpus``); a cluster it joins, or a Ray already running in this process, is
+    checked as it is (``RayComponents`` fails on one too small, with the numbers).
     """
     main_cfg, create_cfg = split_input_cfg(input_cfg)  # a config file is read once, here
     if resume is not None:
         main_cfg = EasyDict({**main_cfg, "exp_name": os.fspath(resume)})
-    input_cfg = (main_cfg, create_cfg, resume)
     ray_cfg = RayConfig.default_config()
     ray_cfg.update(main_cfg.get("ray") or {})
+    running = ray.is_initialized()  # a test fixture's, a notebook's: used as it is
+    cluster = None if running else cluster_to_join(ray_cfg)
+    if not running and cluster is None and ray_cfg.check_resources:
+        main_cfg = fit_local_cpus(main_cfg, ray_cfg)
+    input_cfg = (main_cfg, create_cfg, resume)
     namespace = namespace_of(ray_cfg, main_cfg.get("exp_name") or "default_experiment")
+
+    def connect() -> bool:
+        if not running:
+            _connect(ray_cfg, namespace, cluster)
+        return not running
+
     if str(ray_cfg.address or "").startswith("ray://"):
         # Ray Client swaps ray's API while it connects; the actor classes (made remote when
         # their module is imported) are then defined before, not during, that switch.
         cfg = _compile(input_cfg, seed, save_cfg)
-        return cfg, make_plan(cfg), init_ray(ray_cfg, namespace)
+        return cfg, make_plan(cfg), connect()
     with ThreadPoolExecutor(1, thread_name_prefix="compile-config") as pool:
         compiled = pool.submit(_compile, input_cfg, seed, save_cfg)
-        started = init_ray(ray_cfg, namespace)
+        started = connect()
         try:
             cfg = compiled.result()
             plan = make_plan(cfg)
@@ -189,6 +218,44 @@ def start_run(
                 ray.shutdown()
             raise
     return cfg, plan, started
+
+
+def fit_local_cpus(main_cfg: EasyDict, ray_cfg: EasyDict) -> EasyDict:
+    """``main_cfg`` with ``ray.*_num_cpus`` shares that fit the Ray about to start on this machine.
+
+    ``ding-ray train apex_dqn --num-collectors 4`` asks for 3 CPUs (4 collectors of 0.5, the
+    learner 0.5, buffer and evaluator 0.25 each); a laptop with 2 cores then gets collectors of
+    0.25 CPU. Ray only schedules by these shares: it pins no core to an actor.
+    A share set in the user's ``ray`` section (a config, ``--set``, a run's total_config.json) is
+    the user's choice and stays as it is: if the rest cannot make room, the resource check fails
+    with the numbers, as on a cluster. The fitted values go into the config, so the run's
+    total_config.json records them and a run from it gets the same shares.
+    """
+    num_cpus = ray_cfg.num_cpus if ray_cfg.num_cpus is not None else _local_cpu_count()
+    explicit = {key for key in CPU_SHARES if key in (main_cfg.get("ray") or {})}
+    fitted = fit_cpu_shares(ray_cfg, float(num_cpus), explicit)
+    if not fitted:
+        return main_cfg
+    logger.info(
+        "fitted %d collectors, %d learner(s), buffer and evaluator to the %g CPUs of the Ray started "
+        "here: %s; total_config.json records it (set ray.*_num_cpus to choose the shares yourself)",
+        ray_cfg.num_collectors,
+        ray_cfg.num_learners,
+        num_cpus,
+        ", ".join(f"ray.{key}={value:g} (was {ray_cfg[key]:g})" for key, value in fitted.items()),
+    )
+    ray_cfg.update(fitted)
+    return EasyDict({**main_cfg, "ray": {**(main_cfg.get("ray") or {}), **fitted}})
+
+
+def _local_cpu_count() -> float:
+    """The CPUs ``ray.init()`` gives a Ray it starts here when num_cpus is not set."""
+    try:
+        from ray._private.utils import get_num_cpus  # private: Ray's own count (cgroup limits)
+
+        return float(get_num_cpus())
+    except Exception:  # noqa: BLE001 - private API; the plain count is the fallback
+        return float(os.cpu_count() or 1)
 
 
 def _compile(input_cfg: tuple, seed: int, save_cfg: bool) -> EasyDict:

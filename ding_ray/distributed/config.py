@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Collection
 from dataclasses import dataclass
 
 from easydict import EasyDict
@@ -16,7 +17,9 @@ class RayConfig:
     """Defaults of the ``ray`` section; ``compile_config(..., extra_defaults={'ray': ...})`` checks it.
 
     The CPU shares fit 2 collectors, the learner, the buffer and the evaluator on a 2-core laptop;
-    on a cluster raise them (Ray reserves, it does not pin: a share is a scheduling promise).
+    on a cluster raise them (Ray reserves, it does not pin: a share is a scheduling promise). A Ray
+    that ``start_run`` starts on this machine and that cannot hold the shares left at their defaults
+    gets smaller ones (``fit_cpu_shares``), recorded in the run's total_config.json.
     """
 
     config = dict(
@@ -118,6 +121,42 @@ def make_plan(cfg: EasyDict) -> Plan:
         min_replay_size=int(math.ceil(min_size)),
         random_collect_size=random_collect,
     )
+
+
+# the CPUs reserved per learner, for the buffer, for the evaluator and per collector
+CPU_SHARES = ("learner_num_cpus", "buffer_num_cpus", "evaluator_num_cpus", "collector_num_cpus")
+
+
+def fit_cpu_shares(ray_cfg: EasyDict, num_cpus: float, explicit: Collection[str] = ()) -> dict[str, float]:
+    """The ``ray.*_num_cpus`` shares that make every actor fit a Ray of ``num_cpus`` CPUs on this
+    machine: ``{}`` when they fit already, or when no change of the shares not in ``explicit`` can.
+
+    The collectors' share shrinks first, to what the learners, buffer and evaluator leave them; if
+    those leave nothing, every share not in ``explicit`` is scaled by one factor. A share the user
+    set (``explicit``) is never changed: then the resource check says what does not fit. Shares
+    are rounded down to Ray's 0.0001 CPU.
+    """
+    counts = dict(zip(CPU_SHARES, (ray_cfg.num_learners, 1, 1, ray_cfg.num_collectors)))
+    shares = {key: float(ray_cfg[key]) for key in CPU_SHARES}
+    wanted = sum(counts[key] * shares[key] for key in CPU_SHARES)
+    if wanted <= num_cpus + 1e-9:
+        return {}
+    free = [key for key in CPU_SHARES if key not in explicit and shares[key] > 0]
+    if "collector_num_cpus" in free:
+        others = wanted - counts["collector_num_cpus"] * shares["collector_num_cpus"]
+        share = _floor_share((num_cpus - others) / counts["collector_num_cpus"])
+        if share > 0:
+            return {"collector_num_cpus": share}
+    fixed = sum(counts[key] * shares[key] for key in CPU_SHARES if key not in free)
+    if not free or fixed >= num_cpus:
+        return {}
+    factor = (num_cpus - fixed) / (wanted - fixed)
+    fitted = {key: _floor_share(shares[key] * factor) for key in free}
+    return fitted if all(share > 0 for share in fitted.values()) else {}
+
+
+def _floor_share(cpus: float) -> float:
+    return math.floor(cpus * 10_000 + 1e-6) / 10_000
 
 
 def namespace_of(ray_cfg: EasyDict, exp_name: str) -> str:

@@ -58,7 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
             "under log/); a folder that exists already makes it a renewed <name>_<yymmdd_HHMMSS>/."
         ),
         epilog="examples:\n  ding-ray train cartpole_dqn --max-env-step 20000\n"
-        "  ding-ray train apex_dqn --set ray.num_collectors=4\n"
+        "  ding-ray train apex_dqn --num-collectors 4\n"
         "  ding-ray train cartpole_dqn --resume cartpole_dqn_seed0\n"
         "  ding-ray train my_config.py --mode ray --address auto --set policy.learn.learning_rate=3e-4",
     )
@@ -88,6 +88,14 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="Ray cluster to join with --mode ray ('auto', 'HOST:PORT', 'ray://HOST:10001'); "
         "sets ray.address",
+    )
+    train.add_argument(
+        "--num-collectors",
+        metavar="N",
+        type=int,
+        default=None,
+        help="collector actors with --mode ray; sets ray.num_collectors (a Ray started here shrinks "
+        "their CPU shares to fit its cores)",
     )
     train.add_argument(
         "--max-env-step",

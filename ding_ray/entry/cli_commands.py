@@ -225,6 +225,10 @@ def cmd_train(args: argparse.Namespace) -> int:
         if mode != "ray":
             raise ConfigError("--address names a Ray cluster to join: use it with --mode ray.")
         main_cfg.setdefault("ray", EasyDict()).address = args.address
+    if args.num_collectors is not None:
+        if mode != "ray":
+            raise ConfigError("--num-collectors sets the collector actors: use it with --mode ray.")
+        main_cfg.setdefault("ray", EasyDict()).num_collectors = args.num_collectors
     budget = f"{max_env_step} env steps" if max_env_step is not None else "no env step budget"
     print(f"{PROG}: training {args.config} ({mode}, seed {args.seed}, {budget}) into {main_cfg.exp_name}")
     input_cfg = (main_cfg, create_cfg)

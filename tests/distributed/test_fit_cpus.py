@@ -1,0 +1,192 @@
+"""A Ray that ding_ray starts on a small machine fits the actors' CPU shares to its cores
+(``ding-ray train apex_dqn --num-collectors 4`` on 2 cores); a cluster the user started is checked
+as it is, and one too small still fails with the numbers."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+import pytest
+
+from ding_ray.distributed import ClusterError, RayComponents, RayConfig, start_run
+from ding_ray.distributed.config import fit_cpu_shares
+from tests.distributed.configs import small_config
+from tests.distributed.conftest import REPO, free_port
+
+
+def ray_cfg(**over) -> dict:
+    cfg = RayConfig.default_config()
+    cfg.update(over)
+    return cfg
+
+
+def test_the_collectors_share_shrinks_first():
+    # 4 collectors of 0.5 + learner 0.5 + buffer 0.25 + evaluator 0.25 = 3 CPUs wanted
+    assert fit_cpu_shares(ray_cfg(num_collectors=4), 2) == {"collector_num_cpus": 0.25}
+    assert fit_cpu_shares(ray_cfg(num_collectors=3), 2) == {"collector_num_cpus": 0.3333}  # Ray's 0.0001
+    assert fit_cpu_shares(ray_cfg(num_collectors=2), 2) == {}  # the defaults fit 2 cores
+    assert fit_cpu_shares(ray_cfg(num_collectors=14), 8) == {}  # 7 + 1 CPUs
+
+
+def test_every_default_share_scales_when_the_others_leave_the_collectors_nothing():
+    # one core: learner, buffer and evaluator take it all; each share is halved
+    fitted = fit_cpu_shares(ray_cfg(num_collectors=2), 1)
+    assert fitted == {
+        "learner_num_cpus": 0.25,
+        "buffer_num_cpus": 0.125,
+        "evaluator_num_cpus": 0.125,
+        "collector_num_cpus": 0.25,
+    }
+
+
+def test_a_share_the_user_set_is_kept():
+    cfg = ray_cfg(num_collectors=4, collector_num_cpus=0.4)  # 1.6 CPUs of collectors, 2.6 in all
+    fitted = fit_cpu_shares(cfg, 2, explicit={"collector_num_cpus"})
+    assert fitted == {"learner_num_cpus": 0.2, "buffer_num_cpus": 0.1, "evaluator_num_cpus": 0.1}
+    # nothing left to shrink: no change, and the resource check reports it
+    assert fit_cpu_shares(ray_cfg(num_collectors=4), 2, explicit={"collector_num_cpus"}) == {}
+    assert fit_cpu_shares(ray_cfg(num_collectors=5, collector_num_cpus=0.4), 2, {"collector_num_cpus"}) == {}
+
+
+def test_num_collectors_is_a_flag_of_ray_runs(tmp_path, capsys, monkeypatch):
+    from ding_ray.entry.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    assert main(["train", "cartpole_dqn", "--mode", "serial", "--num-collectors", "4"]) == 1
+    assert "--num-collectors sets the collector actors: use it with --mode ray" in capsys.readouterr().err
+    assert os.listdir(tmp_path) == []
+
+
+def collectors_config(exp_name: str, num_collectors: int, **ray_over) -> tuple[dict, dict]:
+    main, create = small_config(exp_name, **ray_over)
+    main["ray"]["num_collectors"] = num_collectors
+    return main, create
+
+
+@pytest.mark.ray
+def test_a_ray_running_in_this_process_is_checked_as_it_is(ray_session, tmp_path):
+    """The session's Ray (4 CPUs) stands for any Ray ding_ray did not start: 8 collectors do not fit."""
+    cfg, plan, started = start_run(collectors_config(str(tmp_path / "big"), 8), save_cfg=False)
+    assert not started and cfg.ray.collector_num_cpus == 0.5  # not fitted
+    with pytest.raises(
+        ClusterError, match=r"5 CPU in all \(learner 0.5.*collector-7 0.5\) but the cluster has 4"
+    ):
+        RayComponents(cfg, plan, max_env_step=100)
+
+
+def run_fresh(args: list[str], cwd: str, timeout: float = 420) -> subprocess.CompletedProcess:
+    """``args`` in a fresh interpreter with no Ray to join: its own Ray temp folder, no RAY_ADDRESS."""
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    env.update(PYTHONPATH=REPO, RAY_TMPDIR=tempfile.mkdtemp(prefix="drfit", dir="/tmp"))
+    return subprocess.run(
+        [sys.executable, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout
+    )
+
+
+@pytest.mark.ray
+def test_all_actors_of_four_collectors_start_on_a_two_cpu_ray_started_here(tmp_path):
+    code = (
+        "import json, ray\n"
+        "from ding_ray.distributed import check_cluster, create_actors, start_run, wait_ready\n"
+        "from ding_ray.utils.runtime import setup_logging\n"
+        "from tests.distributed.test_fit_cpus import collectors_config\n"
+        "setup_logging()\n"
+        "cfg, plan, started = start_run(collectors_config('fit', 4, num_cpus=2))\n"
+        "check_cluster(cfg.ray)\n"
+        "actors = create_actors(cfg, plan.namespace)\n"
+        "wait_ready(actors, 120)\n"
+        "print(json.dumps(dict(started=started, names=[n for n, _ in actors.named()],\n"
+        "    total=ray.cluster_resources()['CPU'], free=ray.available_resources().get('CPU', 0.0))))\n"
+        "actors.kill()\n"
+        "ray.shutdown()\n"
+    )
+    proc = run_fresh(["-c", code], cwd=str(tmp_path), timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["started"] and out["total"] == 2.0 and out["free"] < 1e-6  # 7 actors fill the 2 CPUs
+    assert sorted(out["names"]) == sorted(
+        ["learner", "buffer", "evaluator"] + [f"collector-{i}" for i in range(4)]
+    )
+    assert "ray.collector_num_cpus=0.25 (was 0.5)" in proc.stderr  # the one INFO line
+    with open(tmp_path / "fit" / "total_config.json") as f:
+        saved = json.load(f)["ray"]
+    assert saved["collector_num_cpus"] == 0.25 and saved["num_collectors"] == 4
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_the_help_example_trains_on_two_cpus(tmp_path):
+    """``ding-ray train apex_dqn --num-collectors 4`` (``ding-ray train --help``), to its first
+    learner call."""
+    argv = [
+        "train", "apex_dqn", "--num-collectors", "4", "--max-train-iter", "16",
+        "--set", "ray.num_cpus=2", "ray.progress_bar=False", "policy.random_collect_size=512",
+        "ray.min_replay_size=1024",  # one learner call (16 iterations) after 1024 env steps
+    ]  # fmt: skip
+    code = f"import sys\nfrom ding_ray.entry.cli import main\nsys.exit(main({argv!r}))\n"
+    proc = run_fresh(["-c", code], cwd=str(tmp_path))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "ray.collector_num_cpus=0.25 (was 0.5)" in proc.stderr
+    with open(tmp_path / "apex_dqn_seed0" / "result.json") as f:
+        result = json.load(f)
+    assert result.get("error") is None and result["num_collectors"] == 4 and result["train_iter"] >= 16
+    with open(tmp_path / "apex_dqn_seed0" / "total_config.json") as f:
+        assert json.load(f)["ray"]["collector_num_cpus"] == 0.25
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_a_cluster_too_small_still_fails_with_the_numbers(tmp_path):
+    """A ``ray start --head --num-cpus=2`` cluster, joined through ``ray.address`` and through
+    RAY_ADDRESS (as ``ray job submit`` runs a driver): 4 collectors are not fitted to it."""
+    ray_bin = os.path.join(os.path.dirname(sys.executable), "ray")
+    ray_tmp = tempfile.mkdtemp(prefix="drfith", dir="/tmp")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("RAY_ADDRESS", "RAY_AUTH"))}
+    env.update(RAY_TMPDIR=ray_tmp, RAY_AUTH_MODE="disabled", PYTHONPATH=REPO)
+    port = free_port()
+    head = subprocess.Popen(
+        [ray_bin, "start", "--head", "--block", f"--port={port}", "--num-cpus=2",
+         "--include-dashboard=false"],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+    )  # fmt: skip
+    address = f"127.0.0.1:{port}"
+    code = (
+        "import os\n"
+        "from ding_ray.distributed import ClusterError\n"
+        "from ding_ray.entry import ray_pipeline\n"
+        "from tests.distributed.test_fit_cpus import collectors_config\n"
+        f"for how, address in (('config', {address!r}), ('env', None)):\n"
+        "    if how == 'env':  # found as `ray job submit` drivers find theirs\n"
+        f"        os.environ['RAY_ADDRESS'] = {address!r}\n"
+        "    try:\n"
+        "        ray_pipeline(collectors_config('c_' + how, 4, address=address), max_env_step=100)\n"
+        "    except ClusterError as err:\n"
+        "        print(how, '|', err)\n"
+    )
+    try:
+        deadline = time.monotonic() + 90
+        while not os.path.exists(os.path.join(ray_tmp, "ray", "ray_current_cluster")):
+            assert head.poll() is None and time.monotonic() < deadline, "ray start --head did not come up"
+            time.sleep(0.5)
+        proc = subprocess.run(
+            [sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
+        )
+    finally:
+        os.killpg(head.pid, signal.SIGTERM)
+        try:
+            head.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(head.pid, signal.SIGKILL)
+            head.wait()
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = dict(line.split(" | ", 1) for line in proc.stdout.splitlines() if " | " in line)
+    for how in ("config", "env"):
+        assert "3 CPU in all (learner 0.5, buffer 0.25, evaluator 0.25, collector-0 0.5" in lines[how]
+        assert "but the cluster has 2" in lines[how]
+    assert "fitted" not in proc.stderr
