@@ -2,7 +2,7 @@
 Prometheus config that ``ray metrics launch-prometheus`` starts Prometheus with; following it (its
 service-discovery file, then each target) as Prometheus would finds every ding_ray figure.
 
-Prometheus itself is not started: it is a download from GitHub, which this machine cannot reach.
+A real Prometheus (Debian's) scraping a live run is ``test_dashboard_metrics.py``.
 """
 
 from __future__ import annotations
