@@ -174,6 +174,9 @@ class Recovery:
         """Bring back the actors that died; ``ActorDiedError`` if one does not come back."""
         if self._failed is not None:
             raise self._failed
+        if self._probe is not None:  # a probe sent before may have been answered by the dead one
+            self.discard(list(self._probe.values()))
+            self._probe, self._probed_at = None, time.monotonic()
         for name in self._names:
             handle = getattr(self.actors, name)
             old = self._known_id(name)

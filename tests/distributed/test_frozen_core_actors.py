@@ -6,6 +6,7 @@ flight on it is dropped, and the run goes on with the restart in result.json's `
 from __future__ import annotations
 
 import contextlib
+import copy
 import logging
 import os
 import signal
@@ -58,3 +59,37 @@ def test_a_frozen_core_actor_is_killed_and_restarted(ray_session, tmp_path, capl
     assert "(ray.call_timeout_s=15): treated as dead and killed" in caplog.text
     with pytest.raises(ProcessLookupError):  # the frozen process was killed, not left stopped
         os.kill(frozen["pid"], 0)
+
+
+def test_a_frozen_learner_of_the_sync_pipeline_is_killed_and_restarted(ray_session, tmp_path):
+    """On-policy, the driver waits for each round's train call: in steps, so the watch can act."""
+    from ding_ray.configs.cartpole_ppo import create_config, main_config
+    from ding_ray.entry import compile_ray_config
+
+    main = copy.deepcopy(main_config)
+    main["exp_name"], main["checkpoint"] = str(tmp_path / "ppo"), dict(freq=10)
+    main.setdefault("ray", {}).update(progress_bar=False, call_timeout_s=TIMEOUT_S)
+    main["env"]["stop_value"] = 1e9  # out of reach: the run ends at its budget, after the recovery
+    cfg = compile_ray_config((main, create_config), seed=0, save_cfg=False)
+    frozen: dict = {}
+
+    def freeze_once(ctx):
+        if not frozen and ctx.train_iter >= 15:
+            learner = rc.actors.learner
+            frozen["pid"] = ray.get(learner.__ray_call__.remote(lambda worker: os.getpid()), timeout=60)
+            os.kill(frozen["pid"], signal.SIGSTOP)
+
+    try:
+        with RayComponents(cfg, make_plan(cfg)) as rc, rc.task() as task:
+            pipelines.on_policy(task, cfg, rc, max_train_iter=40)
+            task.use(freeze_once)
+            task.run()
+    finally:
+        if "pid" in frozen:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(frozen["pid"], signal.SIGCONT)
+    assert frozen and task.ctx.train_iter >= 40
+    (event,) = rc.result["recoveries"]
+    assert event["actor"] == "learner" and event["timed_out"] and "lost_train_iters" in event, rc.result[
+        "recoveries"
+    ]
