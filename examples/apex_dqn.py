@@ -5,8 +5,10 @@ Run it (from the repository root):
     python examples/apex_dqn.py --seed 0        # Ray starts inside this process
     python examples/apex_dqn.py --dashboard     # the same, with the Ray dashboard (4 s more start-up)
 
-    ray start --head --dashboard-host=127.0.0.1  # or a local cluster, and the same script as a job
-    RAY_AUTH_MODE=token ray job submit -- python examples/apex_dqn.py
+    export RAY_AUTH_MODE=token                   # or a local cluster (token-guarded), the script as a job
+    ray get-auth-token --generate >/dev/null     # makes ~/.ray/auth_token if there is none
+    ray start --head --dashboard-host=127.0.0.1
+    ray job submit -- python examples/apex_dqn.py
     ray stop
 
     ray up cluster.yaml                          # or a cloud cluster (see cluster.yaml)
