@@ -259,16 +259,18 @@ class RayComponents(RunBase):
             if self._task.ctx.eval_output and self._monitor is not None:
                 self._monitor.evaluated(self._task.ctx.eval_output["episode_info"])
             self.ctx = self._task.ctx
-        if self._monitor is not None:
-            # the progress bar's stderr may be a closed pipe (Ctrl-C ended `| tee` too): the
-            # checkpoint and result.json below must come all the same
-            with contextlib.suppress(OSError, ValueError):
-                self._monitor.report(
-                    self.ctx.env_step, self.ctx.train_iter, self.last_eval_return(), force=True
-                )
-            self._monitor.close()
-        self.collector.close()
-        super().__exit__(exc_type, exc, tb)
+        try:
+            if self._monitor is not None:
+                # the progress bar's stderr may be a closed pipe (Ctrl-C ended `| tee` too), the
+                # disk full: the checkpoint and result.json below must come all the same
+                with contextlib.suppress(OSError, ValueError):
+                    self._monitor.report(
+                        self.ctx.env_step, self.ctx.train_iter, self.last_eval_return(), force=True
+                    )
+                self._monitor.close()
+            self.collector.close()
+        finally:
+            super().__exit__(exc_type, exc, tb)
 
     def save_last(self, error: BaseException | None) -> None:
         """The last run checkpoint (resume= goes on from it); after a clean end also the weights

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -11,6 +12,12 @@ import pytest
 import ray
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def ctrl_c_as_in_a_terminal() -> None:
+    """``preexec_fn`` of a child that a test Ctrl-Cs: SIGINT as a terminal delivers it (a shell's
+    background job, such as a CI step started with ``&``, ignores SIGINT, and so would the child)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def free_port() -> int:

@@ -21,7 +21,7 @@ import pytest
 from ding_ray.distributed.monitor import RunMonitor
 from ding_ray.utils.checkpoint import CheckpointStore
 from ding_ray.worker import metrics
-from tests.distributed.conftest import REPO
+from tests.distributed.conftest import REPO, ctrl_c_as_in_a_terminal
 
 pytestmark = pytest.mark.ray
 
@@ -51,13 +51,22 @@ def _interrupt_example(tmp_path, piped: bool) -> tuple[int, str, str]:
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             process_group=0,
+            preexec_fn=ctrl_c_as_in_a_terminal,
         )
         tee = subprocess.Popen(
             ["tee", out_path + ".tee"], stdin=proc.stdout, stdout=out, process_group=proc.pid
         )
         proc.stdout.close()  # tee holds the pipe's reading end alone, as in a shell
     else:
-        proc = subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=out, stderr=out, process_group=0)
+        proc = subprocess.Popen(
+            cmd,
+            cwd=tmp_path,
+            env=env,
+            stdout=out,
+            stderr=out,
+            process_group=0,
+            preexec_fn=ctrl_c_as_in_a_terminal,
+        )
         tee = None
     exp = str(tmp_path / "apex_dqn_seed0")
     store = CheckpointStore(exp)

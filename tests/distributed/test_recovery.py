@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import time
 
 import pytest
 import ray
@@ -145,8 +146,12 @@ def test_two_quick_buffer_deaths_are_two_recoveries(ray_session, tmp_path):
         if not killed and ctx.train_iter >= 250 and rc.checkpointer.last is not None:
             killed["checkpoint"] = rc.checkpointer.last
             buffer = rc.actors.buffer
+            first = ray.get(buffer.instance.remote(), timeout=120)["id"]
             ray.kill(buffer, no_restart=False)
-            ray.get(buffer.instance.options(max_task_retries=-1).remote(), timeout=120)  # back once
+            # back once: ray.kill is asynchronous, so a call right after it may still reach the
+            # dying incarnation; ask until the new one answers, then kill that one
+            while ray.get(buffer.instance.options(max_task_retries=-1).remote(), timeout=120)["id"] == first:
+                time.sleep(0.05)
             ray.kill(buffer, no_restart=False)
 
     with RayComponents(cfg, make_plan(cfg)) as rc:

@@ -23,6 +23,7 @@ from ding_ray.entry.cli_commands import settle_run_args
 from ding_ray.errors import ConfigError
 from ding_ray.utils.checkpoint import CheckpointSchedule, CheckpointStore
 from ding_ray.utils.result import write_result
+from tests.distributed.conftest import ctrl_c_as_in_a_terminal
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 EXAMPLE = os.path.join(REPO, "examples", "cartpole_ppo.py")
@@ -155,6 +156,7 @@ def test_ctrl_c_ends_an_example_with_one_line_and_exit_status_130(tmp_path):
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,
+        preexec_fn=ctrl_c_as_in_a_terminal,
     )
     store = CheckpointStore(str(tmp_path / "cartpole_ppo_seed0"))
     deadline = time.monotonic() + 180
