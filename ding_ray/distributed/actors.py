@@ -300,7 +300,7 @@ def _create(
     if rc.get("num_learners", 1) > 1:
         from ding_ray.distributed.learner_group import create_learner_group
 
-        learners = create_learner_group(cfg, publish_freq, rc.num_learners, learner_options)
+        learners = create_learner_group(cfg, publish_freq, rc.num_learners, learner_options, imports)
         learner = learners[0]
     else:
         learner = LearnerActor.options(name="learner", **learner_options).remote(cfg, publish_freq, imports)

@@ -33,13 +33,21 @@ from ding_ray.distributed.metrics import RayMetrics
 class GroupLearnerWorker(LearnerWorker):
     """A ``LearnerWorker`` that is member ``rank`` of a group of ``world_size``."""
 
-    def __init__(self, cfg: EasyDict, publish_freq: int, rank: int, world_size: int) -> None:
+    def __init__(
+        self,
+        cfg: EasyDict,
+        publish_freq: int,
+        rank: int,
+        world_size: int,
+        imports: dict[str, str | None] | None = None,
+    ) -> None:
+        """``imports``: the user's modules to import first (``user_modules``)."""
         self.rank, self.world_size = int(rank), int(world_size)
         if cfg.policy.get("on_policy", False):
             # the policy cuts each member's share into minibatches itself: of a share's size
             cfg = copy.deepcopy(cfg)
             cfg.policy.learn.batch_size = max(1, int(cfg.policy.learn.batch_size) // self.world_size)
-        super().__init__(cfg, publish_freq)
+        super().__init__(cfg, publish_freq, imports)
         self._metrics = RayMetrics(learner_name(self.rank), cfg.exp_name, interval_s=1.0)
         if self.rank != 0:
             self._publish_freq = 2**62  # member 0 publishes; the weights are the same everywhere
@@ -115,11 +123,15 @@ def _optimizers(policy: object) -> list[torch.optim.Optimizer]:
 GroupLearnerActor = ray.remote(GroupLearnerWorker)
 
 
-def create_learner_group(cfg: EasyDict, publish_freq: int, size: int, options: dict) -> list:
+def create_learner_group(
+    cfg: EasyDict, publish_freq: int, size: int, options: dict, imports: dict[str, str | None] | None = None
+) -> list:
     """The members, named ``learner``, ``learner-1``, ..., joined into one process group (this
-    waits for them to start: the group needs member 0's address)."""
+    waits for them to start: the group needs member 0's address); each imports ``imports`` first."""
     members = [
-        GroupLearnerActor.options(name=learner_name(rank), **options).remote(cfg, publish_freq, rank, size)
+        GroupLearnerActor.options(name=learner_name(rank), **options).remote(
+            cfg, publish_freq, rank, size, imports
+        )
         for rank in range(size)
     ]
     try:
