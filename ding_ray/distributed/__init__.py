@@ -38,7 +38,7 @@ _EXPORTS = {
     "RayComponents": "components",
     "pipeline_of": "components",
     "RemoteBuffer": "remote",
-    "RemoteEvaluator": "remote",
+    "RemoteEvaluator": "remote_evaluator",
     "RemoteLearner": "remote",
     "RemoteCollectors": "remote_collectors",
     "Plan": "config",

@@ -33,8 +33,9 @@ from ding_ray.distributed.config import Plan
 from ding_ray.distributed.errors import ActorDiedError
 from ding_ray.distributed.monitor import RunMonitor, monitor_stage
 from ding_ray.distributed.recovery import Recovered, Recovery
-from ding_ray.distributed.remote import RemoteBuffer, RemoteEvaluator, RemoteLearner
+from ding_ray.distributed.remote import RemoteBuffer, RemoteLearner
 from ding_ray.distributed.remote_collectors import RemoteCollectors
+from ding_ray.distributed.remote_evaluator import RemoteEvaluator
 from ding_ray.framework import OnlineRLContext
 from ding_ray.framework.run import RunBase
 from ding_ray.utils.checkpoint import Checkpoint

@@ -1,8 +1,9 @@
-"""The buffer, learner and evaluator actors behind the protocols the stages call.
+"""The buffer and learner actors behind the protocols the stages call (the evaluator's is
+``remote_evaluator``, the collectors' ``remote_collectors``).
 
 Each class implements a protocol of ``ding_ray.framework.interfaces`` (``Buffer``: ``push``/
-``sample``/``update``; ``Learner``: ``submit``/``poll``/``train_iter``/``priority_info``;
-``Evaluator``: ``submit``/``poll``) as remote calls that do not block the driver:
+``sample``/``update``; ``Learner``: ``submit``/``poll``/``train_iter``/``priority_info``) as
+remote calls that do not block the driver:
 
 - data stays in the object store: ``push`` and ``sample`` pass references from actor to actor;
 - results come back in a later iteration: ``submit`` launches a call, ``poll`` hands over the
@@ -14,8 +15,7 @@ A dead learner or buffer is waited for while Ray restarts it from the run's late
 (``Recovery``): what was in flight on it is dropped and counted, and the run goes on; one that does
 not come back ends the run with an ``ActorDiedError`` naming it. A learner or buffer whose call
 runs past ``ray.call_timeout_s`` (a frozen process) is killed and goes the same way (``Recovery``'s
-``StallWatch``: ``poll`` reports their calls to it). A dead evaluator is waited for while Ray
-restarts it, and evaluates the latest weights once back.
+``StallWatch``: ``poll`` reports their calls to it).
 """
 
 from __future__ import annotations
@@ -27,20 +27,16 @@ from dataclasses import dataclass
 from typing import Any
 
 import ray
-from ray.exceptions import RayActorError
 
 from ding_ray.data.rate_limiter import RateLimiter
 from ding_ray.distributed.actors import Actors
 from ding_ray.distributed.cluster import ClusterError
-from ding_ray.distributed.errors import ActorDiedError
-from ding_ray.distributed.recovery import Recovered, Recovery, ray_restarts, restart_events
+from ding_ray.distributed.recovery import Recovered, Recovery
 from ding_ray.distributed.weights import WeightsRef
 from ding_ray.utils.runtime import process_age_s
 from ding_ray.worker import metrics
 
 logger = logging.getLogger(__name__)
-
-MAX_EVAL_FAILURES = 3
 
 
 class RemoteBuffer:
@@ -311,131 +307,3 @@ def _ready(data: Any) -> bool:
     items = data.values() if isinstance(data, dict) else data if isinstance(data, (list, tuple)) else [data]
     refs = [r for r in items if isinstance(r, ray.ObjectRef)]
     return not refs or len(ray.wait(refs, num_returns=len(refs), timeout=0)[0]) == len(refs)
-
-
-class RemoteEvaluator:
-    """The evaluator actor: ``submit`` launches an evaluation of the latest weights it was given and
-    returns; ``poll()`` gives ``(stop, info)`` once it is in.
-
-    ``max_backlog``: evaluations that fall due while one runs wait in a queue of that length (the
-    newest replaces the last when it is full) instead of being skipped, so each due version is
-    evaluated, later; on-policy runs peak and fall back within a few rounds and would otherwise
-    be missed. 0: skip them, evaluating the latest weights as soon as the evaluator is free.
-    """
-
-    def __init__(
-        self,
-        actors: Actors,
-        max_backlog: int = 0,
-        restart_timeout_s: float = 120.0,
-        recovery: Recovery | None = None,
-    ) -> None:
-        """``restart_timeout_s``: how long a dead evaluator may take to come back (a node with room
-        for it) before the run ends with an error, rather than training on without evaluations.
-        ``recovery``: where its restarts are recorded (result.json's ``recoveries``)."""
-        self.actors, self.recovery = actors, recovery
-        self._ray_restarts: int | None = 0
-        self._restart_timeout_s = float(restart_timeout_s)
-        self._restart_since = 0.0
-        self.weights: WeightsRef | None = None
-        self.stop_weights: WeightsRef | None = None  # the version that reached the stop value
-        self.stop_env_step: int | None = None  # the env steps collected when those weights were taken
-        self.best_return: float | None = None
-        self._ref: Any = None
-        self._evaluating: tuple = ()  # (weights, train_iter, envstep) of the evaluation in flight
-        self._backlog: deque[tuple] = deque()
-        self._max_backlog = int(max_backlog)
-        self._restarting = False
-        self._failures = 0
-
-    def refs(self) -> list:
-        return [] if self._ref is None else [self._ref]
-
-    def load_weights(self, version: int, weights: WeightsRef) -> bool:
-        if not weights.newer_than(self.weights):
-            return False
-        self.weights = weights
-        self.actors.start_evaluator()
-        return True
-
-    def submit(self, train_iter: int, envstep: int, **_: Any) -> None:
-        """Evaluate the latest trained weights (none before the learner trained): now, or after
-        the evaluation in flight (queued, with ``max_backlog``)."""
-        if self.weights is None or self.weights.version <= 0:
-            return
-        job = (self.weights, train_iter, envstep)
-        if self._ref is None:
-            self._launch(job)
-        elif self._max_backlog > 0 and not self._restarting:
-            if len(self._backlog) >= self._max_backlog:
-                self._backlog.pop()
-            self._backlog.append(job)
-
-    def _launch(self, job: tuple) -> None:
-        self._evaluating = job
-        self._ref = self.actors.start_evaluator().evaluate.remote(*job, self.best_return)
-
-    @property
-    def pending(self) -> bool:
-        return self._ref is not None
-
-    def poll(self) -> tuple[bool, dict] | None:
-        """``(stop, info)`` of the evaluation in flight once it is done, else None."""
-        if self._ref is None:
-            return None
-        if not ray.wait([self._ref], timeout=0)[0]:
-            waited = time.monotonic() - self._restart_since
-            if self._restarting and waited > self._restart_timeout_s:
-                raise ActorDiedError(
-                    f"The evaluator actor died and has not come back within {waited:.0f} s "
-                    "(ray.actor_start_timeout_s): no node has room for it (ray.evaluator_num_cpus; free "
-                    f"now: {ray.available_resources()}). Add a node or lower its resources; "
-                    "resume=<the run's folder> goes on from the latest checkpoint."
-                )
-            return None
-        ref, self._ref = self._ref, None
-        try:
-            out = ray.get(ref)
-        except RayActorError as err:
-            self._failures += 1
-            if self._failures >= MAX_EVAL_FAILURES:
-                raise ActorDiedError(f"The evaluator actor 'evaluator' keeps dying: {err}") from err
-            logger.warning("the evaluator died (%s); evaluating again once Ray has restarted it", err)
-            # A call to a restarting actor fails at once; a ping that Ray retries returns once it
-            # is back (or fails if it never comes back).
-            self._ref = self.actors.evaluator.ping.options(max_task_retries=-1).remote()
-            self._restarting, self._restart_since = True, time.monotonic()
-            return None
-        if self._restarting:  # the ping answered: evaluate the latest weights now
-            self._restarting = False
-            self._note_restarts(died=True, lost=1 + len(self._backlog))
-            self._backlog.clear()
-            self._launch((self.weights, *self._evaluating[1:]))
-            return None
-        self._failures = 0
-        self._note_restarts()  # it died while idle and Ray brought it back before this call
-        self.best_return = out["best_return"]
-        if out["stop"] and self.stop_weights is None:
-            self.stop_weights, self.stop_env_step = self._evaluating[0], int(out["envstep"])
-        elif self._backlog:
-            self._launch(self._backlog.popleft())
-        info = dict(out)  # with the keys of InteractionSerialEvaluator's info, which the stage reads
-        info["eval_episode_return_mean"] = out[metrics.EVAL_RETURN_MEAN]
-        info["eval_episode_return_std"] = out[metrics.EVAL_RETURN_STD]
-        info["eval_episode_return_max"] = out[metrics.EVAL_RETURN_MAX]
-        info["eval_episode_return_min"] = out[metrics.EVAL_RETURN_MIN]
-        return bool(out["stop"]), info
-
-    def _note_restarts(self, died: bool = False, lost: int = 0) -> None:
-        """Record the evaluator's restarts since the last call: the one whose call failed (``died``,
-        ``lost`` evaluations not done), and any Ray did between two evaluations, unseen otherwise."""
-        before, self._ray_restarts = self._ray_restarts, ray_restarts(self.actors.evaluator)
-        now = self._ray_restarts
-        if not died and (before is None or now is None or now <= before):
-            return
-        events = [*restart_events("evaluator", before, now)]
-        events.append({"actor": "evaluator", "restored_from": None, "lost_evaluations": lost})
-        if self.recovery is not None:
-            self.recovery.record(*events)
-        else:
-            logger.warning("the evaluator is back")
