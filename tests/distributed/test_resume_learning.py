@@ -114,5 +114,6 @@ def test_sigterm_checkpoints_the_ray_example_and_its_resume_flag_goes_on(tmp_pat
     # the rate counts the steps of the resumed process only (issue 27 item 3)
     own_steps = result["env_steps"] - last.meta["env_steps"]
     assert abs(result["env_steps_per_s"] * result["wall_s"] - own_steps) <= 0.01 * own_steps + 5, result
-    # the counters go on from the checkpoint's (the learner may not have trained much in so short a run)
-    assert result["env_steps"] > last.meta["env_steps"] + 1000 and result["train_iter"] >= last.train_iter
+    # the counters go on from the checkpoint's to the budget (reached: the run stops there, as the
+    # serial entries do; the learner may not have trained much in so short a run)
+    assert result["env_steps"] >= last.meta["env_steps"] + 1000 and result["train_iter"] >= last.train_iter
