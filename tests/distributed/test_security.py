@@ -43,7 +43,10 @@ def listeners():
         pid = todo.pop()
         pids.append(pid)
         for path in glob.glob(f"/proc/{pid}/task/*/children"):
-            todo += [int(c) for c in open(path).read().split()]
+            try:
+                todo += [int(c) for c in open(path).read().split()]
+            except OSError:  # the thread (or process) ended since the glob
+                continue
     for pid in pids:
         for fd in glob.glob(f"/proc/{pid}/fd/*"):
             try:
