@@ -1,6 +1,6 @@
 """The Ape-X pipeline on the session's Ray: weights, versions, rate limit, restarts, metrics, deaths.
 
-Each test runs the Task pipeline ``async_pipeline`` builds, plus stages of its own that watch (and
+Each test runs the Task pipeline ``pipelines.off_policy`` builds, plus stages of its own that watch (and
 break) it. The tests share one set of actors and run in file order; the last one kills the learner.
 """
 
