@@ -153,17 +153,21 @@ class LearnerWorker(LearnWorker):
         info, priority = self.train(batch, envstep)
         if self.train_iter - self._publisher.version >= self._publish_freq:
             info["weights"] = self.publish()
-        self._metrics.record(info)
-        self._metrics.call_seconds("learner", info["seconds"])
+        self._export(info)
         return info, priority
 
     def train_sync(self, envstep: int, *batches: Batch) -> dict:
         """Sync pipeline: train on the collectors' batches, then publish."""
         info = self.train_on_policy(batches, envstep)
         info["weights"] = self.publish()
-        self._metrics.record(info, force=True)
-        self._metrics.call_seconds("learner", info["seconds"])
+        self._export(info, force=True)
         return info
+
+    def _export(self, info: dict, force: bool = False) -> None:
+        self._metrics.record(info, force=force)
+        self._metrics.call_seconds("learner", info["seconds"])
+        if self.batch_lag is not None:
+            self._metrics.observe(metrics.LEARNER_POLICY_LAG, self.batch_lag)
 
 
 # The actor classes: the wrappers made remote from outside (options are set per run).

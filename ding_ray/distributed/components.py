@@ -222,6 +222,8 @@ class RayComponents(RunBase):
         out = dict(self.collector.summary())
         out["since_launch_s"] = round(process_age_s(), 2)  # the process's age when the run ended
         out["policy_version"] = -1 if self.learner.latest is None else self.learner.latest.version
+        # learner iterations between the weights that collected the data and the training on it
+        out["policy_lag"] = self.learner.policy_lag
         # the evaluator runs beside training: the weights that reached the stop value were taken
         # at this many env steps, while env_steps counts what was collected until it said so
         out["stop_env_step"] = self.evaluator.stop_env_step

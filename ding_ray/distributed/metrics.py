@@ -5,7 +5,8 @@ A key ``section/name`` becomes the metric ``ding_ray_section_name`` (Prometheus 
 actor that owns the figure and the experiment (``exp_name``'s last part), so that runs side by
 side on one cluster stay apart. Each figure is exported once, by the process that owns it:
 totals that only grow are ``Counter`` s, levels are ``Gauge`` s, and the duration of each collect,
-train and evaluate call goes to a ``Histogram`` (``<section>/call_seconds``).
+train and evaluate call goes to a ``Histogram`` (``<section>/call_seconds``), as does the policy
+lag of every batch the learner trains on (``learner/policy_lag``).
 """
 
 from __future__ import annotations
@@ -38,6 +39,9 @@ COUNTERS = frozenset(
     }
 )
 CALL_SECONDS_BOUNDARIES = [0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0, 30.0]
+# learner iterations between the weights that collected a batch and the learner training on it
+POLICY_LAG_BOUNDARIES = [0.5, 1.5, 2.5, 4.5, 8.5, 16.5, 32.5, 64.5, 128.5, 256.5, 1024.5]
+BOUNDARIES = {"learner/policy_lag": POLICY_LAG_BOUNDARIES}
 
 
 def metric_name(key: str) -> str:
@@ -83,11 +87,15 @@ class RayMetrics:
 
     def call_seconds(self, section: str, seconds: float) -> None:
         """One call's duration into the ``<section>/call_seconds`` histogram."""
-        self._metric(f"{section}/call_seconds", Histogram).observe(float(seconds), tags=self._tags)
+        self.observe(f"{section}/call_seconds", seconds)
+
+    def observe(self, key: str, value: float) -> None:
+        """One value into the histogram ``key``."""
+        self._metric(key, Histogram).observe(float(value), tags=self._tags)
 
     @classmethod
     def _metric(cls, key: str, kind: type) -> object:
         if key not in cls._metrics:
-            extra = {"boundaries": CALL_SECONDS_BOUNDARIES} if kind is Histogram else {}
+            extra = {"boundaries": BOUNDARIES.get(key, CALL_SECONDS_BOUNDARIES)} if kind is Histogram else {}
             cls._metrics[key] = kind(metric_name(key), description=key, tag_keys=TAG_KEYS, **extra)
         return cls._metrics[key]

@@ -166,6 +166,7 @@ class RemoteLearner:
         self.priority_info: list | None = None  # refs of the priorities of the calls just finished
         self.latest: WeightsRef | None = None
         self.train_s = 0.0  # seconds the learner spent in train calls
+        self.policy_lag: dict[str, int] = {}  # median and p95 lag of the data trained on so far
         self._first_train: float | None = None
         self._priority = priority
         self._calls: deque[_TrainCall] = deque()
@@ -284,6 +285,11 @@ class RemoteLearner:
 
     def _took(self, info: dict) -> dict:
         self.train_iter = info[metrics.LEARNER_TRAIN_ITER]
+        if metrics.LEARNER_POLICY_LAG_MEDIAN in info:
+            self.policy_lag = {
+                "median": info[metrics.LEARNER_POLICY_LAG_MEDIAN],
+                "p95": info[metrics.LEARNER_POLICY_LAG_P95],
+            }
         if "weights" in info:
             self._take_weights(info.pop("weights"))
         return info

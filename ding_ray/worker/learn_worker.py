@@ -28,6 +28,7 @@ from ding_ray.utils.checkpoint import (
 from ding_ray.utils.runtime import set_pkg_seed
 from ding_ray.worker import metrics
 from ding_ray.worker.learner import BaseLearner
+from ding_ray.worker.policy_lag import PolicyLag
 
 
 class LearnWorker:
@@ -51,6 +52,8 @@ class LearnWorker:
         self._batch_size = int(self._policy.learn_mode.get_attribute("batch_size"))
         self._rng = np.random.default_rng(int(cfg.seed))
         self._samples = 0
+        self.lag = PolicyLag()  # of the rows trained on (those with a policy_version column)
+        self.batch_lag: float | None = None  # the median lag of the last call's data
         self._learner.call_hook("before_run")
 
     @property
@@ -71,6 +74,7 @@ class LearnWorker:
         start, iter_before = time.perf_counter(), self.train_iter
         if batch is None:
             return self._info([], 0, start, iter_before), None
+        self._record_lag(batch)
         n = batch_size(batch)
         order = self._rng.permutation(n)
         logs, priorities, samples = [], [], 0
@@ -88,9 +92,14 @@ class LearnWorker:
         and minibatches, one iteration each."""
         start, iter_before = time.perf_counter(), self.train_iter
         data = _join(batches)
+        self._record_lag(data)
         data = take_rows(data, self._shard(np.arange(batch_size(data))))
         logs = self._learner.train(data, envstep)
         return self._info(logs, batch_size(data), start, iter_before)
+
+    def _record_lag(self, data: Mapping) -> None:
+        if "policy_version" in data:
+            self.batch_lag = self.lag.record(self.train_iter, data["policy_version"])
 
     def _shard(self, rows: np.ndarray) -> np.ndarray:
         """The rows of a minibatch (or of on-policy data) this learner trains on: all of them; a
@@ -109,6 +118,9 @@ class LearnWorker:
             metrics.LEARNER_SAMPLES_PER_S: samples / max(seconds, 1e-9),
         }
         info.update(self._learner.throughput())
+        if self.lag.rows:
+            info[metrics.LEARNER_POLICY_LAG_MEDIAN] = self.lag.quantile(0.5)
+            info[metrics.LEARNER_POLICY_LAG_P95] = self.lag.quantile(0.95)
         for key in logs[0] if logs else ():
             values = [log[key] for log in logs if isinstance(log.get(key), (int, float))]
             if values:

@@ -27,6 +27,11 @@ LEARNER_TRAIN_ITER = "learner/train_iter"
 LEARNER_ITERS_PER_S = "learner/train_iter_per_s"
 LEARNER_SAMPLES_PER_S = "learner/samples_per_s"
 LEARNER_POLICY_VERSION = "learner/policy_version"
+# learner iteration at training minus the policy version that collected a row (ding_ray.worker.policy_lag):
+# quantiles over the run so far, and a histogram of every batch's median on the dashboard
+LEARNER_POLICY_LAG = "learner/policy_lag"
+LEARNER_POLICY_LAG_MEDIAN = "learner/policy_lag_median"
+LEARNER_POLICY_LAG_P95 = "learner/policy_lag_p95"
 
 # Distributed pipelines (ding_ray.distributed): what only a driver sees.
 COLLECTOR_POLICY_VERSION_LAG = "collector/policy_version_lag"  # learner iteration - version of a batch

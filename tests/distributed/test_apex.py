@@ -88,6 +88,9 @@ def test_versions_increase_and_reach_collectors_and_batches(rc):
     assert batch["policy_version"].min() >= -1 and batch["policy_version"].max() > 0
     assert (batch["collect_iter"] == np.maximum(batch["policy_version"], 0)).all()
     assert recorder.evaluated and ctx.last_eval_iter > 0  # eval_freq 40: the evaluator ran
+    # the learner trained on data some versions old: the lag is measured for result.json
+    lag = rc.summary()["policy_lag"]
+    assert 0 <= lag["median"] <= lag["p95"] and lag["p95"] > 0
 
 
 def _torch_threads(worker) -> int | None:
@@ -190,6 +193,7 @@ def test_metrics_reach_prometheus_once_each_tagged_with_the_experiment(rc, ray_s
         metric_name(metrics.BUFFER_SAMPLES_PER_INSERT): "driver",
         metric_name(metrics.COLLECTOR_POLICY_VERSION_LAG): "driver",
         metric_name("learner/call_seconds"): "learner",
+        metric_name(metrics.LEARNER_POLICY_LAG): "learner",
     }
     deadline, samples = time.monotonic() + 30, {}
     while time.monotonic() < deadline:
@@ -216,6 +220,7 @@ def test_metrics_reach_prometheus_once_each_tagged_with_the_experiment(rc, ray_s
     counter = f"ray_{metric_name(metrics.COLLECTOR_ENV_STEPS)}"
     assert types.get(counter, types.get(counter + "_total")) == "counter", types
     assert types[f"ray_{metric_name('learner/call_seconds')}"] == "histogram"
+    assert types[f"ray_{metric_name(metrics.LEARNER_POLICY_LAG)}"] == "histogram"
     # every ding_ray series names an experiment
     assert all(
         'experiment="' in line and 'experiment=""' not in line

@@ -83,3 +83,19 @@ def test_wrong_weights_and_collector_type_fail_clearly(cfg):
     bad.policy.collect.collector.type = "episode"
     with pytest.raises(ConfigError, match="'sample' collector"):
         RolloutWorker(bad)
+
+
+def test_learn_worker_measures_the_policy_lag_of_its_data(cfg):
+    collector, learner = RolloutWorker(cfg), LearnWorker(cfg)
+    old = collector.rollout(policy_kwargs={"eps": 1.0})[0]  # the initial weights: version -1, lag from 0
+    learner.train(old)  # 32 rows: one gradient step, trained at iteration 0
+    assert learner.batch_lag == 0 and learner.lag.summary()["rows"] == 32
+    collector.load_weights(*learner.weights())  # version 1
+    fresh = collector.rollout()[0]
+    for _ in range(3):
+        learner.train(old)  # iterations 1, 2, 3: lags 1, 2, 3 for the old rows
+    info, _ = learner.train(fresh)  # iteration 4 on version-1 data: lag 3
+    assert learner.batch_lag == 3
+    # lags 0, 1, 2, 3, 3 for 32 rows each: median 2, p95 3
+    assert info[metrics.LEARNER_POLICY_LAG_MEDIAN] == 2 and info[metrics.LEARNER_POLICY_LAG_P95] == 3
+    assert learner.lag.summary() == {"median": 2, "p95": 3, "max": 3, "rows": 160}
