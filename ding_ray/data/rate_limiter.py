@@ -14,23 +14,47 @@ The calling loop of a driver::
     limiter.commit_insert(n)               # or cancel_insert(n) if the collector died
     if limiter.can_sample(m):
         limiter.sample(m)                  # a sample call of m items is launched
+
+``backpressure`` says who waits:
+
+- ``'ratio'`` (Ape-X, and the default): both sides, as above; the replay ratio is the serial
+  pipeline's whatever the speeds.
+- ``'block'`` (IMPALA): only the collectors. The learner trains whenever the buffer has
+  ``min_size_to_sample`` items (it reuses items up to the buffer's ``max_use``); the collectors
+  wait once they are ``tolerance`` sampled items (``tolerance / samples_per_insert`` inserted
+  items) ahead of the learner: a bounded queue.
+- ``'drop'``: nobody. The collectors never wait, the buffer drops its oldest items when full,
+  and a driver drops batches its buffer cannot take in time.
 """
 
 from __future__ import annotations
 
 from ding_ray.errors import ConfigError
 
+BACKPRESSURE = ("ratio", "block", "drop")
+
 
 class RateLimiter:
     """Counts items inserted (committed and in flight) and sampled; answers who may go next."""
 
-    def __init__(self, samples_per_insert: float, min_size_to_sample: int, tolerance: float) -> None:
+    def __init__(
+        self,
+        samples_per_insert: float,
+        min_size_to_sample: int,
+        tolerance: float,
+        backpressure: str = "ratio",
+    ) -> None:
         if samples_per_insert <= 0:
             raise ConfigError(f"samples_per_insert must be > 0, got {samples_per_insert}.")
         if min_size_to_sample < 1:
             raise ConfigError(f"min_size_to_sample must be >= 1, got {min_size_to_sample}.")
         if tolerance < 0:
             raise ConfigError(f"The rate limiter's tolerance must be >= 0, got {tolerance}.")
+        if backpressure not in BACKPRESSURE:
+            raise ConfigError(
+                f"ray.backpressure must be one of {', '.join(map(repr, BACKPRESSURE))}, got {backpressure!r}."
+            )
+        self.backpressure = backpressure
         self.samples_per_insert = float(samples_per_insert)
         self.min_size_to_sample = int(min_size_to_sample)
         self.tolerance = float(tolerance)
@@ -56,13 +80,15 @@ class RateLimiter:
     def can_insert(self, n: int) -> bool:
         """Whether an insert of ``n`` items keeps the learner within ``tolerance`` of the ratio."""
         after = self.inserted + self.pending + n
-        if after <= self.min_size_to_sample:
+        if after <= self.min_size_to_sample or self.backpressure == "drop":
             return True
         return self._target(after) - self.sampled <= self.tolerance
 
     def can_sample(self, n: int) -> bool:
         if self.inserted < self.min_size_to_sample:
             return False
+        if self.backpressure != "ratio":  # the learner never waits for the collectors
+            return True
         return self.sampled + n - self._target(self.inserted) <= self.tolerance
 
     def reserve_insert(self, n: int) -> None:

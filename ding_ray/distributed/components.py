@@ -103,7 +103,9 @@ class RayComponents(RunBase):
         meta = {} if self.resumed is None else self.resumed.meta
         self.limiter = None
         if not sync:
-            self.limiter = RateLimiter(plan.samples_per_insert, plan.min_replay_size, plan.tolerance)
+            self.limiter = RateLimiter(
+                plan.samples_per_insert, plan.min_replay_size, plan.tolerance, cfg.ray.backpressure
+            )
             self.limiter.check_chunks(plan.n_sample, plan.sample_size)
             self.limiter.inserted = int((meta.get("limiter") or {}).get("inserted", 0))
             self.limiter.sampled = int((meta.get("limiter") or {}).get("sampled", 0))
@@ -117,6 +119,8 @@ class RayComponents(RunBase):
                 self.limiter,
                 cfg.ray.train_iters_per_call,
                 max_in_flight=cfg.ray.sample_prefetch,
+                # nobody waits: a buffer slower than the collectors loses batches, not memory
+                max_pushes=2 * cfg.ray.num_collectors if cfg.ray.backpressure == "drop" else None,
             )
         )
         self.learner = RemoteLearner(
@@ -238,6 +242,8 @@ class RayComponents(RunBase):
                 sampled=self.limiter.sampled,
                 learner_busy=self.learner.busy(),
                 learner_waits=self.buffer.learner_waits,
+                backpressure=self.limiter.backpressure,
+                dropped_batches=self.buffer.dropped_batches,
             )
         return out
 

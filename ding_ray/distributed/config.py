@@ -60,6 +60,11 @@ class RayConfig:
         n_sample=None,  # transitions per collect call; None: policy.collect.n_sample
         samples_per_insert=None,  # sampled / inserted items; None: update_per_collect*batch_size/n_sample
         samples_per_insert_tolerance=None,  # items the ratio may drift; None: 2x the largest call
+        # who waits when collectors and learner run at different speeds (async pipeline): 'ratio' both,
+        # to keep samples_per_insert (Ape-X); 'block' only the collectors, once they are the tolerance
+        # ahead (IMPALA: the learner never waits while the buffer has data); 'drop' nobody (the buffer
+        # drops its oldest items, the driver the batches the buffer cannot take in time)
+        backpressure="ratio",
         min_replay_size=None,  # items in the buffer before training starts; None: 2 learner calls' worth
         train_iters_per_call=8,  # gradient steps (minibatches) per learner call
         sample_prefetch=2,  # sample+train calls queued on the learner, so it never waits on the driver

@@ -42,7 +42,9 @@ logger = logging.getLogger(__name__)
 class RemoteBuffer:
     """The replay-buffer actor. ``sample`` asks for ``batches_per_call`` batches at once (one
     learner call trains on all of them) and returns None while the rate limiter holds the learner
-    back or ``max_in_flight`` samples already wait on the learner."""
+    back or ``max_in_flight`` samples already wait on the learner. ``max_pushes``: pushes in flight
+    beyond which a batch is dropped (``ray.backpressure='drop'``); None: never (a rate limiter
+    bounds them)."""
 
     def __init__(
         self,
@@ -51,11 +53,14 @@ class RemoteBuffer:
         limiter: RateLimiter | None = None,
         batches_per_call: int = 1,
         max_in_flight: int = 2,
+        max_pushes: int | None = None,
     ) -> None:
         self.actors, self.handle, self.recovery, self.limiter = actors, actors.buffer, recovery, limiter
         self.batches_per_call, self.max_in_flight = int(batches_per_call), int(max_in_flight)
         self.in_flight = 0  # sampled batches the learner has not finished training on
         self.learner_waits = 0  # times the learner ran dry because the collectors were behind
+        self.max_pushes = max_pushes
+        self.dropped_batches = 0  # batches not pushed: max_pushes were in flight
         self._pushes: list = []
         self._updates: list = []
         self._samples: list = []  # sample calls not finished yet (timed by the recovery's StallWatch)
@@ -64,9 +69,12 @@ class RemoteBuffer:
 
     def push(self, data: Any, cur_collector_envstep: int = -1) -> None:
         """Store the batch (or list of batches) behind the reference(s) ``data``."""
-        for ref in data if isinstance(data, list) else [data]:
-            self._pushes.append(self.handle.push.remote(ref, cur_collector_envstep))
         self._pushes = self._take_finished(self._pushes)
+        for ref in data if isinstance(data, list) else [data]:
+            if self.max_pushes is not None and len(self._pushes) >= self.max_pushes:
+                self.dropped_batches += 1
+                continue
+            self._pushes.append(self.handle.push.remote(ref, cur_collector_envstep))
 
     def _take_finished(self, refs: list) -> list:
         """Take the outcome of the calls of ``refs`` that finished; the others."""

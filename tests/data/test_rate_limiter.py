@@ -60,3 +60,33 @@ def test_deadlock_prone_settings_are_rejected():
         RateLimiter(8, 100, 100).check_chunks(insert_size=64, sample_size=256)
     with pytest.raises(ConfigError):
         RateLimiter(0, 100, 100)
+
+
+def test_block_lets_the_learner_run_ahead_and_holds_the_collectors_at_the_tolerance():
+    limiter = RateLimiter(samples_per_insert=2, min_size_to_sample=10, tolerance=20, backpressure="block")
+    assert not limiter.can_sample(4)  # nothing before the minimum size
+    limiter.reserve_insert(10)
+    limiter.commit_insert(10)
+    for _ in range(100):  # the learner never waits once the buffer has its minimum, whatever it sampled
+        assert limiter.can_sample(4)
+        limiter.sample(4)
+    limiter = RateLimiter(samples_per_insert=2, min_size_to_sample=10, tolerance=20, backpressure="block")
+    inserted = 0
+    while limiter.can_insert(5):  # nothing sampled: the collectors stop 20 / 2 = 10 items past the minimum
+        limiter.reserve_insert(5)
+        limiter.commit_insert(5)
+        inserted += 5
+    assert inserted == 20
+    limiter.sample(10)  # the learner took 10 items: 5 more may come
+    assert limiter.can_insert(5) and not limiter.can_insert(10)
+
+
+def test_drop_holds_nobody_back():
+    limiter = RateLimiter(samples_per_insert=2, min_size_to_sample=10, tolerance=20, backpressure="drop")
+    for _ in range(50):
+        assert limiter.can_insert(5)
+        limiter.reserve_insert(5)
+        limiter.commit_insert(5)
+    assert limiter.can_sample(1000)
+    with pytest.raises(ConfigError, match="ray.backpressure must be one of 'ratio', 'block', 'drop'"):
+        RateLimiter(2, 10, 20, backpressure="queue")
