@@ -1,4 +1,5 @@
-"""Building blocks: MLP, fully connected encoder, Q-value heads, a Gaussian head.
+"""Building blocks: MLP, fully connected encoder, Q-value heads, a Gaussian head (the conv encoder
+for image observations is in ``model.conv``).
 
 Small networks on a CPU spend most of their forward time in Python, not in the matrix
 multiplies: a collector steps 8 envs with one forward per step. So these blocks call ``F.linear``
@@ -16,7 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ding_ray.errors import ConfigError, NotSupportedError
+from ding_ray.errors import ConfigError
 
 ACTIVATIONS = {"relu": torch.relu, "tanh": torch.tanh, "gelu": F.gelu, "silu": F.silu, "elu": F.elu}
 # DI-engine passes activations as modules (``activation=nn.ReLU()``); the same functions by name.
@@ -53,11 +54,22 @@ def vector_size(shape: int | Sequence[int], name: str, model: str) -> int:
         return shape
     shape = list(shape)
     if len(shape) != 1:
+        image = " Image observations (channels, height, width) need a conv encoder: use the 'dqn' or "
+        image += "'vac' model (DQN, PPO), which build one for a 3-D obs_shape."
         raise ConfigError(
-            f"{model} takes vector {name}s (an int or a 1-element list), got {shape}; image "
-            f"observations need an encoder ding_ray's {model} does not have yet."
+            f"{model} takes vector {name}s (an int or a 1-element list), got {shape}."
+            + (image if name == "obs_shape" and len(shape) == 3 else "")
         )
     return int(shape[0])
+
+
+def float_obs(obs: torch.Tensor) -> torch.Tensor:
+    """The model's first step: uint8 observations (pixels) -> float32 in [0, 1]; any other dtype as
+    it is. Observations travel as uint8 up to here (4x less to store, copy and send), and float
+    observations are taken as already scaled (DI-engine's Atari env hands over frames / 255)."""
+    if obs.dtype == torch.uint8:
+        return obs.to(torch.float32).div_(255.0)
+    return obs
 
 
 class MLP(nn.Module):
@@ -139,11 +151,11 @@ class FCEncoder(nn.Module):
     ):
         super().__init__()
         if not isinstance(obs_shape, int) and len(obs_shape) == 3:
-            raise NotSupportedError(
-                f"obs_shape={list(obs_shape)} is an image (channels, height, width): DI-engine encodes it "
-                "with a ConvEncoder, which ding_ray's models do not have yet. To train an MLP on it, "
-                "flatten the observations (gymnasium.wrappers.FlattenObservation) and set obs_shape to "
-                "their size."
+            raise ConfigError(
+                f"obs_shape={list(obs_shape)} is an image (channels, height, width): encode it with a "
+                "ConvEncoder (ding_ray.model.conv; the 'dqn' and 'vac' models build one for a 3-D "
+                "obs_shape). To train an MLP on it instead, flatten the observations "
+                "(gymnasium.wrappers.FlattenObservation) and set obs_shape to their size."
             )
         self.obs_dim = obs_shape if isinstance(obs_shape, int) else math.prod(obs_shape)
         check_norm_type(norm_type)
@@ -153,7 +165,7 @@ class FCEncoder(nn.Module):
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
         if obs.dim() != 2:
             obs = obs.reshape(obs.shape[0], self.obs_dim)
-        return self.mlp.forward(obs)
+        return self.mlp.forward(float_obs(obs))
 
 
 class DiscreteHead(nn.Module):

@@ -1,15 +1,17 @@
 """DI-engine's parameter names for ding_ray's models, so that a checkpoint DI-engine saved loads here.
 
 DI-engine 0.5.3's ``DQN``, ``VAC`` and ``ContinuousQAC`` compute the same functions as ding_ray's
-models of those names (for vector observations), with other module names: its ``FCEncoder``
-calls the first layer ``init`` and the rest ``main.<i>`` (a Sequential with the activations in
-between), its heads wrap their layers in ``MLP`` Sequentials (``head.A.0.0``, ``critic_head.last``,
-``actor_head.2.mu``), ``VAC`` and ``ContinuousQAC`` repeat every tensor under ``actor.*`` /
-``critic.*`` aliases, and ding_ray's ``DuelingHead`` stacks the first advantage and value layers
-into one. ``layout`` lists, for a ding_ray model, the DI-engine tensors each of its tensors is
-made of; the models register ``accept_di_engine_names`` as a ``load_state_dict`` pre-hook, so
-``model.load_state_dict(di_engine_state)`` works wherever a state dict is loaded, and
-``learn_state_from_di_engine`` re-indexes the optimizer states of a DI-engine learn checkpoint.
+models of those names (DQN and VAC for image observations too), with other module names: its
+``FCEncoder`` calls the first layer ``init`` and the rest ``main.<i>`` (a Sequential with the
+activations in between), its ``ConvEncoder`` keeps the convolutions in ``main.<2i>`` (activations
+between) and the linear layer in ``mid``, its heads wrap their layers in ``MLP`` Sequentials
+(``head.A.0.0``, ``critic_head.last``, ``actor_head.2.mu``), ``VAC`` and ``ContinuousQAC`` repeat
+every tensor under ``actor.*`` / ``critic.*`` aliases, and ding_ray's ``DuelingHead`` stacks the
+first advantage and value layers into one. ``layout`` lists, for a ding_ray model, the DI-engine
+tensors each of its tensors is made of; the models register ``accept_di_engine_names`` as a
+``load_state_dict`` pre-hook, so ``model.load_state_dict(di_engine_state)`` works wherever a state
+dict is loaded, and ``learn_state_from_di_engine`` re-indexes the optimizer states of a DI-engine
+learn checkpoint.
 """
 
 from __future__ import annotations
@@ -66,6 +68,9 @@ def _di_mlp(prefix: str, n: int, norm: bool, dropout: bool) -> list[str]:
 
 def _encoder(model: nn.Module, dr: str, di: str) -> list[tuple[str, tuple[str, ...]]]:
     encoder = model.get_submodule(dr)
+    if hasattr(encoder, "convs"):  # ConvEncoder: DI-engine's main = (Conv2d, activation) * K, Flatten
+        pairs = [(f"{dr}.convs.{i}", (f"{di}main.{2 * i}",)) for i in range(len(encoder.convs))]
+        return pairs + [(f"{dr}.fc", (f"{di}mid",))]
     n = len(encoder.mlp.layers)
     di_layers = [f"{di}init"] + _di_mlp(f"{di}main.", n - 1, False, bool(encoder.mlp.dropout))
     return _mlp(f"{dr}.mlp", encoder.mlp, di_layers)
@@ -206,13 +211,6 @@ def from_di_engine(model: nn.Module, state: Mapping[str, Any], prefix: str = "")
         )
     keep = {k: v for k, v in state.items() if not k.startswith(prefix)}
     given = {k[len(prefix) :]: v for k, v in state.items() if k.startswith(prefix)}
-    convs = [k for k, v in given.items() if isinstance(v, torch.Tensor) and v.dim() == 4]
-    if convs:
-        raise ShapeError(
-            f"The DI-engine checkpoint has convolution weights ('{convs[0]}'): DI-engine's {found.model} "
-            "encodes image observations with a ConvEncoder, which ding_ray does not have yet (ding_ray "
-            "flattens them into an MLP). Only checkpoints of vector observations load."
-        )
     hint = (
         f"It is not the state of DI-engine's {found.model} built from this policy.model config: load it "
         "into a policy with the model config it was trained with (obs_shape, action_shape, hidden sizes, "

@@ -9,7 +9,7 @@ import torch
 from torch import nn
 
 from ding_ray.errors import ConfigError
-from ding_ray.model.common import MLP, vector_size
+from ding_ray.model.common import MLP, float_obs, vector_size
 from ding_ray.utils.registry import MODEL_REGISTRY
 
 
@@ -40,8 +40,8 @@ class DiscreteQAC(nn.Module):
         if encoder_hidden_size_list is not None or share_encoder:
             raise ConfigError(
                 "DiscreteQAC's encoder_hidden_size_list and share_encoder are for image observations "
-                "(DI-engine's conv encoder), which ding_ray's DiscreteQAC does not have yet; leave them "
-                "unset."
+                "(DI-engine's conv encoder), which ding_ray's DiscreteQAC does not take: leave them unset "
+                "(for images use the 'dqn' or 'vac' model, DQN or PPO)."
             )
         self.obs_dim, self.twin_critic = obs_dim, twin_critic
 
@@ -64,9 +64,9 @@ class DiscreteQAC(nn.Module):
         raise ValueError(f"DiscreteQAC mode {mode!r} unknown; use one of {self.mode}.")
 
     def compute_actor(self, obs: torch.Tensor) -> dict[str, torch.Tensor]:
-        return {"logit": self.actor.forward(obs.reshape(obs.shape[0], self.obs_dim))}
+        return {"logit": self.actor.forward(float_obs(obs.reshape(obs.shape[0], self.obs_dim)))}
 
     def compute_critic(self, obs: torch.Tensor) -> dict[str, torch.Tensor | list[torch.Tensor]]:
-        x = obs.reshape(obs.shape[0], self.obs_dim)
+        x = float_obs(obs.reshape(obs.shape[0], self.obs_dim))
         q = [critic.forward(x) for critic in self.critic]
         return {"q_value": q if self.twin_critic else q[0]}

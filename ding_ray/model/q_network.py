@@ -1,4 +1,5 @@
-"""Q-network for discrete actions: an MLP encoder and a plain or dueling head."""
+"""Q-network for discrete actions: an MLP encoder (vector observations) or a conv encoder (images,
+``model.conv``) and a plain or dueling head."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
-from ding_ray.model.common import MLP, DiscreteHead, DuelingHead, FCEncoder
+from ding_ray.model.common import MLP, DiscreteHead, DuelingHead
+from ding_ray.model.conv import make_encoder
 from ding_ray.model.di_engine_names import accept_di_engine_names
 from ding_ray.utils.registry import MODEL_REGISTRY
 
@@ -20,7 +22,7 @@ class DQN(nn.Module):
         self,
         obs_shape: int | Sequence[int],
         action_shape: int,
-        encoder_hidden_size_list: Sequence[int] = (128, 128, 64),
+        encoder_hidden_size_list: Sequence[int] | None = None,
         dueling: bool = True,
         head_hidden_size: int | None = None,
         head_layer_num: int = 1,
@@ -28,12 +30,26 @@ class DQN(nn.Module):
         norm_type: str | None = None,
         dropout: float | None = None,
         init_bias: float | None = None,
+        encoder_kernel_size: Sequence[int] | None = None,
+        encoder_stride: Sequence[int] | None = None,
     ) -> None:
-        """``norm_type`` ('LN', 'BN'), ``dropout`` and ``init_bias`` (the initial bias of the last
-        layer) as in DI-engine's DQN; ``activation`` by name or as a module (``nn.ReLU()``)."""
+        """``encoder_hidden_size_list``: an MLP's widths for a vector ``obs_shape`` (default [128, 128,
+        64]); for a 3-D one ``(C, H, W)`` the conv channels then the linear width, DI-engine's meaning
+        (``model.conv``; default the Nature CNN [32, 64, 64, 512]), with ``encoder_kernel_size`` /
+        ``encoder_stride`` per conv layer (ding_ray's addition; default DI-engine's [8, 4, 3] /
+        [4, 2, 1]). ``norm_type`` ('LN', 'BN'), ``dropout`` and ``init_bias`` (the initial bias of
+        the last layer) as in DI-engine's DQN; ``activation`` by name or as a module (``nn.ReLU()``)."""
         super().__init__()
         self.register_load_state_dict_pre_hook(accept_di_engine_names)  # DI-engine checkpoints load
-        self.encoder = FCEncoder(obs_shape, list(encoder_hidden_size_list), activation, norm_type, dropout)
+        self.encoder = make_encoder(
+            obs_shape,
+            encoder_hidden_size_list,
+            activation,
+            norm_type,
+            dropout,
+            encoder_kernel_size,
+            encoder_stride,
+        )
         hidden = head_hidden_size or self.encoder.output_size
         if hidden != self.encoder.output_size:
             self.encoder = nn.Sequential(

@@ -8,7 +8,7 @@ import torch
 from torch import nn
 
 from ding_ray.errors import ConfigError
-from ding_ray.model.common import MLP, vector_size
+from ding_ray.model.common import MLP, float_obs, vector_size
 from ding_ray.model.di_engine_names import accept_di_engine_names
 from ding_ray.utils.registry import MODEL_REGISTRY
 
@@ -92,11 +92,13 @@ class ContinuousQAC(nn.Module):
         raise ValueError(f"ContinuousQAC mode {mode!r} unknown; use one of {self.mode}.")
 
     def compute_actor(self, obs: torch.Tensor) -> dict[str, list[torch.Tensor]]:
-        mu, sigma = self.actor(obs.reshape(obs.shape[0], self.obs_dim))
+        mu, sigma = self.actor(float_obs(obs.reshape(obs.shape[0], self.obs_dim)))
         return {"logit": [mu, sigma]}
 
     def compute_critic(self, inputs: dict[str, torch.Tensor]) -> dict[str, torch.Tensor | list[torch.Tensor]]:
         obs, action = inputs["obs"], inputs["action"]
-        x = torch.cat([obs.reshape(obs.shape[0], self.obs_dim), action.reshape(action.shape[0], -1)], dim=1)
+        x = torch.cat(
+            [float_obs(obs.reshape(obs.shape[0], self.obs_dim)), action.reshape(action.shape[0], -1)], dim=1
+        )
         q = [critic.forward(x).squeeze(-1) for critic in self.critic]
         return {"q_value": q if self.twin_critic else q[0]}

@@ -1,4 +1,5 @@
-"""``VAC``: a value actor-critic for vector observations (DI-engine's name and kwargs), used by PPO.
+"""``VAC``: a value actor-critic (DI-engine's name and kwargs), used by PPO: an MLP encoder for vector
+observations, a conv encoder for images (``model.conv``).
 
 Discrete actions get a categorical head (logits); continuous ones a diagonal Gaussian head
 (``ReparameterizationHead``: ``{'mu', 'sigma'}``)."""
@@ -11,7 +12,8 @@ import torch
 from torch import nn
 
 from ding_ray.errors import ConfigError
-from ding_ray.model.common import MLP, FCEncoder, ReparameterizationHead
+from ding_ray.model.common import MLP, ReparameterizationHead
+from ding_ray.model.conv import make_encoder
 from ding_ray.model.di_engine_names import accept_di_engine_names
 from ding_ray.utils.registry import MODEL_REGISTRY
 
@@ -30,7 +32,7 @@ class VAC(nn.Module):
         action_shape: int,
         action_space: str = "discrete",
         share_encoder: bool = True,
-        encoder_hidden_size_list: Sequence[int] = (128, 128, 64),
+        encoder_hidden_size_list: Sequence[int] | None = None,
         actor_head_hidden_size: int = 64,
         actor_head_layer_num: int = 1,
         critic_head_hidden_size: int = 64,
@@ -40,9 +42,15 @@ class VAC(nn.Module):
         sigma_type: str = "independent",
         fixed_sigma_value: float = 0.3,
         bound_type: str | None = None,
+        encoder_kernel_size: Sequence[int] | None = None,
+        encoder_stride: Sequence[int] | None = None,
     ) -> None:
-        """Encoder: an MLP of ``encoder_hidden_size_list`` (one shared, or one each for actor and
-        critic); each head: ``*_head_layer_num`` hidden layers of ``*_head_hidden_size``, then the
+        """Encoder (one shared, or one each for actor and critic): an MLP of
+        ``encoder_hidden_size_list`` for a vector ``obs_shape`` (default [128, 128, 64]), a conv
+        encoder for a 3-D one ``(C, H, W)``: the list is the conv channels then the linear width,
+        DI-engine's meaning (``model.conv``; default the Nature CNN [32, 64, 64, 512]), with
+        ``encoder_kernel_size`` / ``encoder_stride`` per conv layer (default [8, 4, 3] / [4, 2, 1]).
+        Each head: ``*_head_layer_num`` hidden layers of ``*_head_hidden_size``, then the
         output layer (action logits, Gaussian mu (and sigma), or one value). ``sigma_type``,
         ``fixed_sigma_value`` and ``bound_type`` shape the continuous head (``ReparameterizationHead``)."""
         super().__init__()
@@ -54,14 +62,18 @@ class VAC(nn.Module):
         self.action_space = action_space
         self.share_encoder = share_encoder
         self.register_load_state_dict_pre_hook(accept_di_engine_names)  # DI-engine checkpoints load
-        hidden = list(encoder_hidden_size_list)
+
+        def encoder() -> nn.Module:
+            kwargs = dict(kernel_size=encoder_kernel_size, stride=encoder_stride)
+            return make_encoder(obs_shape, encoder_hidden_size_list, activation, norm_type, **kwargs)
+
         if share_encoder:
             # Registered once: aliases as module attributes would repeat its weights in state_dict.
-            self.encoder = FCEncoder(obs_shape, hidden, activation, norm_type)
+            self.encoder = encoder()
+            feature = self.encoder.output_size
         else:
-            self.actor_encoder = FCEncoder(obs_shape, hidden, activation, norm_type)
-            self.critic_encoder = FCEncoder(obs_shape, hidden, activation, norm_type)
-        feature = hidden[-1]
+            self.actor_encoder, self.critic_encoder = encoder(), encoder()
+            feature = self.actor_encoder.output_size
         if action_space == "continuous":
             self.actor_head = ReparameterizationHead(
                 feature,

@@ -224,6 +224,15 @@ class Policy:
             want = (want_obs,) if isinstance(want_obs, int) else tuple(want_obs)
             if want != tuple(obs_shape):
                 fix = list(obs_shape) if len(obs_shape) > 1 else obs_shape[0]
+                if len(obs_shape) == 3 and obs_shape[2] < min(obs_shape[:2]):  # (H, W, C) frames
+                    first = [obs_shape[2], *obs_shape[:2]]
+                    then = "" if list(want) == first else f" and set obs_shape={first}"
+                    raise EnvError(
+                        f"policy.model.obs_shape is {want_obs} but the env's observations have shape "
+                        f"{tuple(obs_shape)}, channels last; ding_ray's conv models take channels first "
+                        f"(C, H, W): move the channel axis first in the env (an observation wrapper "
+                        f"with np.moveaxis(obs, -1, 0)){then}."
+                    )
                 raise EnvError(
                     f"policy.model.obs_shape is {want_obs} but the env's observations have shape "
                     f"{tuple(obs_shape)}. Set obs_shape={fix}."

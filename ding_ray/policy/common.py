@@ -24,24 +24,32 @@ def set_mode(model: torch.nn.Module, training: bool) -> torch.nn.Module:
 def to_tensor_batch(data: Any, device: str | torch.device = "cpu") -> dict[str, Any]:
     """A list of transition dicts or a columnar batch -> dict of tensors with a leading batch axis.
 
-    Floating arrays become float32, booleans float32 (0/1 masks), integers int64. Nested dicts are
-    converted recursively.
+    Floating arrays become float32, booleans float32 (0/1 masks), integers int64, except uint8
+    observations (``OBS_KEYS``, and what is nested under them): pixels stay uint8 up to the model,
+    which scales them itself (``model.common.float_obs``), so a batch of frames is copied at a
+    quarter of the float32 size (an eighth of int64's). Nested dicts are converted recursively.
     """
     batch = stack_items(data) if isinstance(data, list) else data
     if not isinstance(batch, Mapping):
         raise ShapeError(
             f"Training data must be a list of dicts or a dict of arrays, got {type(data).__name__}."
         )
-    return {key: _to_tensor(value, device) for key, value in batch.items()}
+    return {key: _to_tensor(value, device, key in OBS_KEYS) for key, value in batch.items()}
 
 
-def _to_tensor(value: Any, device: str | torch.device) -> Any:
+# Columns that hold observations: their uint8 arrays (frames) reach the model as uint8.
+OBS_KEYS = frozenset({"obs", "next_obs"})
+
+
+def _to_tensor(value: Any, device: str | torch.device, is_obs: bool = False) -> Any:
     if isinstance(value, Mapping):
-        return {k: _to_tensor(v, device) for k, v in value.items()}
+        return {k: _to_tensor(v, device, is_obs) for k, v in value.items()}
     if isinstance(value, torch.Tensor):
         return value.to(device)
     array = np.asarray(value)
-    if array.dtype == np.bool_ or np.issubdtype(array.dtype, np.floating):
+    if is_obs and array.dtype == np.uint8:
+        pass
+    elif array.dtype == np.bool_ or np.issubdtype(array.dtype, np.floating):
         array = array.astype(np.float32, copy=False)
     elif np.issubdtype(array.dtype, np.integer):
         array = array.astype(np.int64, copy=False)
@@ -53,13 +61,23 @@ def _to_tensor(value: Any, device: str | torch.device) -> Any:
 
 
 def obs_batch(data: Mapping[int, Any]) -> tuple[list[int], np.ndarray]:
-    """``{env_id: obs}`` -> (env ids, stacked float32 observations)."""
+    """``{env_id: obs}`` -> (env ids, stacked observations: uint8 if they are uint8 (frames, scaled
+    by the model), else float32)."""
     env_ids = list(data.keys())
-    try:  # one np.array call over the list: several times cheaper than np.stack at 8 envs
-        return env_ids, np.array(list(data.values()), dtype=np.float32)
+    try:
+        return env_ids, stack_obs(list(data.values()))
     except ValueError as e:
         shapes = {i: np.shape(obs) for i, obs in data.items()}
         raise ShapeError(f"Observations of the envs differ in shape or are not numeric: {shapes}.") from e
+
+
+def stack_obs(observations: list[Any]) -> np.ndarray:
+    """Observations -> one array with a leading batch axis: uint8 when the first one is a uint8
+    array (pixels stay bytes up to the model), else float32."""
+    first = observations[0] if observations else None
+    dtype = np.uint8 if getattr(first, "dtype", None) == np.uint8 else np.float32
+    # one np.array call over the list: several times cheaper than np.stack at 8 envs
+    return np.array(observations, dtype=dtype)
 
 
 def check_finite_loss(loss: torch.Tensor, batch: Mapping[str, Any], where: str) -> None:

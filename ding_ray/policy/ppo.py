@@ -20,7 +20,7 @@ import torch
 
 from ding_ray.errors import ConfigError
 from ding_ray.policy.base import Policy
-from ding_ray.policy.common import check_finite_loss, obs_batch, set_mode, to_tensor_batch
+from ding_ray.policy.common import check_finite_loss, obs_batch, set_mode, stack_obs, to_tensor_batch
 from ding_ray.policy.obs_norm import ObsNormalizer, load_model_state, with_obs_norm
 from ding_ray.policy.optim import make_adam
 from ding_ray.policy.running_stats import RunningMeanStd
@@ -293,7 +293,7 @@ class PPOPolicy(Policy):
         """Each transition with its GAE advantage ``adv`` and ``traj_flag`` (True on the last step):
         ``transitions`` is one env's consecutive steps, and only the last one can end its episode."""
         traj_flag = [False] * (len(transitions) - 1) + [True]
-        next_obs = np.stack([np.asarray(t["next_obs"], np.float32) for t in transitions])
+        next_obs = stack_obs([t["next_obs"] for t in transitions])
         columns = {
             "next_obs": torch.as_tensor(next_obs),
             "reward": torch.tensor([float(np.asarray(t["reward"]).reshape(())) for t in transitions]),

@@ -76,10 +76,11 @@ def test_plain_head_and_unknown_kwarg():
         create_model(dict(type="dqn", obs_shape=4, action_shape=2, hidden_size_lst=[8]))
 
 
-def test_image_observations_are_refused_until_there_is_a_conv_encoder():
+def test_an_fc_encoder_refuses_an_image_and_names_the_conv_encoder():
     """DI-engine builds a ConvEncoder for a (C, H, W) obs_shape; a flattening MLP in its place would
-    be another model, so ding_ray says it has none yet."""
-    from ding_ray.errors import NotSupportedError
+    be another model, so the FCEncoder refuses one (DQN and VAC build a conv encoder: test_conv.py)."""
+    from ding_ray.errors import ConfigError
+    from ding_ray.model import FCEncoder
 
-    with pytest.raises(NotSupportedError, match=r"obs_shape=\[3, 96, 96\] is an image.*ConvEncoder"):
-        create_model(dict(type="dqn", obs_shape=[3, 96, 96], action_shape=5))
+    with pytest.raises(ConfigError, match=r"obs_shape=\[3, 96, 96\] is an image.*ConvEncoder"):
+        FCEncoder([3, 96, 96], [64])
