@@ -24,8 +24,20 @@ from ding_ray.rl_utils.sac import (
     tanh_gaussian_sample,
 )
 from ding_ray.rl_utils.td import double_dqn_next_value, nstep_td_target, q_nstep_td_error, td_loss
+from ding_ray.rl_utils.vtrace import (
+    compute_importance_weights,
+    vtrace,
+    vtrace_advantage,
+    vtrace_data,
+    vtrace_error_continuous_action,
+    vtrace_error_discrete_action,
+    vtrace_loss,
+    vtrace_nstep_return,
+    vtrace_returns,
+)
 
 __all__ = [
+    "compute_importance_weights",
     "discrete_sac_policy_loss",
     "double_dqn_next_value",
     "gae",
@@ -50,4 +62,12 @@ __all__ = [
     "soft_update",
     "tanh_gaussian_sample",
     "td_loss",
+    "vtrace",
+    "vtrace_advantage",
+    "vtrace_data",
+    "vtrace_error_continuous_action",
+    "vtrace_error_discrete_action",
+    "vtrace_loss",
+    "vtrace_nstep_return",
+    "vtrace_returns",
 ]
