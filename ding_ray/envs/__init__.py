@@ -1,5 +1,7 @@
-"""Environments: gymnasium by id, and the vectorized env manager."""
+"""Environments: gymnasium by id (Atari and MinAtar games too), and the vectorized env managers."""
 
+from ding_ray.envs.atari import AtariEnv
+from ding_ray.envs.atari_vector_manager import AtariVectorEnvManager
 from ding_ray.envs.board_game import TicTacToeEnv
 from ding_ray.envs.env_manager import BaseEnvManager, create_env_manager, get_env_manager_cls
 from ding_ray.envs.env_manager_v2 import BaseEnvManagerV2, SubprocessEnvManagerV2
@@ -14,6 +16,8 @@ from ding_ray.envs.gymnasium_env import (
 from ding_ray.envs.subprocess_env_manager import AsyncSubprocessEnvManager, SyncSubprocessEnvManager
 
 __all__ = [
+    "AtariEnv",
+    "AtariVectorEnvManager",
     "AsyncSubprocessEnvManager",
     "BaseEnvManager",
     "BaseEnvManagerV2",

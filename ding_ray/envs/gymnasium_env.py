@@ -11,9 +11,18 @@ import numpy as np
 from easydict import EasyDict
 
 from ding_ray.config.merge import checked_config, default_config_of
+from ding_ray.envs.atari import (
+    EXTRA_HINT,
+    ensure_registered,
+    is_atari_id,
+    is_minatar_id,
+    minatar_obs,
+    minatar_space,
+    missing_packages,
+)
 from ding_ray.envs.dizoo_keys import check_dizoo_keys, discretised_space, make_kwargs, unit_of_index
 from ding_ray.envs.step_errors import step_result_error
-from ding_ray.errors import EnvError
+from ding_ray.errors import ConfigError, EnvError
 from ding_ray.utils.registry import ENV_REGISTRY, close_matches
 
 BaseEnvTimestep = namedtuple("BaseEnvTimestep", ["obs", "reward", "done", "info"])
@@ -26,11 +35,13 @@ def make_gymnasium(env_id: str, **kwargs: Any) -> gym.Env:
     """``gym.make`` with an error that names the nearest registered ids when ``env_id`` is unknown."""
     if env_id is None:
         raise EnvError("env.env_id is not set; give a gymnasium id such as 'CartPole-v1'.")
-    if env_id not in gym.envs.registry:
+    if not ensure_registered(env_id):  # ale-py's and MinAtar's ids are registered when first asked for
         hint = close_matches(env_id, gym.envs.registry.keys(), n=5)
+        missing = missing_packages()
         raise EnvError(
             f"Unknown gymnasium env id '{env_id}'."
             + (f" Close registered ids: {hint}." if hint else " See gymnasium.envs.registry for the ids.")
+            + (f" {EXTRA_HINT} (not installed: {', '.join(missing)})." if missing else "")
         )
     try:
         return gym.make(env_id, disable_env_checker=True, **kwargs)
@@ -122,8 +133,17 @@ class GymnasiumEnv:
 
     @classmethod
     def check_config(cls, cfg: dict) -> None:
-        """Refuse (``ConfigError``) values of dizoo's env keys that this env cannot act on yet."""
+        """Refuse (``ConfigError``) values of dizoo's env keys that this env cannot act on yet, and
+        Atari ids, whose raw RGB frames no model takes without DI-engine's preprocessing."""
         check_dizoo_keys(cfg)
+        env_id = cfg.get("env_id")
+        if isinstance(env_id, str) and ensure_registered(env_id) and is_atari_id(env_id):
+            raise ConfigError(
+                f"env.env_id={env_id!r} is an Atari game: use DI-engine's env type 'atari' (create_config "
+                "env=dict(type='atari'); on the command line --set create_config.env.type=atari), which "
+                "gives DeepMind's preprocessed frames (84x84 grayscale, frame_stack=4: obs_shape "
+                "[4, 84, 84]). Env type 'gymnasium' would give raw 210x160 RGB screens."
+            )
 
     def __init__(self, cfg: dict | None = None, env: gym.Env | None = None) -> None:
         """``env``: an env instance to wrap instead of making one from ``cfg.env_id``."""
@@ -138,7 +158,8 @@ class GymnasiumEnv:
         self._env = env if env is not None else self._make()
         raw_space = self._env.observation_space
         self._obs_n = int(raw_space.n) if isinstance(raw_space, gym.spaces.Discrete) else None
-        self.observation_space = one_hot_space(raw_space)
+        self._minatar = is_minatar_id(getattr(self._env.spec, "id", None))
+        self.observation_space = minatar_space(raw_space) if self._minatar else one_hot_space(raw_space)
         env_actions = self._env.action_space
         self._discretised = discretised_space(env_actions, cfg.continuous)
         self.action_space = self._discretised or env_actions
@@ -158,6 +179,8 @@ class GymnasiumEnv:
         return (high + low) / 2, (high - low) / 2
 
     def _observe(self, obs: Any) -> np.ndarray:
+        if self._minatar:  # (10, 10, C) bool -> (C, 10, 10) float32, for a conv model
+            return minatar_obs(obs)
         if self._obs_n is None:
             return obs
         one_hot = np.zeros(self._obs_n, dtype=np.float32)
@@ -304,6 +327,12 @@ def get_vec_env_setting(cfg: dict) -> tuple[type, list[EasyDict], list[EasyDict]
     cfg = EasyDict(cfg)
     env_cls = ENV_REGISTRY.get(cfg.get("type", "gymnasium"))
     env_cfg = EasyDict({k: v for k, v in cfg.items() if k != "manager"})
+    # DI-engine's hooks where the env class has them: the atari env's collector envs train
+    # (episodic life, clipped rewards), its evaluator envs play whole games
+    make_collector = getattr(env_cls, "create_collector_env_cfg", None)
+    make_evaluator = getattr(env_cls, "create_evaluator_env_cfg", None)
+    if make_collector is not None and make_evaluator is not None:
+        return env_cls, list(make_collector(env_cfg)), list(make_evaluator(env_cfg))
     collector = [copy.deepcopy(env_cfg) for _ in range(cfg.collector_env_num)]
     evaluator = [copy.deepcopy(env_cfg) for _ in range(cfg.evaluator_env_num)]
     return env_cls, collector, evaluator
