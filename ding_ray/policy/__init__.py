@@ -3,6 +3,7 @@
 from ding_ray.policy.base import CommandModePolicy, Policy, create_policy, get_policy_cls
 from ding_ray.policy.discrete_sac import DiscreteSACPolicy
 from ding_ray.policy.dqn import DQNPolicy
+from ding_ray.policy.impala import IMPALAPolicy
 from ding_ray.policy.ppo import PPOPolicy
 from ding_ray.policy.ppo_offpolicy import PPOOffPolicy
 from ding_ray.policy.sac import SACPolicy
@@ -13,6 +14,7 @@ __all__ = [
     "CommandModePolicy",
     "DiscreteSACPolicy",
     "DQNPolicy",
+    "IMPALAPolicy",
     "PPOOffPolicy",
     "PPOPolicy",
     "Policy",

@@ -1,0 +1,422 @@
+"""IMPALA (Espeholt et al., 2018, arXiv:1802.01561): an actor-critic trained on unrolls that older
+weights collected, corrected for the lag by V-trace.
+
+Names and config keys are DI-engine's ``IMPALAPolicy`` (``type='impala'``). A train sample is one
+unroll: ``unroll_len`` consecutive steps of one env with the behaviour policy's logits. Each learn
+call is one gradient step on ``batch_size`` unrolls (DI-engine's serial form replays them from a
+buffer with ``max_use``). Discrete (categorical) or continuous (diagonal Gaussian) actions, with
+the VAC model (vector or image observations).
+
+What the learn forward takes (a list of samples, or one columnar batch with a leading batch axis),
+per sample, time first:
+
+- ``obs`` [T, *obs_shape], ``next_obs`` [T, *obs_shape] (only the last row and the rows flagged in
+  ``traj_flag`` are read), ``action`` [T] int (or [T, A] float), ``reward`` [T];
+- ``logit`` [T, A] (or ``{'mu': [T, A], 'sigma': [T, A]}``): the behaviour policy's outputs;
+- ``done`` [T]: the episode terminated at that step (no bootstrap); ``traj_flag`` [T] (optional,
+  default ``done``): the episode ended there for any reason (termination, time limit, a crash) or
+  the unroll's real steps stop there, so nothing is traced across it and, short of a termination,
+  its value is bootstrapped from ``V(next_obs)``; ``null`` [T] (optional): padding, left out of
+  the losses. Unrolls may cross episode boundaries (the asynchronous form streams them so).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Any
+
+import numpy as np
+import torch
+
+from ding_ray.data.columnar import stack_items
+from ding_ray.errors import ConfigError, ShapeError
+from ding_ray.policy.base import Policy
+from ding_ray.policy.common import check_finite_loss, obs_batch, set_mode, to_tensor_batch
+from ding_ray.policy.optim import make_adam
+from ding_ray.rl_utils import vtrace_data, vtrace_error_continuous_action, vtrace_error_discrete_action
+from ding_ray.utils.registry import POLICY_REGISTRY
+
+_GRAD_CLIP_TYPES = (None, "clip_norm", "clip_value")
+_OPTIMS = ("adam", "rmsprop")
+_LOG_KEYS = ("total_loss", "policy_loss", "value_loss", "entropy_loss")
+
+
+@POLICY_REGISTRY.register("impala")
+class IMPALAPolicy(Policy):
+    """Learn: V-trace actor-critic on a batch of unrolls. Collect: sample from the categorical (or
+    Gaussian) policy; ``get_train_sample`` cuts each env's steps into unrolls. Eval: argmax (or
+    the Gaussian's mean).
+
+    Collect forward returns ``{env_id: {'action', 'logit'}}`` (DI-engine's); learn forward one log
+    dict (one gradient step: the learner counts one iteration).
+    """
+
+    config = dict(
+        type="impala",
+        on_policy=False,  # serial form: unrolls go through a replay buffer (max_use bounds their reuse)
+        priority=False,  # not used by IMPALA (kept for DI-engine configs; True is an error)
+        priority_IS_weight=False,  # not used by IMPALA (True is an error)
+        action_space="discrete",  # 'discrete' (categorical head) or 'continuous' (Gaussian head)
+        unroll_len=32,  # steps per train sample (one V-trace unroll)
+        transition_with_policy_data=True,  # random_collect_size steps use the policy (they need logits)
+        random_collect_size=0,  # env steps collected before training (by the policy, see above)
+        learn=dict(
+            update_per_collect=4,  # gradient steps per collect call (serial pipeline)
+            batch_size=16,  # unrolls per gradient step
+            learning_rate=0.0005,
+            value_weight=0.5,  # weight of the value loss (the policy loss has weight 1)
+            entropy_weight=0.0001,  # weight of the entropy bonus
+            discount_factor=0.99,  # gamma
+            lambda_=0.95,  # scales every trace coefficient c (1: the paper's V-trace)
+            rho_clip_ratio=1.0,  # clip of the importance weights in the value targets
+            c_clip_ratio=1.0,  # clip of the importance weights in the traces
+            rho_pg_clip_ratio=1.0,  # clip of the importance weights in the policy-gradient advantage
+            grad_clip_type=None,  # None, 'clip_norm' (global norm) or 'clip_value'
+            clip_value=0.5,  # the norm or value bound of grad_clip_type
+            optim="adam",  # 'adam' or 'rmsprop'
+            num_threads=1,  # torch intra-op threads of the process that trains
+        ),
+        collect=dict(
+            # train samples (unrolls) per collect call; no collect.unroll_len: the samples are the
+            # unrolls already (the data fetcher samples whole ones, not runs of them)
+            n_sample=None,
+            # dizoo's cartpole_impala_config sets these two; DI-engine's IMPALA reads neither (it uses
+            # learn.discount_factor), and neither does ding_ray
+            discount_factor=None,
+            gae_lambda=None,
+        ),
+        eval=dict(),
+        other=dict(
+            replay_buffer=dict(
+                replay_buffer_size=1000,  # unrolls held
+                max_use=16,  # an unroll is removed after being sampled this many times
+            ),
+        ),
+    )
+
+    def default_model(self) -> tuple[str, list[str]]:
+        return "vac", ["ding_ray.model.vac"]
+
+    def __init__(self, cfg: dict, model: torch.nn.Module | None = None, enable_field: Any = None) -> None:
+        _check_supported(cfg)
+        self.action_space = cfg.get("action_space", "discrete")  # what check_spaces asks of the env
+        super().__init__(cfg, model, enable_field)
+        self._unroll_len = int(self._cfg.unroll_len)
+        self._unrolls = UnrollBuilder(self._unroll_len)
+
+    def _create_model(self, cfg: Any, model: torch.nn.Module | None) -> torch.nn.Module:
+        if model is None and cfg.model.get("type", "vac") == "vac":
+            # the default VAC takes the policy's action space unless its config names one
+            model_space = cfg.model.setdefault("action_space", cfg.action_space)
+            if model_space != cfg.action_space:
+                raise ConfigError(
+                    f"policy.action_space={cfg.action_space!r} but policy.model.action_space="
+                    f"{model_space!r}: a {model_space} model cannot give {cfg.action_space} actions. "
+                    "Set both to the same value."
+                )
+        built = super()._create_model(cfg, model)
+        model_space = getattr(built, "action_space", None)
+        if isinstance(model_space, str) and model_space != cfg.action_space:
+            raise ConfigError(
+                f"policy.action_space={cfg.action_space!r} but the model's action_space is "
+                f"{model_space!r}; build the model for {cfg.action_space} actions."
+            )
+        return built
+
+    @property
+    def _continuous(self) -> bool:
+        return self.action_space == "continuous"
+
+    # ----- learn ------------------------------------------------------------------------------
+    def _init_learn(self) -> None:
+        learn = self._cfg.learn
+        self._learn_model = self._model
+        if learn.optim == "rmsprop":
+            self._optimizer = torch.optim.RMSprop(self._model.parameters(), lr=learn.learning_rate)
+        else:
+            self._optimizer = make_adam(self._model.parameters(), learn.learning_rate)
+
+    def _forward_learn(self, data: Any) -> dict[str, Any]:
+        """One V-trace gradient step on a batch of unrolls; its log dict."""
+        learn = self._cfg.learn
+        batch = _time_major(to_tensor_batch(_stack_unrolls(data), self._device), self._continuous)
+        obs, next_obs = batch["obs"], batch["next_obs"]
+        steps, size = obs.shape[:2]
+        set_mode(self._learn_model, True)
+        # one forward over the T obs of every unroll and the obs after its last step
+        obs_plus_1 = torch.cat([obs, next_obs[-1:]]).flatten(0, 1)
+        output = self._learn_model(obs_plus_1, "compute_actor_critic")
+        value = output["value"].reshape(steps + 1, size)
+        target_logit = _rows(output["logit"], steps, size)
+        reward, discounts_done, weight = self._targets_inputs(batch, value)
+        loss_fn = vtrace_error_continuous_action if self._continuous else vtrace_error_discrete_action
+        loss = loss_fn(
+            vtrace_data(target_logit, batch["logit"], batch["action"], value, reward, weight, discounts_done),
+            learn.discount_factor,
+            learn.lambda_,
+            learn.rho_clip_ratio,
+            learn.c_clip_ratio,
+            learn.rho_pg_clip_ratio,
+        )
+        total_loss = (
+            loss.policy_loss + learn.value_weight * loss.value_loss - learn.entropy_weight * loss.entropy_loss
+        )
+        check_finite_loss(total_loss, {"obs": obs, "reward": batch["reward"]}, "IMPALA learn")
+        self._optimizer.zero_grad(set_to_none=True)
+        total_loss.backward()
+        if learn.grad_clip_type == "clip_norm":
+            torch.nn.utils.clip_grad_norm_(self._learn_model.parameters(), learn.clip_value)
+        elif learn.grad_clip_type == "clip_value":
+            torch.nn.utils.clip_grad_value_(self._learn_model.parameters(), learn.clip_value)
+        self._optimizer.step()
+        stats = torch.stack([total_loss.detach(), *(x.detach() for x in loss)]).tolist()
+        return {"cur_lr": self._optimizer.param_groups[0]["lr"], **dict(zip(_LOG_KEYS, stats))}
+
+    @torch.no_grad()
+    def _targets_inputs(
+        self, batch: dict[str, Any], value: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """``(reward, ends, weight)`` [T, B] for the V-trace loss.
+
+        Where an episode ends (or the real steps stop) before the unroll's last step, the next row
+        is not its successor: the trace is cut there (``ends`` = 1, the loss's discount is 0) and a
+        step that did not terminate gets its bootstrap ``gamma * V(next_obs)`` folded into its
+        reward. At the last step the bootstrap is ``value[-1]``, the value of ``next_obs[-1]``.
+        """
+        reward, done = batch["reward"], batch["done"]
+        null = batch.get("null")
+        traj_flag = batch.get("traj_flag", done)
+        if null is not None:
+            traj_flag = torch.maximum(traj_flag, null)
+        ends = traj_flag.clone()
+        ends[-1] = done[-1]  # the last step bootstraps from value[-1] unless it terminated
+        cut = (ends > 0) & (done == 0)
+        if bool(cut.any()):
+            rows = torch.nonzero(cut, as_tuple=True)
+            next_value = self._learn_model(batch["next_obs"][rows], "compute_critic")["value"].reshape(-1)
+            reward = reward.clone()
+            reward[rows] += self._cfg.learn.discount_factor * next_value
+        weight = None if null is None else 1.0 - null
+        return reward, ends, weight
+
+    def _monitor_vars_learn(self) -> list[str]:
+        return ["cur_lr", *_LOG_KEYS]
+
+    # ----- collect ----------------------------------------------------------------------------
+    def _init_collect(self) -> None:
+        self._collect_model = self._model
+
+    @torch.inference_mode()
+    def _collect_columns(self, data: dict[int, Any], **kwargs: Any) -> tuple[list[int], dict[str, Any]]:
+        env_ids, obs = obs_batch(data)
+        model = self._collect_model
+        set_mode(model, False)  # the learner shares this model and leaves it in train mode
+        logit = model(torch.from_numpy(obs).to(self._device), "compute_actor")["logit"]
+        if self._continuous:
+            action = logit["mu"] + logit["sigma"] * torch.randn_like(logit["mu"])
+        else:
+            action = torch.multinomial(torch.softmax(logit, dim=-1), 1).squeeze(-1)
+        return env_ids, {"action": action, "logit": logit}
+
+    def _process_transition(self, obs: Any, policy_output: dict[str, Any], timestep: Any) -> dict[str, Any]:
+        # 'done' is a real termination only (a time limit bootstraps from V(next_obs));
+        # 'traj_flag' marks every episode end.
+        truncated = bool(timestep.info.get("truncated", False))
+        return {
+            "obs": obs,
+            "next_obs": timestep.obs,
+            "action": policy_output["action"],
+            "logit": policy_output["logit"],
+            "reward": timestep.reward,
+            "done": bool(timestep.done and not truncated),
+            "traj_flag": bool(timestep.done),
+        }
+
+    def _get_train_sample(self, transitions: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Unrolls of ``unroll_len`` steps (dicts of arrays with a leading time axis) from one env's
+        consecutive transitions; see ``UnrollBuilder``."""
+        return self._unrolls(transitions)
+
+    def _get_unroll_len(self) -> int:
+        return self._unroll_len
+
+    # ----- eval -------------------------------------------------------------------------------
+    @torch.inference_mode()
+    def _eval_columns(self, data: dict[int, Any]) -> tuple[list[int], dict[str, Any]]:
+        env_ids, obs = obs_batch(data)
+        set_mode(self._eval_model, False)
+        return env_ids, self._eval_tensors(torch.from_numpy(obs).to(self._device))
+
+    def _eval_tensors(self, obs: torch.Tensor) -> dict[str, Any]:
+        logit = self._eval_model(obs, "compute_actor")["logit"]
+        action = logit["mu"] if self._continuous else logit.argmax(-1)  # the Gaussian's mean, or greedy
+        return {"action": action, "logit": logit}
+
+
+class UnrollBuilder:
+    """Cuts each env's stream of transitions into unrolls of ``unroll_len`` steps.
+
+    A collector hands over one env's consecutive steps at a time, in pieces of any length (at an
+    episode end, or every few steps). A piece continues an earlier one when its first ``obs`` is
+    that piece's last ``next_obs`` (the same array: the collector acts on the observation the env
+    returned); the leftover steps of the earlier piece then start the next unroll, so unrolls do
+    not depend on how the collector cut the stream. At an episode end (``traj_flag``) the leftover
+    steps fill a last unroll: preceded by the episode's steps just before them (DI-engine's
+    ``'last'`` rule), or, in an episode shorter than one unroll, followed by ``null`` steps.
+    """
+
+    max_pending = 4096  # leftovers of streams that never continued (an env that crashed) are dropped
+
+    def __init__(self, unroll_len: int) -> None:
+        self.unroll_len = unroll_len
+        # last next_obs of a stream -> (that obs, its last unroll_len - 1 steps, its leftover steps)
+        self._pending: OrderedDict[int, tuple[Any, list, list]] = OrderedDict()
+
+    def __call__(self, transitions: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        if not transitions:
+            return []
+        length = self.unroll_len
+        history, leftover = self._continued(transitions[0]["obs"])
+        steps = leftover + transitions
+        full = len(steps) // length
+        groups = [steps[i * length : (i + 1) * length] for i in range(full)]
+        rest = steps[full * length :]
+        history = (history + steps[: full * length])[-(length - 1) :] if length > 1 else []
+        if transitions[-1].get("traj_flag", transitions[-1]["done"]):
+            if rest:
+                missing = length - len(rest)
+                if len(history) >= missing:
+                    groups.append(history[len(history) - missing :] + rest)
+                else:
+                    groups.append(rest + [_null_step(rest[-1])] * missing)
+        else:
+            last_obs = transitions[-1]["next_obs"]
+            self._pending[id(last_obs)] = (last_obs, history, rest)
+            while len(self._pending) > self.max_pending:
+                self._pending.popitem(last=False)
+        return [_unroll(group) for group in groups]
+
+    def _continued(self, obs: Any) -> tuple[list, list]:
+        """``(history, leftover)`` of the stream that ``obs`` continues; empty ones for a new stream."""
+        entry = self._pending.get(id(obs))
+        if entry is not None and entry[0] is obs:
+            del self._pending[id(obs)]
+            return entry[1], entry[2]
+        for key, (last_obs, history, leftover) in self._pending.items():  # a copied observation
+            if np.array_equal(np.asarray(last_obs), np.asarray(obs)):
+                del self._pending[key]
+                return history, leftover
+        return [], []
+
+    def reset(self) -> None:
+        self._pending.clear()
+
+
+_NULL = "_null"  # marks a padding step until its unroll is stacked
+
+
+def _null_step(last: dict[str, Any]) -> dict[str, Any]:
+    """Padding after an episode's last step: its arrays, no reward, flagged as padding."""
+    reward = np.zeros_like(np.asarray(last["reward"]))
+    return {**last, "reward": reward, "done": True, "traj_flag": True, _NULL: True}
+
+
+def _unroll(group: list[dict[str, Any]]) -> dict[str, Any]:
+    """``unroll_len`` steps -> one train sample: a dict of arrays with a leading time axis."""
+    real = sum(1 for step in group if _NULL not in step)
+    steps = [{k: v for k, v in step.items() if k not in ("collect_iter", _NULL)} for step in group]
+    sample = dict(stack_items(steps))
+    null = np.zeros(len(group), dtype=bool)
+    null[real:] = True  # padding only ever follows the real steps
+    flags = np.asarray(sample["traj_flag"], dtype=bool)
+    flags[real - 1 :] = True  # nothing is traced past the last real step
+    sample.update(traj_flag=flags, null=null)
+    iters = [step["collect_iter"] for step in group if "collect_iter" in step]
+    if iters:
+        sample["collect_iter"] = min(iters)  # the oldest weights in the unroll: its staleness
+    return sample
+
+
+def _stack_unrolls(data: Any) -> Any:
+    """DI-engine's task pipeline hands a list of unrolls as lists of transition dicts."""
+    if isinstance(data, list) and data and isinstance(data[0], list):
+        return [dict(stack_items(unroll)) for unroll in data]
+    return data
+
+
+_REQUIRED = ("obs", "next_obs", "action", "reward", "done", "logit")
+
+
+def _time_major(batch: dict[str, Any], continuous: bool) -> dict[str, Any]:
+    """Columns [B, T, ...] -> [T, B, ...] (logit dicts too); bools and flags as float masks."""
+    missing = [key for key in _REQUIRED if key not in batch]
+    if missing:
+        what = (
+            "the behaviour policy's logits (the collect forward's 'logit'): V-trace needs them"
+            if ("logit" in missing)
+            else "them"
+        )
+        raise ShapeError(
+            f"An IMPALA training batch lacks {missing}; it needs {list(_REQUIRED)} per unroll, and "
+            f"{what}. Collect with the IMPALA policy's collect mode and get_train_sample."
+        )
+    if batch["reward"].dim() < 2:
+        raise ShapeError(
+            f"IMPALA trains on unrolls: reward must be [B, T], got {tuple(batch['reward'].shape)}. "
+            "Store the samples of get_train_sample (unroll_len steps each), not single transitions."
+        )
+    size_steps = batch["obs"].shape[:2]
+    for key in ("reward", "done", "traj_flag", "null"):
+        if key in batch:
+            batch[key] = batch[key].reshape(size_steps)
+    out = {}
+    for key, value in batch.items():
+        if isinstance(value, dict):
+            out[key] = {k: v.transpose(0, 1) for k, v in value.items()}
+        elif isinstance(value, torch.Tensor) and value.dim() >= 2:
+            out[key] = value.transpose(0, 1)
+    logit = out["logit"]
+    if continuous != isinstance(logit, dict):
+        raise ShapeError(
+            "The batch's behaviour 'logit' is "
+            + ("{'mu', 'sigma'} (continuous actions)" if isinstance(logit, dict) else "a tensor (discrete)")
+            + f" but the policy's action_space is {'continuous' if continuous else 'discrete'}."
+        )
+    out["action"] = out["action"].float() if continuous else out["action"].long().reshape(out["reward"].shape)
+    return out
+
+
+def _rows(logit: Any, steps: int, size: int) -> Any:
+    """The learner's outputs over ``obs_plus_1`` -> the first ``steps`` rows as [T, B, ...]."""
+    if isinstance(logit, dict):
+        return {k: v.reshape(steps + 1, size, *v.shape[1:])[:-1] for k, v in logit.items()}
+    return logit.reshape(steps + 1, size, *logit.shape[1:])[:-1]
+
+
+def _check_supported(cfg: dict) -> None:
+    """Refuse values ding_ray's IMPALA cannot act on, by name."""
+    get = cfg.get
+    if get("action_space", "discrete") not in ("discrete", "continuous"):
+        raise ConfigError(
+            f"policy.action_space={get('action_space')!r} is not supported by IMPALA: choose 'discrete' "
+            "or 'continuous'."
+        )
+    unroll_len = get("unroll_len", 32)
+    if not isinstance(unroll_len, (int, np.integer)) or isinstance(unroll_len, bool) or unroll_len < 1:
+        raise ConfigError(
+            f"policy.unroll_len={unroll_len!r}: an unroll needs at least one step; set an integer >= 1 "
+            "(DI-engine's default is 32)."
+        )
+    for key in ("priority", "priority_IS_weight"):
+        if get(key):
+            raise ConfigError(f"policy.{key}=True is not supported by ding_ray's IMPALA; set it to False.")
+    learn = get("learn") or {}
+    clip_type = learn.get("grad_clip_type")
+    if clip_type not in _GRAD_CLIP_TYPES:
+        raise ConfigError(
+            f"policy.learn.grad_clip_type={clip_type!r} is not supported; choose from {_GRAD_CLIP_TYPES}."
+        )
+    if learn.get("optim", "adam") not in _OPTIMS:
+        raise ConfigError(
+            f"policy.learn.optim={learn.get('optim')!r} is not supported; choose from {_OPTIMS}."
+        )
