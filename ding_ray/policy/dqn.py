@@ -81,10 +81,18 @@ class DQNPolicy(Policy):
         batch = to_tensor_batch(data, self._device)
         (obs, _), (next_obs, next_mask) = split_obs_tensor(batch["obs"]), split_obs_tensor(batch["next_obs"])
         set_mode(self._learn_model, True)
-        # One forward over obs and next_obs: the online net's next-state values only pick the
-        # double-DQN action, so the extra rows cost nothing but a wider matrix multiply.
-        q_all = self._learn_model(torch.cat([obs, next_obs]))["logit"]
-        q, next_q_online = q_all[: len(obs)], mask_q(q_all[len(obs) :].detach(), next_mask)
+        if obs.dim() > 2:
+            # Images: the backward of one pass over [obs; next_obs] would run the convolutions'
+            # gradients over both halves (1.5x the plain loop's time measured, Nature CNN, batch 32),
+            # so the next-state pass that only picks the double-DQN action runs without a graph.
+            q = self._learn_model(obs)["logit"]
+            with torch.no_grad():
+                next_q_online = mask_q(self._learn_model(next_obs)["logit"], next_mask)
+        else:
+            # Vectors: one forward over obs and next_obs; the online net's next-state values only
+            # pick the double-DQN action, so the extra rows cost nothing but a wider matrix multiply.
+            q_all = self._learn_model(torch.cat([obs, next_obs]))["logit"]
+            q, next_q_online = q_all[: len(obs)], mask_q(q_all[len(obs) :].detach(), next_mask)
         with torch.no_grad():
             next_q_target = self._target_model(next_obs)["logit"]
         done = torch.zeros_like(batch["done"]) if learn.ignore_done else batch["done"]

@@ -1,0 +1,165 @@
+"""Learner samples/s of ding_ray's DQN on Atari-sized frames vs a plain PyTorch DQN update loop.
+
+Both train the Nature CNN (conv 32 8x8/4, 64 4x4/2, 64 3x3/1, linear 512; then a 512 hidden layer
+and one Q-value per action: ding_ray's non-dueling DQN head) with double-DQN 1-step targets, Adam
+and a hard target update, on the same batches of 32 uint8 (4, 84, 84) frames (columnar numpy
+dicts, as a replay buffer's ``sample`` gives them). ding_ray's side is its policy's learn mode
+(``learn_mode.forward(batch)``: tensors from numpy, the model scaling the uint8 frames itself);
+the plain side is the CleanRL-style loop written out below, once with torch's default Adam (what
+such a loop usually has: ``plain_torch``) and once with the fused Adam ding_ray uses where torch has
+it (``plain_torch_fused``: the like-for-like reference, so its ratio is ding_ray's own overhead).
+The sides take turns gradient step by gradient step in one process, with torch's threads as
+ding_ray sets them for a learner (``policy.learn.num_threads``), so that the load of a shared
+machine falls on all of them alike.
+
+Run:  python benchmarks/bench_learner_pixels.py [--device cpu|cuda] [--iters 10] [--rounds 3]
+Prints one ``bench_learner_pixels ...`` line per side and a ratio line per plain side.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from ding_ray.policy import create_policy
+from ding_ray.utils.runtime import set_torch_threads
+
+OBS_SHAPE, ACTIONS, BATCH, GAMMA, LR, TARGET_UPDATE = (4, 84, 84), 6, 32, 0.99, 1e-4, 500
+
+
+def make_batches(n: int, seed: int = 0) -> list[dict[str, np.ndarray]]:
+    rng = np.random.default_rng(seed)
+    return [
+        dict(
+            obs=rng.integers(0, 256, (BATCH, *OBS_SHAPE), dtype=np.uint8),
+            next_obs=rng.integers(0, 256, (BATCH, *OBS_SHAPE), dtype=np.uint8),
+            action=rng.integers(0, ACTIONS, BATCH),
+            reward=rng.normal(size=BATCH).astype(np.float32),
+            done=rng.random(BATCH) < 0.01,
+        )
+        for _ in range(n)
+    ]
+
+
+def ding_ray_learner(device: str):
+    cfg = dict(
+        type="dqn",
+        cuda=device == "cuda",
+        discount_factor=GAMMA,
+        model=dict(obs_shape=list(OBS_SHAPE), action_shape=ACTIONS, dueling=False),
+        learn=dict(batch_size=BATCH, learning_rate=LR, target_update_freq=TARGET_UPDATE),
+    )
+    policy = create_policy(cfg, enable_field=["learn"])
+    set_torch_threads(policy._cfg.learn.num_threads)  # as ding_ray's learner process does
+    return policy.learn_mode.forward
+
+
+class NatureQNetwork(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.net = nn.Sequential(
+            nn.Conv2d(OBS_SHAPE[0], 32, 8, 4),
+            nn.ReLU(),
+            nn.Conv2d(32, 64, 4, 2),
+            nn.ReLU(),
+            nn.Conv2d(64, 64, 3, 1),
+            nn.ReLU(),
+            nn.Flatten(),
+            nn.Linear(64 * 7 * 7, 512),
+            nn.Linear(512, 512),
+            nn.ReLU(),
+            nn.Linear(512, ACTIONS),
+        )
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        return self.net(obs.float() / 255.0)
+
+
+def plain_learner(device: str, fused: bool = False):
+    q_network = NatureQNetwork().to(device)
+    target_network = NatureQNetwork().to(device)
+    target_network.load_state_dict(q_network.state_dict())
+    optimizer = torch.optim.Adam(q_network.parameters(), lr=LR, fused=fused or None)
+    step = 0
+
+    def update(batch: dict[str, np.ndarray]) -> float:
+        nonlocal step
+        obs = torch.from_numpy(batch["obs"]).to(device)
+        next_obs = torch.from_numpy(batch["next_obs"]).to(device)
+        action = torch.from_numpy(batch["action"]).to(device)
+        reward = torch.from_numpy(batch["reward"]).to(device)
+        done = torch.from_numpy(batch["done"]).to(device).float()
+        with torch.no_grad():
+            next_action = q_network(next_obs).argmax(-1, keepdim=True)
+            target_max = target_network(next_obs).gather(1, next_action).squeeze(1)
+            td_target = reward + GAMMA * target_max * (1 - done)
+        q_value = q_network(obs).gather(1, action.unsqueeze(1)).squeeze(1)
+        loss = F.mse_loss(q_value, td_target)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        step += 1
+        if step % TARGET_UPDATE == 0:
+            target_network.load_state_dict(q_network.state_dict())
+        return loss.item()
+
+    return update
+
+
+def seconds(update, batch: dict[str, np.ndarray], device: str) -> float:
+    if device == "cuda":
+        torch.cuda.synchronize()
+    start = time.perf_counter()
+    update(batch)
+    if device == "cuda":
+        torch.cuda.synchronize()
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    parser.add_argument("--iters", type=int, default=10, help="gradient steps per side per round")
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    torch.manual_seed(0)
+    sides = {
+        "ding_ray": ding_ray_learner(args.device),
+        "plain_torch": plain_learner(args.device),
+        "plain_torch_fused": plain_learner(args.device, fused=True),
+    }
+    batches = make_batches(args.iters)
+    for update in sides.values():  # warm-up: allocator, kernels, Adam state
+        for batch in batches[:2]:
+            update(batch)
+    rates: dict[str, list[float]] = {side: [] for side in sides}
+    for _ in range(args.rounds):
+        spent = dict.fromkeys(sides, 0.0)
+        for batch in batches:
+            for side, update in sides.items():
+                spent[side] += seconds(update, batch, args.device)
+        for side in sides:
+            rates[side].append(len(batches) * BATCH / spent[side])
+    median = {side: statistics.median(r) for side, r in rates.items()}
+    threads = torch.get_num_threads()
+    for side, rate in median.items():
+        print(
+            f"bench_learner_pixels side={side} device={args.device} threads={threads} batch={BATCH} "
+            f"samples_per_s={rate:.1f} rounds={[round(r, 1) for r in rates[side]]}",
+            flush=True,
+        )
+    for plain in ("plain_torch", "plain_torch_fused"):
+        ratio = median["ding_ray"] / median[plain]
+        print(
+            f"bench_learner_pixels_ratio ding_ray_over_{plain}={ratio:.3f} device={args.device}", flush=True
+        )
+
+
+if __name__ == "__main__":
+    main()
