@@ -1,0 +1,121 @@
+"""Env steps per second of 8 Pong envs (DeepMind preprocessing: 84x84 grayscale, 4 frames skipped
+and max-pooled, 4 stacked, uint8), random actions, in one run:
+
+  raw_vector      ale-py's AtariVectorEnv stepped directly in this process (C++ threads): the ceiling
+  gym_async       gymnasium's AsyncVectorEnv, a process per env with AtariPreprocessing and
+                  FrameStackObservation (shared memory)
+  ding_base       ding_ray's 'base' manager over env type 'atari' (all envs in this process)
+  ding_subprocess ding_ray's 'subprocess' manager over env type 'atari' (a process per env)
+  ding_vector     ding_ray's 'atari_vector' manager (AtariVectorEnv behind the env-manager API)
+
+The kinds are timed in turns, window after window, so other load on the machine hits them alike;
+each figure is the best of ``--windows`` windows. An env step is one env's step (8 per call).
+ratio_to_raw is each figure over raw_vector's.
+
+Run:  python benchmarks/bench_atari_envs.py [--envs 8] [--seconds 2] [--windows 3]
+Prints one ``bench_atari_envs kind=... env_steps_per_s=... ratio_to_raw=...`` line per kind.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from functools import partial
+
+import gymnasium as gym
+import numpy as np
+
+from ding_ray.envs import AtariEnv, create_env_manager
+from ding_ray.envs.atari import ensure_registered
+
+ENV_ID = "PongNoFrameskip-v4"
+ACTIONS = 6
+
+
+def make_gym_env() -> gym.Env:
+    from gymnasium.wrappers import AtariPreprocessing, FrameStackObservation
+
+    ensure_registered(ENV_ID)
+    return FrameStackObservation(AtariPreprocessing(gym.make(ENV_ID), noop_max=30), 4)
+
+
+class Raw:
+    def __init__(self, n: int) -> None:
+        from ale_py.vector_env import AtariVectorEnv
+
+        self.vec = AtariVectorEnv("pong", n, autoreset_mode="SameStep", reward_clipping=True)
+        self.vec.reset(seed=0)
+        self.n = n
+
+    def run(self, rng: np.random.Generator, seconds: float) -> float:
+        steps, start = 0, time.perf_counter()
+        while time.perf_counter() - start < seconds:
+            self.vec.step(rng.integers(ACTIONS, size=self.n))
+            steps += self.n
+        return steps / (time.perf_counter() - start)
+
+    def close(self) -> None:
+        self.vec.close()
+
+
+class GymAsync(Raw):
+    def __init__(self, n: int) -> None:
+        self.vec = gym.vector.AsyncVectorEnv([make_gym_env] * n, shared_memory=True)
+        self.vec.reset(seed=0)
+        self.n = n
+
+
+class Ding:
+    def __init__(self, n: int, manager: str) -> None:
+        cfg = dict(env_id=ENV_ID, is_train=True)
+        self.env = create_env_manager(dict(type=manager), [partial(AtariEnv, cfg=cfg)] * n)
+        self.env.seed(0)
+        self.env.launch()
+
+    def run(self, rng: np.random.Generator, seconds: float) -> float:
+        steps, start = 0, time.perf_counter()
+        while time.perf_counter() - start < seconds:
+            ready = self.env.ready_obs
+            actions = dict(zip(ready, rng.integers(ACTIONS, size=len(ready)).tolist()))
+            steps += len(self.env.step(actions))
+        return steps / (time.perf_counter() - start)
+
+    def close(self) -> None:
+        self.env.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--envs", type=int, default=8)
+    parser.add_argument("--seconds", type=float, default=2.0, help="length of one timing window")
+    parser.add_argument("--windows", type=int, default=3, help="windows per kind (the best counts)")
+    parser.add_argument("--kinds", nargs="+", default=None, help="a subset of the kinds")
+    args = parser.parse_args()
+    makers = {
+        "raw_vector": lambda: Raw(args.envs),
+        "gym_async": lambda: GymAsync(args.envs),
+        "ding_base": lambda: Ding(args.envs, "base"),
+        "ding_subprocess": lambda: Ding(args.envs, "subprocess"),
+        "ding_vector": lambda: Ding(args.envs, "atari_vector"),
+    }
+    kinds = args.kinds or list(makers)
+    runners = {kind: makers[kind]() for kind in kinds}
+    rng = np.random.default_rng(0)
+    best = dict.fromkeys(kinds, 0.0)
+    try:
+        for runner in runners.values():  # warm up: first resets, page faults, process start
+            runner.run(rng, 0.3)
+        for _ in range(args.windows):
+            for kind, runner in runners.items():
+                best[kind] = max(best[kind], runner.run(rng, args.seconds))
+    finally:
+        for runner in runners.values():
+            runner.close()
+    raw = best.get("raw_vector")
+    for kind in kinds:
+        ratio = f" ratio_to_raw={best[kind] / raw:.3f}" if raw else ""
+        print(f"bench_atari_envs kind={kind} envs={args.envs} env_steps_per_s={best[kind]:.0f}{ratio}")
+
+
+if __name__ == "__main__":
+    main()
