@@ -2,10 +2,15 @@
 
 A file is one msgpack map::
 
-    {"header":   {"format": "ding_ray.replay_buffer", "version": 1, "buffer_type": ...,
+    {"header":   {"format": "ding_ray.replay_buffer", "version": 1 or 2, "buffer_type": ...,
                   "schema": [{"path": [...], "dtype": "<f4", "shape": [4]}, ...]},
      "payload":  <bytes: the msgpack-encoded state dict>,
      "checksum": {"algorithm": "sha256", "digest": <sha256 of packed header + payload>}}
+
+Version 2 is written when the storage keeps image stacks as frames (``storage.frame_stores``:
+each frame once, the frame fields' columns hold frame ids); the header then also lists the
+frame stores (``{"fields": [...], "frames": count, "frame_shape": [...]}``). Version 1 files
+(no frame stores) are still written for every other buffer and read as before.
 
 Numpy arrays inside the payload are msgpack extension values holding dtype, shape and raw
 bytes; only plain numeric and boolean dtypes are accepted when reading, so loading never
@@ -28,7 +33,9 @@ import numpy as np
 from ding_ray.errors import DataFormatError
 
 FORMAT_NAME = "ding_ray.replay_buffer"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # the newest version written and read
+FRAMES_VERSION = 2  # the first version with frame stores
+READABLE_VERSIONS = (1, 2)
 _EXT_ARRAY = 1
 _EXT_SCALAR = 2
 _NUMERIC_KINDS = "biufc"  # bool, signed, unsigned, float, complex
@@ -57,12 +64,15 @@ def encode_state(state: Mapping, buffer_type: str) -> bytes:
         payload = msgpack.packb(state, default=_encode, use_bin_type=True)
     except (TypeError, ValueError, OverflowError) as err:
         raise DataFormatError(f"The buffer state cannot be written: {err}.") from err
+    frames = _frames_of(state)
     header = {
         "format": FORMAT_NAME,
-        "version": FORMAT_VERSION,
+        "version": FRAMES_VERSION if frames else 1,  # readers before frame stores still read the rest
         "buffer_type": buffer_type,
         "schema": _schema_of(state),
     }
+    if frames:
+        header["frame_stores"] = frames
     digest = hashlib.sha256(msgpack.packb(header, use_bin_type=True) + payload).digest()
     return msgpack.packb(
         {"header": header, "payload": payload, "checksum": {"algorithm": "sha256", "digest": digest}},
@@ -73,6 +83,20 @@ def encode_state(state: Mapping, buffer_type: str) -> bytes:
 def _schema_of(state: Mapping) -> list:
     storage = state.get("storage")
     return list(storage.get("schema", [])) if isinstance(storage, Mapping) else []
+
+
+def _frames_of(state: Mapping) -> list:
+    """The header's summary of the storage's frame stores (empty without any)."""
+    storage = state.get("storage")
+    stores = storage.get("frame_stores") if isinstance(storage, Mapping) else None
+    if not isinstance(stores, list):
+        return []
+    summary = []
+    for store in stores:
+        frames = store.get("frames") if isinstance(store, Mapping) else None
+        shape = list(frames.shape) if isinstance(frames, np.ndarray) else [0]
+        summary.append({"fields": store.get("fields"), "frames": shape[0], "frame_shape": shape[1:]})
+    return summary
 
 
 # ---------------------------------------------------------------------- decoding
@@ -116,10 +140,10 @@ def decode_state(blob: bytes, expected_type: str | None = None) -> dict:
         raise DataFormatError(
             f"Not a ding_ray buffer file: format is {header.get('format')!r}, not {FORMAT_NAME!r}."
         )
-    if header.get("version") != FORMAT_VERSION:
+    if header.get("version") not in READABLE_VERSIONS:
         raise DataFormatError(
             f"Buffer file format version {header.get('version')!r} is not supported; this ding_ray reads "
-            f"version {FORMAT_VERSION}. Load it with the ding_ray version that wrote it."
+            f"versions {list(READABLE_VERSIONS)}. Load it with the ding_ray version that wrote it."
         )
     if expected_type is not None and header.get("buffer_type") != expected_type:
         raise DataFormatError(
@@ -143,6 +167,10 @@ def decode_state(blob: bytes, expected_type: str | None = None) -> dict:
         raise DataFormatError("Buffer file payload is not a state dict.")
     if _schema_of(state) != header.get("schema"):
         raise DataFormatError("Buffer file header schema does not match the stored columns.")
+    if _frames_of(state) != header.get("frame_stores", []) or (
+        header["version"] < FRAMES_VERSION and _frames_of(state)
+    ):
+        raise DataFormatError("Buffer file header frame stores do not match the stored frames.")
     return state
 
 

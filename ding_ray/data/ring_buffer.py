@@ -57,7 +57,7 @@ class RingBuffer(IBuffer):
         return self._cfg.periodic_thruput_seconds
 
     def _make_storage(self) -> Any:
-        return ColumnarRing(self._cfg.replay_buffer_size)
+        return ColumnarRing(self._cfg.replay_buffer_size, self._cfg.get("frame_dedup", True))
 
     @property
     def cfg(self) -> EasyDict:
@@ -194,7 +194,10 @@ class RingBuffer(IBuffer):
                 f"The state holds a buffer of capacity {declared!r}, this buffer has "
                 f"replay_buffer_size={self._storage.capacity}; create it with the same size to load it."
             )
-        storage = type(self._storage).from_state_dict(storage_state)
+        if isinstance(self._storage, ColumnarRing):  # an older file's image stacks become frames
+            storage = ColumnarRing.from_state_dict(storage_state, self._storage.frame_dedup)
+        else:
+            storage = type(self._storage).from_state_dict(storage_state)
         return {
             "_storage": storage,
             "_push_count": state_int(state, "push_count"),

@@ -8,7 +8,10 @@ from typing import Any
 import numpy as np
 
 from ding_ray.data.columnar import Batch, Path, _name, flatten, unflatten, unstack_batch
+from ding_ray.data.frames import FrameStore, frame_field, initial_frames
 from ding_ray.errors import ConfigError, DataFormatError, ShapeError
+
+ID_DTYPE = np.int32  # frame ids in a frame field's column: (stack,) per row
 
 
 class ColumnarRing:
@@ -17,17 +20,27 @@ class ColumnarRing:
     The columns are created from the structure of the first batch written; later batches must
     have the same fields and per-row shapes. Rows ``[0, filled)`` hold data; ``head`` is the
     next row to be written, so the oldest row is ``(head - filled) % capacity``.
+
+    With ``frame_dedup``, image stacks (``frames.frame_field``: uint8 ``(stack, H, W)`` fields,
+    such as ``obs`` and ``next_obs`` of Atari) are stored as ``stack`` frame ids
+    per row into a ``FrameStore`` shared by the fields of one frame shape, so each frame is held
+    once; ``gather`` rebuilds their stacks, byte for byte as written.
     """
 
-    def __init__(self, capacity: int) -> None:
+    def __init__(self, capacity: int, frame_dedup: bool = True) -> None:
         if capacity < 1:
             raise ShapeError(f"A buffer needs a capacity of at least 1, got {capacity}.")
+        if not isinstance(frame_dedup, (bool, np.bool_)):
+            raise ConfigError(f"Config key 'frame_dedup' must be True or False, got {frame_dedup!r}.")
         self.capacity = int(capacity)
+        self.frame_dedup = frame_dedup
         self.head = 0
         self.filled = 0
         self._paths: list[Path] = []
         self._flat_keys: list | None = None
-        self._columns: list[np.ndarray] = []
+        self._columns: list[np.ndarray] = []  # for a frame field: its frame ids
+        self._protos: list[np.ndarray] = []  # per field, 0 rows of the shape and dtype pushed
+        self._stores: list[FrameStore | None] = []  # per field, the frame store of a frame field
         self._castable: dict[tuple, bool] = {}
 
     # ------------------------------------------------------------------ structure
@@ -40,26 +53,61 @@ class ColumnarRing:
         """Per field: path (list of keys), dtype string and per-row shape."""
         return [
             {"path": list(p), "dtype": c.dtype.str, "shape": list(c.shape[1:])}
-            for p, c in zip(self._paths, self._columns, strict=True)
+            for p, c in zip(self._paths, self._protos, strict=True)
         ]
 
+    @property
+    def frame_stores(self) -> list[FrameStore]:
+        """The distinct frame stores (one per frame shape), empty if no field is stored as frames."""
+        return list({id(s): s for s in self._stores if s is not None}.values())
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held by the columns and frame stores."""
+        return sum(c.nbytes for c in self._columns) + sum(s.nbytes for s in self.frame_stores)
+
     def column(self, path: Path) -> np.ndarray | None:
-        """The full ring array of one field (all ``capacity`` rows), or None if there is no such field."""
-        for p, c in zip(self._paths, self._columns, strict=True):
+        """The full ring array of one field (all ``capacity`` rows), or None if there is no such field.
+
+        A frame field has no such array (its stacks are rebuilt by ``gather``): asking raises."""
+        for p, c, store in zip(self._paths, self._columns, self._stores, strict=True):
             if p == path:
+                if store is not None:
+                    raise ShapeError(f"Field {_name(path)} is stored as frames; read it with gather().")
                 return c
         return None
 
-    def _create(self, flat: dict[Path, np.ndarray]) -> None:
+    def _create(self, flat: dict[Path, np.ndarray], frame_paths: Any = None) -> None:
+        """Columns for the structure of ``flat``; ``frame_paths`` (default: by ``frame_dedup``)
+        names the fields stored as frames."""
+        protos = [np.zeros((0, *a.shape[1:]), dtype=a.dtype) for a in flat.values()]
+        if frame_paths is None:
+            frame_paths = [
+                p
+                for p, a in zip(flat, protos, strict=True)
+                if self.frame_dedup and frame_field(a.shape[1:], a.dtype)
+            ]
+        shared: dict[tuple, FrameStore] = {}
+        stores: list[FrameStore | None] = []
         try:
-            columns = [np.zeros((self.capacity, *a.shape[1:]), dtype=a.dtype) for a in flat.values()]
+            columns = []
+            for path, proto in zip(flat, protos, strict=True):
+                if path in frame_paths:
+                    key = (proto.shape[2:], proto.dtype.str)
+                    if key not in shared:
+                        shared[key] = FrameStore(proto.shape[2:], proto.dtype, initial_frames(self.capacity))
+                    stores.append(shared[key])
+                    columns.append(np.zeros((self.capacity, proto.shape[1]), dtype=ID_DTYPE))
+                else:
+                    stores.append(None)
+                    columns.append(np.zeros((self.capacity, *proto.shape[1:]), dtype=proto.dtype))
         except MemoryError as err:  # the rows' size is known only now, from the first batch
             need = self.capacity * sum(a[:1].nbytes for a in flat.values()) / 2**30
             raise ConfigError(
                 f"A replay buffer of {self.capacity} rows of this data needs {need:.1f} GiB, more than this "
                 "machine can allocate: lower policy.other.replay_buffer.replay_buffer_size."
             ) from err
-        self._paths, self._columns = list(flat), columns
+        self._paths, self._columns, self._protos, self._stores = list(flat), columns, protos, stores
         self._flat_keys = [p[0] for p in self._paths] if all(len(p) == 1 for p in self._paths) else None
 
     # ------------------------------------------------------------------ writing
@@ -74,11 +122,13 @@ class ColumnarRing:
             flat = flatten(batch)
             if not self._paths:
                 self._create(flat)
-            columns = conform(flat, self._paths, self._columns, self._castable)
+            columns = conform(flat, self._paths, self._protos, self._castable)
         if n > self.capacity:
             columns = [c[n - self.capacity :] for c in columns]
             n = self.capacity
         start = self.head
+        if self.frame_stores:
+            columns = self._frames_to_ids(columns, start, n)
         first = min(n, self.capacity - start)
         for dst, src in zip(self._columns, columns, strict=True):
             dst[start : start + first] = src[:first]
@@ -94,7 +144,7 @@ class ColumnarRing:
         if keys is None or len(batch) != len(keys):
             return None
         columns = []
-        for key, dst in zip(keys, self._columns, strict=True):
+        for key, dst in zip(keys, self._protos, strict=True):
             src = batch.get(key)
             if type(src) is not np.ndarray or src.shape[1:] != dst.shape[1:]:
                 return None
@@ -103,11 +153,25 @@ class ColumnarRing:
             columns.append(src)
         return columns
 
+    def _frames_to_ids(self, columns: list[np.ndarray], start: int, n: int) -> list[np.ndarray]:
+        """``columns`` with each frame field's stacks replaced by their frame ids in its store;
+        the frames of the rows about to be overwritten are released."""
+        rows = (start + np.arange(n)) % self.capacity
+        held = rows if self.filled == self.capacity else rows[rows < self.filled]
+        columns = list(columns)
+        for store in self.frame_stores:
+            fields = [i for i, s in enumerate(self._stores) if s is store]
+            released = np.concatenate([self._columns[i][held].ravel() for i in fields]) if len(held) else None
+            ids = store.put([columns[i] for i in fields], released)
+            for i, field_ids in zip(fields, ids, strict=True):
+                columns[i] = field_ids
+        return columns
+
     def clear(self) -> None:
         """Forget contents and structure."""
         self.head = 0
         self.filled = 0
-        self._paths, self._columns, self._flat_keys = [], [], None
+        self._paths, self._columns, self._protos, self._stores, self._flat_keys = [], [], [], [], None
 
     # ------------------------------------------------------------------ reading
     def physical(self, positions: np.ndarray) -> np.ndarray:
@@ -116,31 +180,51 @@ class ColumnarRing:
 
     def gather(self, idx: np.ndarray) -> Batch:
         """The rows ``idx`` of every column as a new ``Batch`` (copies, never views of the ring)."""
+        columns = [c.take(idx, axis=0) for c in self._columns]
+        for i, store in enumerate(self._stores):
+            if store is not None:  # one fancy index rebuilds the (len(idx), stack, H, W) stacks
+                columns[i] = store.frames.take(columns[i], axis=0)
         if self._flat_keys is not None:  # the common case: no nested fields
-            return Batch(zip(self._flat_keys, [c.take(idx, axis=0) for c in self._columns], strict=True))
-        rows = {p: c.take(idx, axis=0) for p, c in zip(self._paths, self._columns, strict=True)}
-        return unflatten(rows, Batch)
+            return Batch(zip(self._flat_keys, columns, strict=True))
+        return unflatten(dict(zip(self._paths, columns, strict=True)), Batch)
 
     def gather_items(self, idx: np.ndarray) -> list[dict]:
         return unstack_batch(self.gather(idx))
 
     # ------------------------------------------------------------------ persistence
     def state_dict(self) -> dict:
-        """Head, fill level and the filled rows of every column (the rows beyond are empty)."""
+        """Head, fill level and the filled rows of every column (the rows beyond are empty).
+
+        A frame field's column holds frame ids into its entry of ``frame_stores``: the frames
+        the rows reference, each once (``{"fields": [path, ...], "frames": array}``)."""
         columns = column_state(self._paths, self._columns, self.filled)
-        return {
+        state = {
             "capacity": self.capacity,
             "head": self.head,
             "filled": self.filled,
             "schema": self.schema,
             "columns": columns,
         }
+        if self.frame_stores:
+            state["frame_stores"] = []
+            for store in self.frame_stores:
+                fields = [i for i, s in enumerate(self._stores) if s is store]
+                frames, ids = store.compact([columns[i][1] for i in fields])
+                for i, field_ids in zip(fields, ids, strict=True):
+                    columns[i][1] = field_ids.astype(ID_DTYPE)
+                state["frame_stores"].append(
+                    {"fields": [list(self._paths[i]) for i in fields], "frames": frames}
+                )
+        return state
 
     @classmethod
-    def from_state_dict(cls, state: Mapping) -> ColumnarRing:
-        """A new ring holding ``state``; raises ``DataFormatError`` if the state is inconsistent."""
+    def from_state_dict(cls, state: Mapping, frame_dedup: bool = True) -> ColumnarRing:
+        """A new ring holding ``state``; raises ``DataFormatError`` if the state is inconsistent.
+
+        Rows saved without frame stores (older files) are stored as frames if ``frame_dedup``
+        selects their fields; rows saved with frame stores keep that layout."""
         try:
-            ring = cls(int(state["capacity"]))
+            ring = cls(int(state["capacity"]), frame_dedup)
             head, filled, columns = int(state["head"]), int(state["filled"]), state["columns"]
         except (KeyError, TypeError, ValueError, ShapeError) as err:
             raise DataFormatError(f"Buffer storage state is incomplete or malformed: {err!r}") from err
@@ -155,18 +239,71 @@ class ColumnarRing:
             # Rows of zero length prove no per-row size: refused so they cannot make ``_create``
             # allocate ``capacity`` rows of any shape; a saved empty ring has no columns.
             raise DataFormatError("Buffer storage state has columns but no rows.")
-        if flat:
+        if flat and state.get("frame_stores"):
+            load_frames(ring, state, flat, filled)
+        elif flat:
             ring._create(flat)
             if "schema" in state and state["schema"] != ring.schema:
                 raise DataFormatError(
                     f"Buffer storage state: columns {ring.schema} do not match the schema {state['schema']}."
                 )
-            for dst, rows in zip(ring._columns, flat.values(), strict=True):
-                dst[:filled] = rows
+            if ring.frame_stores:  # an older file's image stacks: stored as frames now
+                for lo in range(0, filled, LOAD_CHUNK):
+                    part = {p: rows[lo : lo + LOAD_CHUNK] for p, rows in flat.items()}
+                    ring.write(unflatten(part, Batch), len(next(iter(part.values()))))
+            else:
+                for dst, rows in zip(ring._columns, flat.values(), strict=True):
+                    dst[:filled] = rows
         elif filled:
             raise DataFormatError("Buffer storage state claims rows but has no columns.")
         ring.head, ring.filled = head, filled
         return ring
+
+
+LOAD_CHUNK = 4096  # rows stored as frames at a time when an older file is loaded
+
+
+def load_frames(ring: ColumnarRing, state: Mapping, flat: dict[Path, np.ndarray], filled: int) -> None:
+    """Fill ``ring`` from a state with ``frame_stores``: the schema gives the fields as pushed,
+    the stores their frames, the frame fields' columns their ids."""
+    schema, entries = state.get("schema"), state["frame_stores"]
+    try:
+        protos = {tuple(f["path"]): np.zeros((0, *f["shape"]), dtype=np.dtype(f["dtype"])) for f in schema}
+        groups = [([tuple(p) for p in e["fields"]], e["frames"]) for e in entries]
+    except (KeyError, TypeError, ValueError) as err:
+        raise DataFormatError(f"Buffer storage state: malformed schema or frame stores: {err!r}") from err
+    if list(protos) != list(flat):
+        raise DataFormatError("Buffer storage state: the schema does not name the stored columns.")
+    frame_paths = [p for paths, _ in groups for p in paths]
+    if len(set(frame_paths)) != len(frame_paths) or not set(frame_paths) <= set(flat):
+        raise DataFormatError("Buffer storage state: frame stores name unknown or repeated fields.")
+    ring._create(protos, frame_paths=frame_paths)
+    for paths, frames in groups:
+        fields = [ring._paths.index(p) for p in paths]
+        shape, dtype = ring._protos[fields[0]].shape[1:], ring._protos[fields[0]].dtype
+        if (
+            not isinstance(frames, np.ndarray)
+            or frames.dtype != dtype
+            or frames.shape[1:] != shape[1:]
+            or any(ring._protos[i].shape[1:] != shape or ring._protos[i].dtype != dtype for i in fields)
+        ):
+            raise DataFormatError("Buffer storage state: frames do not match the schema of their fields.")
+        ids = [flat[p] for p in paths]
+        for column in ids:
+            if column.dtype.kind not in "iu" or column.shape != (filled, shape[0]):
+                raise DataFormatError("Buffer storage state: frame ids of the wrong shape or type.")
+            if filled and (column.min() < 0 or column.max() >= len(frames)):
+                raise DataFormatError("Buffer storage state: frame ids outside the stored frames.")
+        store = FrameStore.from_compact(frames, ids, initial_frames(ring.capacity))
+        for i, column in zip(fields, ids, strict=True):
+            ring._stores[i] = store
+            ring._columns[i][:filled] = column
+    for i, path in enumerate(ring._paths):
+        if ring._stores[i] is None:
+            rows, proto = flat[path], ring._protos[i]
+            if rows.shape[1:] != proto.shape[1:] or rows.dtype != proto.dtype:
+                raise DataFormatError(f"Buffer storage state: column {_name(path)} does not fit the schema.")
+            ring._columns[i][:filled] = rows
 
 
 def conform(

@@ -1,0 +1,227 @@
+"""Frame storage: each frame of stacked image observations held once, stacks rebuilt from frame ids.
+
+A frame-stacked observation ``(stack, H, W)`` shares ``stack - 1`` frames with the observation
+of the env's next step, and ``obs`` shares frames with ``next_obs``; stored as columns, a Pong
+transition holds 8 frames of which 1 is new. ``FrameStore`` keeps a pool of frames; a row holds
+``stack`` frame ids per field, and sampling rebuilds the stacks with one fancy index,
+``frames[ids]`` (the layout of Dopamine's and DQN Zoo's circular replay, with explicit ids).
+
+Frames are found again by content, not by env or step: ``put`` fingerprints every incoming
+frame (a 64-bit linear hash, vectorized), looks the fingerprint up among the recently stored
+frames, and checks the match byte for byte, so a stack is always rebuilt exactly as pushed,
+whichever envs, episode boundaries (a stack never takes frames of another episode: its ids are
+its own) or n-step targets it comes from. A frame is reference-counted by the rows that hold
+it and its slot is reused once no row does, so a row's frames live exactly as long as the row.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+logger = logging.getLogger(__name__)
+
+MIN_FRAME_BYTES = 1024  # smaller frames stay plain columns: ids would save little (84x84 uint8: 7056)
+INDEX_WINDOW = 1 << 16  # the newest frames whose fingerprints are looked up (older ones: no reuse)
+
+
+def frame_field(shape: tuple, dtype: np.dtype) -> bool:
+    """Whether a field of per-row ``shape`` and ``dtype`` is an image stack to store as frames:
+    uint8 ``(stack, H, W)`` with frames of at least ``MIN_FRAME_BYTES``."""
+    return dtype == np.uint8 and len(shape) == 3 and shape[1] * shape[2] >= MIN_FRAME_BYTES
+
+
+def initial_frames(capacity: int) -> int:
+    """Frame slots for a ring of ``capacity`` rows: about one new frame per row (a stack shares
+    the others with its neighbours), plus room for episode starts and interleaved envs."""
+    return capacity + capacity // 32 + 64
+
+
+class FrameStore:
+    """A pool of equal-shaped frames, each held once and shared by the rows that reference it.
+
+    ``put`` returns one id array ``(n, stack)`` per field; ``release`` drops the references of
+    overwritten rows; ``frames.take(ids, axis=0)`` rebuilds the stacks.
+    """
+
+    def __init__(self, frame_shape: tuple, dtype: Any, capacity: int) -> None:
+        self.frame_shape, self.dtype = tuple(frame_shape), np.dtype(dtype)
+        self.frames = np.zeros((capacity, *self.frame_shape), self.dtype)
+        self.refs = np.zeros(capacity, np.int64)  # rows (times stack positions) holding each frame
+        self.fps = np.zeros(capacity, np.uint64)  # fingerprint of the frame in each slot
+        self._free = np.arange(capacity - 1, -1, -1, dtype=np.int64)  # a stack: slot 0 is used first
+        self._n_free = capacity
+        self._index: dict[int, int] = {}  # fingerprint -> slot, for the newest INDEX_WINDOW frames
+        self._recent: list = [None] * INDEX_WINDOW  # (fingerprint, slot) of the newest indexed frames
+        self._recent_pos = 0
+        nbytes = int(np.prod(self.frame_shape)) * self.dtype.itemsize
+        self._word = next(np.dtype(f"u{w}") for w in (8, 4, 2, 1) if nbytes % w == 0)
+        rng = np.random.default_rng(0x5EED)  # fixed: fingerprints must agree after a reload
+        self._weights = rng.integers(1, 2**63, nbytes // self._word.itemsize, dtype=np.uint64)
+        self._weights = (self._weights | 1).astype(self._word)
+        self._grown = False
+
+    @property
+    def capacity(self) -> int:
+        return len(self.frames)
+
+    @property
+    def held(self) -> int:
+        """Frames referenced by at least one row."""
+        return self.capacity - self._n_free
+
+    @property
+    def nbytes(self) -> int:
+        return self.frames.nbytes + self.refs.nbytes + self.fps.nbytes + self._free.nbytes
+
+    # ------------------------------------------------------------------ writing
+    def fingerprint(self, frames: np.ndarray) -> np.ndarray:
+        """One uint64 per frame of ``frames`` (``(k, *frame_shape)``, C-contiguous)."""
+        words = frames.reshape(len(frames), -1).view(np.uint8).view(self._word)
+        return (words @ self._weights).astype(np.uint64, copy=False)
+
+    def put(self, stacks: Sequence[np.ndarray], released: np.ndarray | None = None) -> list[np.ndarray]:
+        """Frame ids ``(n, stack)`` of each array in ``stacks`` (``(n, stack, *frame_shape)``).
+
+        Frames already held (by content) are shared, new ones stored. ``released``: frame ids
+        of rows being overwritten by these; their references are dropped after the new rows'
+        frames are matched, so a frame both rows hold is never freed and stored again.
+        """
+        flat = [np.ascontiguousarray(s).reshape(-1, *self.frame_shape) for s in stacks]
+        fp = np.concatenate([self.fingerprint(f) for f in flat]) if flat else np.empty(0, np.uint64)
+        uniq, first, inverse = np.unique(fp, return_index=True, return_inverse=True)
+        cand = np.fromiter((self._index.get(k, -1) for k in uniq.tolist()), np.int64, len(uniq))
+        safe = np.maximum(cand, 0)
+        found = (cand >= 0) & (self.refs[safe] > 0) & (self.fps[safe] == uniq)
+        slots = np.where(found, cand, -1)
+        # Matched frames are referenced before any release, so releasing cannot free them.
+        counts = np.bincount(inverse, minlength=len(uniq))
+        self.refs[slots[found]] += counts[found]
+        if released is not None and len(released):
+            self.release(released)
+        new = np.flatnonzero(~found)
+        if len(new):
+            new_slots = self._allocate(len(new))
+            slots[new] = new_slots
+            self._copy_in(flat, first[new], new_slots)
+            self.fps[new_slots] = uniq[new]
+            self.refs[new_slots] = counts[new]
+            self._index_slots(uniq[new].tolist(), new_slots.tolist())
+        ids = slots[inverse]
+        self._verify(flat, ids, fp, np.setdiff1d(np.arange(len(fp)), first[new], assume_unique=True))
+        out, lo = [], 0
+        for s, frames in zip(stacks, flat, strict=True):
+            out.append(ids[lo : lo + len(frames)].reshape(s.shape[:2]))
+            lo += len(frames)
+        return out
+
+    def release(self, ids: np.ndarray) -> None:
+        """Drop one reference per entry of ``ids``; frames no row holds any more are freed."""
+        ids = ids.ravel()
+        np.subtract.at(self.refs, ids, 1)
+        freed = np.unique(ids[self.refs[ids] == 0])
+        self._push_free(freed)
+
+    def _copy_in(self, flat: list[np.ndarray], positions: np.ndarray, slots: np.ndarray) -> None:
+        """Store the incoming frames at ``positions`` (over the fields in order) into ``slots``."""
+        lo = 0
+        for frames in flat:
+            mine = (positions >= lo) & (positions < lo + len(frames))
+            if mine.any():
+                self.frames[slots[mine]] = frames[positions[mine] - lo]
+            lo += len(frames)
+
+    def _index_slots(self, keys: list[int], slots: list[int]) -> None:
+        """Make frames findable by fingerprint; the oldest indexed frame leaves the window."""
+        index, recent, pos = self._index, self._recent, self._recent_pos
+        for key, slot in zip(keys, slots, strict=True):
+            old = recent[pos]
+            if old is not None and index.get(old[0]) == old[1]:
+                del index[old[0]]
+            index[key] = slot
+            recent[pos] = (key, slot)
+            pos = (pos + 1) % INDEX_WINDOW
+        self._recent_pos = pos
+
+    def _verify(self, flat: list[np.ndarray], ids: np.ndarray, fp: np.ndarray, check: np.ndarray) -> None:
+        """Compare the frames at positions ``check`` with the stored frames their ids name; a
+        fingerprint collision (different bytes) gets a slot of its own."""
+        lo = 0
+        for frames in flat:
+            part = check[(check >= lo) & (check < lo + len(frames))]
+            if len(part):
+                stored = self.frames.take(ids[part], axis=0)
+                same = (stored == frames[part - lo]).reshape(len(part), -1).all(axis=1)
+                if not same.all():
+                    self._split_collisions(frames, ids, fp, part[~same], lo)
+            lo += len(frames)
+
+    def _split_collisions(
+        self, frames: np.ndarray, ids: np.ndarray, fp: np.ndarray, positions: np.ndarray, lo: int
+    ) -> None:
+        wrong = ids[positions].copy()
+        own = self._allocate(len(positions))
+        self.frames[own] = frames[positions - lo]
+        self.fps[own] = fp[positions] ^ np.uint64(1)  # never found by this fingerprint again
+        self.refs[own] = 1
+        ids[positions] = own
+        self.release(wrong)
+
+    def _allocate(self, k: int) -> np.ndarray:
+        if k > self._n_free:
+            self._grow(k - self._n_free)
+        self._n_free -= k
+        return self._free[self._n_free : self._n_free + k][::-1].copy()
+
+    def _push_free(self, slots: np.ndarray) -> None:
+        self._free[self._n_free : self._n_free + len(slots)] = slots
+        self._n_free += len(slots)
+
+    def _grow(self, missing: int) -> None:
+        old = self.capacity
+        new = max(old + old // 4, old + missing)
+        if not self._grown:
+            logger.warning(
+                "Frame storage holds %d distinct frames for the buffer's rows, more than the %d it "
+                "reserved (about one per row): the stacks share fewer frames than expected (envs "
+                "interleaved far apart, or observations that are not frame stacks); growing to %d.",
+                old,
+                old,
+                new,
+            )
+            self._grown = True
+        frames = np.zeros((new, *self.frame_shape), self.dtype)
+        frames[:old] = self.frames
+        self.frames = frames
+        self.refs = np.concatenate([self.refs, np.zeros(new - old, np.int64)])
+        self.fps = np.concatenate([self.fps, np.zeros(new - old, np.uint64)])
+        free = np.empty(new, np.int64)
+        free[: self._n_free] = self._free[: self._n_free]
+        free[self._n_free : self._n_free + new - old] = np.arange(new - 1, old - 1, -1)
+        self._free = free
+        self._n_free += new - old
+
+    # ------------------------------------------------------------------ persistence
+    def compact(self, id_columns: list[np.ndarray]) -> tuple[np.ndarray, list[np.ndarray]]:
+        """The frames ``id_columns`` reference, in one array, and the columns renumbered into it."""
+        live = np.unique(np.concatenate([c.ravel() for c in id_columns])) if id_columns else np.empty(0, int)
+        return self.frames[live], [np.searchsorted(live, c).astype(np.int64) for c in id_columns]
+
+    @classmethod
+    def from_compact(cls, frames: np.ndarray, id_columns: list[np.ndarray], capacity: int) -> FrameStore:
+        """A store holding ``frames`` in slots ``0..len-1``, referenced by ``id_columns``."""
+        store = cls(frames.shape[1:], frames.dtype, max(capacity, len(frames)))
+        n = len(frames)
+        store.frames[:n] = frames
+        for column in id_columns:
+            store.refs[:n] += np.bincount(column.ravel(), minlength=n)[:n]
+        store.fps[:n] = store.fingerprint(np.ascontiguousarray(frames)) if n else store.fps[:0]
+        store._n_free = 0
+        store._push_free(np.arange(store.capacity - 1, n - 1, -1))
+        store._push_free(np.flatnonzero(store.refs[:n] == 0)[::-1])  # frames no row holds
+        held = np.flatnonzero(store.refs[:n] > 0)[-INDEX_WINDOW:]
+        store._index_slots(store.fps[held].tolist(), held.tolist())
+        return store

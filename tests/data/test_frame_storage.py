@@ -1,0 +1,270 @@
+"""Frame storage: image stacks stored frame by frame, each frame once, rebuilt byte for byte."""
+
+import numpy as np
+import pytest
+
+from ding_ray.data import AdvancedReplayBuffer, Batch, NaiveReplayBuffer
+from ding_ray.data.file_format import load_state
+from ding_ray.data.frames import FrameStore
+from ding_ray.data.storage import ColumnarRing
+from ding_ray.errors import ConfigError, DataFormatError, ShapeError
+
+STACK, H, W = 4, 32, 32  # 1 KiB frames: the smallest stored as frames
+
+
+class Envs:
+    """Frame-stacked streams of random frames, stepped in a random interleaving, with episode
+    ends; ``transitions`` yields rows whose obs/next_obs stacks share frames as an env's do."""
+
+    def __init__(self, n_envs=5, seed=0, nstep=1, zero_pad=False, episode=(5, 40)):
+        self.rng = np.random.default_rng(seed)
+        self.n, self.nstep, self.zero_pad, self.episode = n_envs, nstep, zero_pad, episode
+        self.frames = [[] for _ in range(n_envs)]  # the current episode's frames of each env
+        self.left = [0] * n_envs
+        self.t = [0] * n_envs
+        self.episodes = 0
+        for e in range(n_envs):
+            self._reset(e)
+
+    def _reset(self, e):
+        self.frames[e] = [self._frame() for _ in range(self.nstep)]
+        self.left[e] = int(self.rng.integers(*self.episode))
+        self.t[e] = 0
+        self.episodes += 1
+
+    def _frame(self):
+        return self.rng.integers(0, 256, (H, W), dtype=np.uint8)
+
+    def _stack(self, frames, t):
+        picked = [frames[max(i, 0)] for i in range(t - STACK + 1, t + 1)]
+        if self.zero_pad:
+            picked = [f if i >= 0 else np.zeros_like(f) for f, i in zip(picked, range(t - STACK + 1, t + 1))]
+        return np.stack(picked)
+
+    def transitions(self, n):
+        rows = []
+        for _ in range(n):
+            e = int(self.rng.integers(self.n))
+            frames, t = self.frames[e], self.t[e]
+            frames.append(self._frame())
+            done = self.left[e] == 1
+            nxt = min(t + self.nstep, len(frames) - 1)
+            rows.append(
+                {
+                    "obs": self._stack(frames, t),
+                    "next_obs": self._stack(frames, nxt),
+                    "action": int(self.rng.integers(6)),
+                    "reward": float(self.rng.normal()),
+                    "done": done,
+                    "env": e,
+                }
+            )
+            self.t[e] += 1
+            self.left[e] -= 1
+            if done:
+                self._reset(e)
+        return rows
+
+
+def batch_of(rows, uid0):
+    batch = Batch({k: np.stack([np.asarray(r[k]) for r in rows]) for k in rows[0]})
+    batch["uid"] = np.arange(uid0, uid0 + len(rows))
+    return batch
+
+
+def fill(buffer_or_ring, envs, pushes, rng, pushed=None):
+    """Push ``pushes`` batches of random sizes; returns every pushed row by uid."""
+    pushed = [] if pushed is None else pushed
+    for _ in range(pushes):
+        rows = envs.transitions(int(rng.integers(1, 40)))
+        batch = batch_of(rows, len(pushed))
+        pushed.extend(rows)
+        if isinstance(buffer_or_ring, ColumnarRing):
+            buffer_or_ring.write(batch, len(rows))
+        else:
+            buffer_or_ring.push(batch)
+    return pushed
+
+
+def assert_exact(batch, pushed):
+    assert batch["obs"].dtype == np.uint8 and batch["obs"].shape[1:] == (STACK, H, W)
+    for i, uid in enumerate(batch["uid"]):
+        assert np.array_equal(batch["obs"][i], pushed[uid]["obs"])
+        assert np.array_equal(batch["next_obs"][i], pushed[uid]["next_obs"])
+        assert batch["action"][i] == pushed[uid]["action"]
+
+
+def check_ring(ring, pushed):
+    """Every held row is the pushed one, and the frame references are exactly the held rows'."""
+    held = ring.gather(ring.physical(np.arange(ring.filled)))
+    assert list(held["uid"]) == list(range(len(pushed) - ring.filled, len(pushed)))
+    assert_exact(held, pushed)
+    (store,) = ring.frame_stores
+    ids = np.concatenate(
+        [ring._columns[i][: ring.filled].ravel() for i in range(len(ring._stores)) if ring._stores[i]]
+    )
+    assert np.array_equal(store.refs, np.bincount(ids, minlength=store.capacity))
+    return store
+
+
+@pytest.mark.parametrize("nstep,zero_pad", [(1, False), (3, True)])
+def test_stacks_come_back_exactly_after_wraparound_each_frame_held_once(nstep, zero_pad):
+    envs, rng = Envs(nstep=nstep, zero_pad=zero_pad), np.random.default_rng(1)
+    ring = ColumnarRing(300)
+    pushed = fill(ring, envs, 120, rng)  # ~2400 rows through 300: the ring wraps ~8 times
+    assert len(pushed) > 5 * ring.capacity and ring.filled == ring.capacity
+    store = check_ring(ring, pushed)
+    # about one new frame per row: each row's newest frame, plus the first frames of episodes
+    # (and the shared zero frame); naive columns would hold 8 frames per row
+    episodes_held = sum(r["done"] for r in pushed[-ring.capacity :]) + envs.n
+    assert store.held <= ring.capacity + (nstep + 1) * episodes_held + 1
+    assert ring.nbytes < ring.capacity * (2 * H * W + 200)
+
+
+def test_frames_are_shared_across_fields_and_streams_not_episodes():
+    ring = ColumnarRing(50)
+    frame = np.full((H, W), 7, np.uint8)
+    other = np.full((H, W), 9, np.uint8)
+    stack = np.stack([frame, frame, other, frame])
+    ring.write(Batch(obs=stack[None], next_obs=stack[None][:, ::-1]), 1)
+    (store,) = ring.frame_stores
+    assert store.held == 2 and ring._columns[0][0].tolist() == [0, 0, 1, 0]
+    got = ring.gather(np.array([0, 0]))
+    assert np.array_equal(got["obs"][1], stack) and np.array_equal(got["next_obs"][0], stack[::-1])
+    assert got["obs"].flags.writeable and got["obs"].base is not store.frames
+
+
+def test_only_image_stacks_are_stored_as_frames_unless_asked():
+    def fields(ring):
+        return [p for p, s in zip(ring._paths, ring._stores, strict=True) if s is not None]
+
+    batch = Batch(
+        obs=np.zeros((2, 4, 84, 84), np.uint8),
+        small=np.zeros((2, 4, 10, 10), np.uint8),  # MinAtar-sized frames: ids would cost more
+        feat=np.zeros((2, 4, 84, 84), np.float32),
+        hwc=np.zeros((2, 84, 84), np.uint8),
+    )
+    ring = ColumnarRing(4)
+    ring.write(batch, 2)
+    assert fields(ring) == [("obs",)]
+    plain = ColumnarRing(4, frame_dedup=False)
+    plain.write(batch, 2)
+    assert fields(plain) == [] and plain.column(("obs",)).shape == (4, 4, 84, 84)
+    with pytest.raises(ShapeError, match="stored as frames"):
+        ring.column(("obs",))
+    with pytest.raises(ConfigError, match="frame_dedup"):
+        ColumnarRing(4, frame_dedup="auto")
+    with pytest.raises(ShapeError, match="per-item shape"):
+        ring.write(Batch({k: v[:, :2] if k == "obs" else v for k, v in batch.items()}), 2)
+
+
+def test_fingerprint_collisions_and_unshared_frames_stay_exact(monkeypatch):
+    """Every fingerprint equal: matches are checked byte for byte, so each frame gets its own
+    slot; frames no stack shares overflow the reserve, and the store grows."""
+    monkeypatch.setattr(FrameStore, "fingerprint", lambda self, frames: np.zeros(len(frames), np.uint64))
+    envs, rng = Envs(), np.random.default_rng(2)
+    ring = ColumnarRing(60)
+    pushed = fill(ring, envs, 30, rng)
+    store = check_ring(ring, pushed)
+    assert store.capacity > 60 + 60 // 32 + 64  # 8 frames a row: more than the reserve
+
+
+def test_prioritized_buffer_samples_updates_and_wraps():
+    envs, rng = Envs(n_envs=3, seed=3), np.random.default_rng(3)
+    buffer = AdvancedReplayBuffer(dict(replay_buffer_size=256, alpha=0.6))
+    buffer.seed(0)
+    pushed = fill(buffer, envs, 60, rng)
+    for _ in range(5):
+        batch = buffer.sample(64, columnar=True)
+        assert_exact(batch, pushed)
+        buffer.update(
+            dict(
+                replay_unique_id=batch["replay_unique_id"],
+                replay_buffer_idx=batch["replay_buffer_idx"],
+                priority=rng.uniform(0.1, 5, 64),
+            )
+        )
+        fill(buffer, envs, 10, rng, pushed)
+    items = buffer.sample(8)  # DI-engine's list of dicts
+    assert all(np.array_equal(t["obs"], pushed[t["uid"]]["obs"]) for t in items)
+
+
+def test_save_load_keeps_frames_compact_and_exact(tmp_path):
+    envs, rng = Envs(seed=4), np.random.default_rng(4)
+    buffer = AdvancedReplayBuffer(dict(replay_buffer_size=200))
+    pushed = fill(buffer, envs, 40, rng)
+    buffer.update(
+        dict(replay_unique_id=[len(pushed) - 1], replay_buffer_idx=[buffer._storage.head - 1], priority=[9.0])
+    )
+    path = tmp_path / "buffer.msgpack"
+    buffer.save_data(str(path))
+    state = load_state(str(path))
+    (frames,) = [s["frames"] for s in state["storage"]["frame_stores"]]
+    assert len(frames) < 1.3 * 200 and path.stat().st_size < 200 * (1.3 * H * W + 300)
+
+    loaded = AdvancedReplayBuffer(dict(replay_buffer_size=200))
+    loaded.load_data(str(path))
+    check_ring(loaded._storage, pushed)
+    assert np.array_equal(loaded._priority, buffer._priority)
+    buffer.seed(5)
+    loaded.seed(5)
+    a, b = buffer.sample(32, columnar=True), loaded.sample(32, columnar=True)
+    assert all(np.array_equal(a[k], b[k]) for k in a)
+    more = fill(loaded, envs, 20, rng, list(pushed))  # pushes after a load share the loaded frames
+    store = check_ring(loaded._storage, more)
+    assert store.held < 1.3 * 200
+
+
+def test_files_without_frames_load_into_frames_and_back(tmp_path):
+    envs, rng = Envs(seed=6), np.random.default_rng(6)
+    plain = NaiveReplayBuffer(dict(replay_buffer_size=120, frame_dedup=False))
+    pushed = fill(plain, envs, 20, rng)
+    old = tmp_path / "plain.msgpack"
+    plain.save_data(str(old))
+    assert load_state(str(old))["storage"].get("frame_stores") is None  # written as version 1
+
+    deduped = NaiveReplayBuffer(dict(replay_buffer_size=120))
+    deduped.load_data(str(old))
+    check_ring(deduped._storage, pushed)
+    new = tmp_path / "frames.msgpack"
+    deduped.save_data(str(new))
+    assert new.stat().st_size < old.stat().st_size / 3
+    back = NaiveReplayBuffer(dict(replay_buffer_size=120, frame_dedup=False))
+    back.load_data(str(new))  # a file with frames keeps them, whatever the config says
+    check_ring(back._storage, pushed)
+
+
+def test_damaged_frame_states_are_refused(tmp_path):
+    envs, rng = Envs(seed=7), np.random.default_rng(7)
+    buffer = NaiveReplayBuffer(dict(replay_buffer_size=50))
+    fill(buffer, envs, 5, rng)
+    state = buffer.state_dict()
+    store = state["storage"]["frame_stores"][0]
+    obs_ids = next(c for c in state["storage"]["columns"] if c[0] == ["obs"])
+    obs_ids[1][0, 0] = len(store["frames"])  # an id past the frames
+    with pytest.raises(DataFormatError, match="outside"):
+        NaiveReplayBuffer(dict(replay_buffer_size=50)).load_state_dict(state)
+    obs_ids[1][0, 0] = 0
+    store["frames"] = store["frames"][:, :3]
+    with pytest.raises(DataFormatError, match="frames do not match"):
+        NaiveReplayBuffer(dict(replay_buffer_size=50)).load_state_dict(state)
+
+
+def test_real_pong_frames_share_all_but_one_frame_per_step():
+    vector_env = pytest.importorskip("ale_py.vector_env")
+    env = vector_env.AtariVectorEnv("pong", num_envs=2)
+    try:
+        obs, _ = env.reset(seed=0)
+        ring, rows = ColumnarRing(400), []
+        for _ in range(150):
+            next_obs, _, term, trunc, _ = env.step(env.action_space.sample())
+            rows.append((obs, next_obs))
+            ring.write(Batch(obs=obs, next_obs=next_obs, done=term | trunc), 2)
+            obs = next_obs
+    finally:
+        env.close()
+    held = ring.gather(np.arange(ring.filled))
+    assert np.array_equal(held["obs"], np.concatenate([o for o, _ in rows]))
+    assert np.array_equal(held["next_obs"], np.concatenate([n for _, n in rows]))
+    (store,) = ring.frame_stores
+    assert store.held <= ring.filled + 2 * STACK  # one frame per row, plus the reset stacks
