@@ -30,7 +30,7 @@ FINAL = ("ckpt_final.pth.tar", "final.pth.tar")
 
 
 class ActingModule(torch.nn.Module):
-    """Observations ``(batch, *obs_shape)`` float32 -> the env's actions: the policy's
+    """Observations ``(batch, *obs_shape)`` float32 (or uint8 frames) -> the env's actions: the policy's
     ``_eval_tensors`` and the env's action scaling. ``act`` runs it and ``ding-ray export``
     traces it, so the exported file computes what ``act`` does."""
 
@@ -63,7 +63,9 @@ class TrainedPolicy:
     def act(self, obs: Any) -> Any:
         """One observation -> one action (an int, or an array of ``action_dim``); a batch
         ``(B, *obs_shape)`` -> an array of B actions."""
-        x = np.asarray(obs, dtype=np.float32)
+        x = np.asarray(obs)
+        if x.dtype != np.uint8:  # uint8 frames stay bytes: the model scales them by 1/255
+            x = x.astype(np.float32, copy=False)
         single = x.shape == self.obs_shape
         if not single and x.shape[1:] != self.obs_shape:
             raise ShapeError(

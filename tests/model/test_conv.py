@@ -159,3 +159,17 @@ def test_a_ppo_policy_learns_on_uint8_frames():
     logs = policy.learn_mode.forward(samples)
     assert len(logs) == 1 and all(np.isfinite(v) for v in logs[0].values())
     assert set(dtypes) == {torch.uint8}
+
+
+def test_load_policy_act_takes_uint8_frames_as_bytes():
+    from easydict import EasyDict
+
+    from ding_ray.entry.trained_policy import TrainedPolicy
+
+    model = dict(obs_shape=list(SMALL), action_shape=3, encoder_hidden_size_list=[8, 8, 8, 32])
+    policy = create_policy(dict(type="dqn", model=model), enable_field=["eval"])
+    trained = TrainedPolicy(policy, EasyDict(policy=dict(type="dqn", model=model)), "test")
+    obs = frames(6, seed=4)
+    expected = [int(a) for a in trained.act(obs.astype(np.float32) / 255.0)]
+    assert [int(a) for a in trained.act(obs)] == expected
+    assert trained.act(obs[0]) == expected[0]

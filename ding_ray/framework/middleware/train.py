@@ -230,6 +230,8 @@ def gae_estimator(cfg: Any, policy: Any, buffer_: Any = None):
         return _collected_as_train_data
     import torch  # here, not at the top: a driver of actors needs no torch to build its stages
 
+    from ding_ray.policy.common import stack_obs
+
     collect = policy_mode(policy, "collect")
     try:
         compute_advantages = collect.get_attribute("compute_advantages")
@@ -245,8 +247,9 @@ def gae_estimator(cfg: Any, policy: Any, buffer_: Any = None):
         traj_flag[list(ctx.trajectory_end_idx)] = True
         traj_flag[-1] = True  # nothing after the last transition continues its trajectory
         columns = {
-            "obs": torch.as_tensor(np.stack([t["obs"] for t in transitions]), dtype=torch.float32),
-            "next_obs": torch.as_tensor(np.stack([t["next_obs"] for t in transitions]), dtype=torch.float32),
+            # uint8 frames stay uint8: the model scales them (float32, else)
+            "obs": torch.from_numpy(stack_obs([t["obs"] for t in transitions])),
+            "next_obs": torch.from_numpy(stack_obs([t["next_obs"] for t in transitions])),
             "reward": torch.as_tensor(np.array([t["reward"] for t in transitions], dtype=np.float32)),
             "done": done,
             "traj_flag": traj_flag,
