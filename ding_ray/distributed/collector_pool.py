@@ -120,29 +120,15 @@ class CollectorPool:
             # the first call waits for the actor to start, which ray.actor_start_timeout_s bounds
             if slot.state != BUSY or slot.killed or not slot.answered:
                 continue
-            elapsed, median = now - slot.started, self.watch.median
-            verdict = self.watch.verdict(elapsed)
-            if verdict == TIMED_OUT:
-                slot.killed = True
-                logger.error(
-                    "%s has not answered its call for %.0f s (ray.call_timeout_s=%g): treated as dead and "
-                    "killed, Ray restarts it. Frozen (SIGSTOP, swapping) or stuck in an env step?",
-                    slot.name,
-                    elapsed,
-                    self.watch.timeout_s,
-                )
-                ray.kill(slot.handle, no_restart=False)
-            elif verdict == SLOW and not slot.warned:
-                slot.warned = True
-                logger.warning(
-                    "%s's call has taken %.1f s, %.0fx its recent median %.2f s; past "
-                    "ray.call_timeout_s=%g s it is treated as dead and restarted",
-                    slot.name,
-                    elapsed,
-                    elapsed / max(median, 1e-9),
-                    median,
-                    self.watch.timeout_s,
-                )
+            verdict = self.watch.check(
+                slot.name,
+                now - slot.started,
+                slot.warned,
+                lambda: ray.kill(slot.handle, no_restart=False),  # noqa: B023 - called at once
+                "Ray restarts it",
+            )
+            slot.warned = slot.warned or verdict == SLOW
+            slot.killed = verdict == TIMED_OUT
 
     def finish(self, ref: Any) -> Outcome:
         """Resolve a ready ref of this pool. Task errors (bugs) propagate; actor deaths do not."""

@@ -87,29 +87,17 @@ class StallWatch:
             self.since = now
         if not self.answered or self.killed_after_s is not None:
             return
-        elapsed, median = now - self.since, self.watch.median
-        verdict = self.watch.verdict(elapsed)
+        elapsed = now - self.since
+        verdict = self.watch.check(
+            f"the {self.name} actor",
+            elapsed,
+            self.warned,
+            lambda: ray.kill(self.handle, no_restart=False),
+            "Ray restarts it from the latest checkpoint",
+        )
+        self.warned = self.warned or verdict == SLOW
         if verdict == TIMED_OUT:
             self.killed_after_s = elapsed
-            logger.error(
-                "the %s actor has not finished a call for %.0f s (ray.call_timeout_s=%g): treated as dead "
-                "and killed; Ray restarts it from the latest checkpoint. Frozen (SIGSTOP, swapping)?",
-                self.name,
-                elapsed,
-                self.watch.timeout_s,
-            )
-            ray.kill(self.handle, no_restart=False)
-        elif verdict == SLOW and not self.warned:
-            self.warned = True
-            logger.warning(
-                "the %s actor's call has taken %.1f s, %.0fx its recent median %.2f s; past "
-                "ray.call_timeout_s=%g s it is treated as dead and restarted",
-                self.name,
-                elapsed,
-                elapsed / max(median, 1e-9),
-                median,
-                self.watch.timeout_s,
-            )
 
 
 class Recovered(Exception):

@@ -2,14 +2,18 @@
 
 Remote calls have no timeout of their own: a frozen process (SIGSTOP, a hung driver, a machine
 swapping) never answers and never dies, so the caller would wait for ever without a word. The
-caller notes each finished call's duration and asks about each call in flight; what it does about
-a slow or timed-out call (log it, kill the process) is its own business.
+caller notes each finished call's duration and asks about each call in flight; ``check`` logs a
+slow call and, past the timeout, has the caller's ``kill`` end the process.
 """
 
 from __future__ import annotations
 
+import logging
 import statistics
 from collections import deque
+from collections.abc import Callable
+
+logger = logging.getLogger(__name__)
 
 OK, SLOW, TIMED_OUT = "ok", "slow", "timed_out"
 
@@ -46,3 +50,33 @@ class CallWatch:
         if median is not None and elapsed > max(self.slow_factor * median, self.min_slow_s):
             return SLOW
         return OK
+
+    def check(
+        self, name: str, elapsed: float, warned: bool, kill: Callable[[], None], after_kill: str
+    ) -> str:
+        """The verdict on a call of ``name`` (an actor) in flight for ``elapsed`` seconds, acted on:
+        a timed-out call is logged as an error and ``kill()`` ends its process (``after_kill`` says
+        what happens next); a slow one is logged once (``warned``: it was already)."""
+        verdict = self.verdict(elapsed)
+        if verdict == TIMED_OUT:
+            logger.error(
+                "%s has not answered its call for %.0f s (ray.call_timeout_s=%g): treated as dead and "
+                "killed, %s. Frozen (SIGSTOP, swapping) or stuck in an env step?",
+                name,
+                elapsed,
+                self.timeout_s,
+                after_kill,
+            )
+            kill()
+        elif verdict == SLOW and not warned:
+            median = self.median
+            logger.warning(
+                "%s's call has taken %.1f s, %.0fx its recent median %.2f s; past ray.call_timeout_s=%g s "
+                "it is treated as dead and restarted",
+                name,
+                elapsed,
+                elapsed / max(median, 1e-9),
+                median,
+                self.timeout_s,
+            )
+        return verdict

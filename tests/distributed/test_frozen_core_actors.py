@@ -55,7 +55,7 @@ def test_a_frozen_core_actor_is_killed_and_restarted(ray_session, tmp_path, capl
     assert len(timed_out) == 1, rc.result["recoveries"]
     assert name != "learner" or "lost_train_iters" in timed_out[0]  # counted as for any death
     assert f"the {name} actor's call has taken" in caplog.text and "its recent median" in caplog.text
-    assert f"the {name} actor has not finished a call for" in caplog.text
+    assert f"the {name} actor has not answered its call for" in caplog.text
     assert "(ray.call_timeout_s=15): treated as dead and killed" in caplog.text
     with pytest.raises(ProcessLookupError):  # the frozen process was killed, not left stopped
         os.kill(frozen["pid"], 0)
