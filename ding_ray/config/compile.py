@@ -266,7 +266,7 @@ def compile_config(
     merged.env = env_section
     merged.seed = int(seed)
     _copy_shared_values(merged)
-    _check_env_values(merged.env, env)
+    _check_env_values(merged.env, env, merged.policy.get("model", {}).get("obs_shape"))
     _check_consistency(merged)
     if save_cfg:
         merged.exp_name = make_run_dir(merged.exp_name, renew=renew_dir)
@@ -274,15 +274,20 @@ def compile_config(
     return merged
 
 
-def _check_env_values(env_cfg: EasyDict, explicit: Any) -> None:
+def _check_env_values(env_cfg: EasyDict, explicit: Any, obs_shape: Any = None) -> None:
     """The env class's own check of values (``check_config``, where it has one): dizoo's env keys
-    that ding_ray's env cannot act on are refused here, before any env is built."""
+    that ding_ray's env cannot act on are refused here, before any env is built; and of the model's
+    ``obs_shape`` (``check_obs_shape``: the atari env names the fix of a channel-last shape or of a
+    ``frame_stack`` that differs from ``obs_shape[0]``)."""
     env_cls = explicit if explicit is not None and not isinstance(explicit, str) else None
     if env_cls is None and env_cfg.get("type") in ENV_REGISTRY:
         env_cls = ENV_REGISTRY.get(env_cfg.type)
     check = getattr(env_cls, "check_config", None)
     if check is not None:
         check(env_cfg)
+    check_shape = getattr(env_cls, "check_obs_shape", None)
+    if check_shape is not None:
+        check_shape(env_cfg, obs_shape)
 
 
 def _copy_shared_values(merged: EasyDict) -> None:

@@ -85,8 +85,29 @@ def apply_overrides(main_cfg: dict, create_cfg: dict, items: list[str], infer_sh
         except ConfigError as err:
             raise ConfigError(f"--set {item}: {err}") from err
     new_env_id = (main_cfg.get("env") or {}).get("env_id")
+    if "env.env_id" in keys and new_env_id != old_env_id:
+        _atari_env_type(create_cfg, keys, new_env_id)
     if infer_shapes and "env.env_id" in keys and new_env_id != old_env_id:
         _free_model_shapes(main_cfg, keys, old_env_id, new_env_id)
+
+
+def _atari_env_type(create_cfg: dict, keys: set[str], env_id: Any) -> None:
+    """An Atari id given to a config of env type 'gymnasium' switches it to 'atari' (DI-engine's
+    preprocessing), as a user asking for a game means; a line says so."""
+    from ding_ray.envs.atari import ensure_registered, is_atari_id
+
+    env_section = create_cfg.get("env") or {}
+    if any(k in keys for k in ("create_config.env.type", "create.env.type")):
+        return
+    if env_section.get("type", "gymnasium") != "gymnasium" or not isinstance(env_id, str):
+        return
+    if not (ensure_registered(env_id) and is_atari_id(env_id)):
+        return
+    create_cfg.setdefault("env", {})["type"] = "atari"
+    print(
+        f"{PROG}: {env_id} is an Atari game: env type 'atari' (DeepMind's preprocessing, observations "
+        "(frame_stack, 84, 84) uint8)"
+    )
 
 
 def _free_model_shapes(main_cfg: dict, keys: set[str], old_env_id: Any, new_env_id: Any) -> None:
