@@ -293,8 +293,9 @@ class AtariEnv:
             raise EnvError("env.env_id is not set; give an ale-py id such as 'PongNoFrameskip-v4'.")
         if importlib.util.find_spec("ale_py") is None:
             raise EnvError(f"env.env_id={env_id!r} needs ale-py. {EXTRA_HINT}.")
-        ensure_registered(env_id)
-        if env_id in gym.envs.registry and not is_atari_id(env_id):
+        if not ensure_registered(env_id):
+            make_gymnasium(env_id)  # raises, naming the registered ids closest to it
+        if not is_atari_id(env_id):
             raise ConfigError(
                 f"env.env_id={env_id!r} is not an Atari game of ale-py; env type 'atari' makes those only. "
                 "Use env type 'gymnasium' (the default) for other gymnasium ids."
