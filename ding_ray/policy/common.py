@@ -73,9 +73,9 @@ def obs_batch(data: Mapping[int, Any]) -> tuple[list[int], np.ndarray]:
 
 def stack_obs(observations: list[Any]) -> np.ndarray:
     """Observations -> one array with a leading batch axis: uint8 when the first one is a uint8
-    array (pixels stay bytes up to the model), else float32."""
-    first = observations[0] if observations else None
-    dtype = np.uint8 if getattr(first, "dtype", None) == np.uint8 else np.float32
+    array or tensor (pixels stay bytes up to the model), else float32."""
+    first_dtype = getattr(observations[0], "dtype", None) if observations else None
+    dtype = np.uint8 if first_dtype in (np.uint8, torch.uint8) else np.float32
     # one np.array call over the list: several times cheaper than np.stack at 8 envs
     return np.array(observations, dtype=dtype)
 

@@ -83,9 +83,13 @@ def gymnasium_id(env_type: str, env_id: str | None) -> str:
 
 def read_dizoo_config(relpath: str) -> tuple[EasyDict, EasyDict]:
     """``(main_config, create_config)`` of ``dizoo/<relpath>``, changed only in the env type
-    (``'gymnasium'``, its ``import_names`` dropped) and ``env.env_id`` (for Ant, with the
-    ``env.kwargs`` that make gymnasium's Ant the observation of gym's Ant-v3)."""
+    (``'gymnasium'``, or ding_ray's ``'atari'`` for an Atari config; ``import_names`` dropped) and
+    ``env.env_id`` (for Ant, with the ``env.kwargs`` that make gymnasium's Ant the observation of
+    gym's Ant-v3)."""
     main, create = read_python_config(str(wheel_root() / "dizoo" / relpath))
+    if create.env.type == "atari":  # ding_ray has the type, with DI-engine's keys, and ale-py's ids
+        create.env = EasyDict(type="atari")
+        return main, create
     main.env.env_id, kwargs = gymnasium_env(create.env.type, main.env.get("env_id"))
     if kwargs:
         main.env.kwargs = kwargs

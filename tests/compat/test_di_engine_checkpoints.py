@@ -4,9 +4,11 @@
 installed: for each dizoo config (and a few variants of its model options) the checkpoint in
 DI-engine's three forms (the learner hook's ``ckpt_best.pth.tar`` with ``last_iter``/``last_step``,
 ``CkptSaver``'s ``iteration_0.pth.tar``, the eval mode's ``{'model': ...}``) and DI-engine's eval
-actions, logits, mu/sigma and critic values on fixed observations. Each file is loaded the way a
-user loads it (``load_checkpoint``: ``weights_only=True``; the learner's ``load_ckpt_before_run``
-hook; ``eval_mode.load_state_dict``) into a policy built from the same config.
+actions, logits, mu/sigma and critic values on fixed observations (for dizoo's pong configs, with a
+ConvEncoder: uint8 frames, which DI-engine saw as frames / 255 and ding_ray's model scales itself).
+Each file is loaded the way a user loads it (``load_checkpoint``: ``weights_only=True``; the
+learner's ``load_ckpt_before_run`` hook; ``eval_mode.load_state_dict``) into a policy built from the
+same config.
 
 ``data/di_engine_checkpoints_trained`` holds checkpoints the same script made after DI-engine's serial
 pipeline trained each config for 300 env steps (Adam moments and all); they are checked the same way.
@@ -14,6 +16,7 @@ pipeline trained each config for 300 env steps (Adam moments and all); they are 
 
 from __future__ import annotations
 
+import base64
 import json
 import tarfile
 from pathlib import Path
@@ -53,6 +56,9 @@ def unpack(folder: Path, name: str, dest: Path) -> tuple[dict, dict[str, str]]:
 def policy_for(ref: dict, dizoo_config: str | None = None, **model_over):
     main, create = read_dizoo_config(dizoo_config or ref["dizoo_config"])
     main.policy.model.update({**ref["model_overrides"], **model_over})
+    shape = main.policy.model.get("obs_shape")
+    if create.env.type == "atari" and len(shape) == 3:  # the shipped conv checkpoints' smaller frames
+        main.env.screen_size = shape[-1]
     cfg = compile_config(main, auto=True, create_cfg=create, save_cfg=False)
     return create_policy(cfg.policy)
 
@@ -70,9 +76,17 @@ def load(policy, form: str, path: str, exp_dir: Path) -> BaseLearner | None:
     return None
 
 
+def reference_obs(ref: dict) -> torch.Tensor:
+    """The reference's observations: vectors, or uint8 frames (DI-engine saw them as frames / 255)."""
+    if "obs_uint8" in ref:
+        frames = np.frombuffer(base64.b64decode(ref["obs_uint8"]), dtype=np.uint8)
+        return torch.from_numpy(frames.reshape(ref["obs_shape"]).copy())
+    return torch.tensor(ref["obs"])
+
+
 def outputs(policy, ref: dict) -> dict[str, torch.Tensor]:
     """What ding_ray computes for the reference's keys: eval actions and the model's raw outputs."""
-    obs = torch.tensor(ref["obs"])
+    obs = reference_obs(ref)
     n = len(obs)
     out = policy.eval_mode.forward({i: obs[i] for i in range(n)})
     got = {"action": torch.stack([torch.as_tensor(out[i]["action"]).float().reshape(-1) for i in range(n)])}

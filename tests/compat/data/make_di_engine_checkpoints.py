@@ -30,11 +30,13 @@ trained weights, Adam moments and counters (the test that runs this needs DI-eng
 from __future__ import annotations
 
 import argparse
+import base64
 import copy
 import glob
 import importlib
 import json
 import lzma
+import math
 import os
 import re
 import tarfile
@@ -45,6 +47,7 @@ import torch
 
 _CARTPOLE = "dizoo.classic_control.cartpole.config."
 _PENDULUM = "dizoo.classic_control.pendulum.config."
+_PONG = "dizoo.atari.config.serial.pong."
 # name -> (dizoo config module, keys set over its policy.model): the dizoo configs as they are, and
 # variants with the model options they leave at their defaults (norms, more layers, own encoders)
 CONFIGS = {
@@ -58,8 +61,24 @@ CONFIGS = {
         dict(share_encoder=False, actor_head_layer_num=1, critic_head_layer_num=2, norm_type="LN"),
     ),
     "pendulum_sac_ln": (_PENDULUM + "pendulum_sac_config", dict(norm_type="LN", actor_head_layer_num=2)),
+    # dizoo's pong configs with a ConvEncoder, shrunk to 36x36 frames (8x8/4, 4x4/2, 3x3/1 -> 1x1) and
+    # narrow layers so that the files stay small; the layer structure is pong's
+    "pong_dqn_conv": (
+        _PONG + "pong_dqn_config",
+        dict(obs_shape=[4, 36, 36], encoder_hidden_size_list=[8, 8, 16]),
+    ),
+    "pong_ppo_conv": (
+        _PONG + "pong_ppo_config",
+        dict(
+            obs_shape=[4, 36, 36],
+            encoder_hidden_size_list=[8, 8, 16],
+            actor_head_hidden_size=16,
+            critic_head_hidden_size=16,
+        ),
+    ),
 }
 NUM_OBS = 32
+NUM_IMAGE_OBS = 8  # uint8 frames, base64 in the json
 GRID = 16  # shipped weights are multiples of 1/GRID
 
 
@@ -82,6 +101,10 @@ def build_policy(module: str, model_overrides: dict, exp_name: str, train_env_st
         else:
             from ding.entry import serial_pipeline as pipeline
         return pipeline((main, create), seed=0, max_env_step=train_env_steps)
+    if create.env.type == "atari":
+        # Only the policy is built here, and DI-engine's Atari env module imports opencv at import time
+        # (compile_config imports it for the env's defaults): CartPole's env class stands in.
+        create.env = dict(type="cartpole", import_names=["dizoo.classic_control.cartpole.envs.cartpole_env"])
     cfg = compile_config(main, create_cfg=create, auto=True, save_cfg=False, seed=0)
     set_pkg_seed(0)
     policy = create_policy(cfg.policy, enable_field=["learn", "collect", "eval"])
@@ -94,8 +117,8 @@ def build_policy(module: str, model_overrides: dict, exp_name: str, train_env_st
 
 
 def grid_weights(model_state: dict) -> dict:
-    """Seeded random weights on a 1/GRID grid: a matrix uniform in +-sqrt(6 / fan_in) (the scale
-    survives the ReLU layers, so actions differ between observations), a vector in +-0.05.
+    """Seeded random weights on a 1/GRID grid: a matrix (or conv kernel) uniform in +-sqrt(6 / fan_in)
+    (the scale survives the ReLU layers, so actions differ between observations), a vector in +-0.05.
     (Rounding DI-engine's own init would zero its tiny output layers, which would then check
     nothing.) Aliases (VAC's ``actor.*``, ``critic.*``) get the values of the tensor they share."""
     gen = torch.Generator().manual_seed(0)
@@ -103,7 +126,7 @@ def grid_weights(model_state: dict) -> dict:
     for key, value in model_state.items():
         ptr = value.data_ptr()
         if ptr not in seen:
-            bound = (6 / value.shape[-1]) ** 0.5 if value.dim() == 2 else 0.05
+            bound = (6 / math.prod(value.shape[1:])) ** 0.5 if value.dim() >= 2 else 0.05  # fan in
             drawn = (torch.rand(value.shape, generator=gen) * 2 - 1) * bound
             seen[ptr] = torch.round(drawn * GRID) / GRID
         out[key] = seen[ptr]
@@ -154,16 +177,25 @@ def _iteration(path: str) -> int:
 
 
 def reference_outputs(policy, model_cfg) -> dict:
-    """Fixed observations and DI-engine's eval actions and raw model outputs on them."""
-    obs_dim = int(model_cfg.obs_shape)
-    obs = np.random.RandomState(0).uniform(-4.0, 4.0, size=(NUM_OBS, obs_dim)).astype(np.float32)
+    """Fixed observations and DI-engine's eval actions and raw model outputs on them. Image
+    observations are uint8 frames (``obs_uint8``: base64 of the bytes, ``obs_shape``), which
+    DI-engine's models see as DI-engine's Atari env hands them over: float32 frames / 255."""
+    if isinstance(model_cfg.obs_shape, int):
+        num = NUM_OBS
+        obs = np.random.RandomState(0).uniform(-4.0, 4.0, size=(num, model_cfg.obs_shape)).astype(np.float32)
+        ref = {"obs": obs.tolist()}
+    else:
+        num = NUM_IMAGE_OBS
+        frames = np.random.RandomState(0).randint(0, 256, size=(num, *model_cfg.obs_shape)).astype(np.uint8)
+        ref = {"obs_uint8": base64.b64encode(frames.tobytes()).decode(), "obs_shape": list(frames.shape)}
+        obs = frames.astype(np.float32) / 255.0
     obs_t = torch.from_numpy(obs)
     with torch.no_grad():
-        out = policy.eval_mode.forward({i: obs_t[i] for i in range(NUM_OBS)})
-        actions = torch.stack([torch.as_tensor(out[i]["action"]) for i in range(NUM_OBS)])
+        out = policy.eval_mode.forward({i: obs_t[i] for i in range(num)})
+        actions = torch.stack([torch.as_tensor(out[i]["action"]) for i in range(num)])
         model = policy._model
         model.eval()
-        ref = {"obs": obs.tolist(), "action": actions.tolist()}
+        ref["action"] = actions.tolist()
         if type(model).__name__ == "DQN":
             ref["logit"] = model(obs_t)["logit"].tolist()
         elif type(model).__name__ == "VAC":
@@ -177,9 +209,7 @@ def reference_outputs(policy, model_cfg) -> dict:
         else:  # ContinuousQAC
             mu, sigma = model(obs_t, mode="compute_actor")["logit"]
             ref["mu"], ref["sigma"] = mu.tolist(), sigma.tolist()
-            q = model({"obs": obs_t, "action": actions.reshape(NUM_OBS, -1)}, mode="compute_critic")[
-                "q_value"
-            ]
+            q = model({"obs": obs_t, "action": actions.reshape(num, -1)}, mode="compute_critic")["q_value"]
             ref["q_value"] = [v.tolist() for v in q] if isinstance(q, list) else q.tolist()
     ref["optimizer_moments"] = optimizer_moments(policy)
     return ref
