@@ -36,7 +36,7 @@ _EXPORTS = {
     "start_run": "cluster",
     "CollectorPool": "collector_pool",
     "RayComponents": "components",
-    "pipeline_of": "components",
+    "pipeline_of": "config",
     "RemoteBuffer": "remote",
     "RemoteEvaluator": "remote_evaluator",
     "RemoteLearner": "remote",

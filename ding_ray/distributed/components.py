@@ -29,7 +29,7 @@ from ding_ray.data.rate_limiter import RateLimiter
 from ding_ray.distributed.actors import create_actors
 from ding_ray.distributed.checkpointer import RayCheckpointer
 from ding_ray.distributed.cluster import check_cluster
-from ding_ray.distributed.config import Plan
+from ding_ray.distributed.config import Plan, pipeline_of
 from ding_ray.distributed.errors import ActorDiedError
 from ding_ray.distributed.monitor import RunMonitor, monitor_stage
 from ding_ray.distributed.recovery import Recovered, Recovery
@@ -53,13 +53,6 @@ def _learn_state(cfg: EasyDict) -> dict:
     policy_cfg = EasyDict(copy.deepcopy(dict(cfg.policy)))
     policy_cfg.cuda = False
     return create_policy(policy_cfg, enable_field=["learn"]).learn_mode.state_dict()
-
-
-def pipeline_of(cfg: EasyDict) -> str:
-    """'sync' or 'async': ``ray.pipeline``, or by ``policy.on_policy`` when it is 'auto'."""
-    if cfg.ray.pipeline != "auto":
-        return cfg.ray.pipeline
-    return "sync" if cfg.policy.on_policy else "async"
 
 
 class RayComponents(RunBase):

@@ -106,6 +106,14 @@ def make_plan(cfg: EasyDict) -> Plan:
         raise ConfigError("Set policy.collect.n_sample (or ray.n_sample): transitions per collect call.")
     batch_size = int(policy.learn.batch_size)
     sample_size = batch_size * int(ray_cfg.train_iters_per_call)
+    capacity = ((policy.get("other") or {}).get("replay_buffer") or {}).get("replay_buffer_size")
+    if pipeline_of(cfg) == "async" and capacity and sample_size > capacity:
+        raise ConfigError(
+            f"Each learner call samples ray.train_iters_per_call x policy.learn.batch_size = "
+            f"{ray_cfg.train_iters_per_call} x {batch_size} = {sample_size} items, but the replay buffer "
+            f"holds {capacity} (policy.other.replay_buffer.replay_buffer_size): no sample could ever be "
+            "served. Lower ray.train_iters_per_call or raise replay_buffer_size."
+        )
     spi = ray_cfg.samples_per_insert
     if spi is None:
         updates = policy.learn.get("update_per_collect") or 1  # on-policy PPO has it as None
@@ -126,6 +134,13 @@ def make_plan(cfg: EasyDict) -> Plan:
         min_replay_size=int(math.ceil(min_size)),
         random_collect_size=random_collect,
     )
+
+
+def pipeline_of(cfg: EasyDict) -> str:
+    """'sync' or 'async': ``ray.pipeline``, or by ``policy.on_policy`` when it is 'auto'."""
+    if cfg.ray.pipeline != "auto":
+        return cfg.ray.pipeline
+    return "sync" if cfg.policy.on_policy else "async"
 
 
 # the CPUs reserved per learner, for the buffer, for the evaluator and per collector

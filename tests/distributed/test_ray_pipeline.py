@@ -91,6 +91,16 @@ def test_unknown_ray_key_names_the_nearest(tmp_path):
         compile_ray_config(small_config(str(tmp_path / "x"), num_colectors=3), save_cfg=False)
 
 
+def test_a_learner_call_larger_than_the_buffer_fails_with_what_to_change(tmp_path):
+    main, create = small_config(str(tmp_path / "small_buffer"))
+    main["policy"]["other"] = {"replay_buffer": {"replay_buffer_size": 100}}
+    cfg = compile_ray_config((main, create), save_cfg=False)
+    with pytest.raises(
+        ConfigError, match=r"= 128 items, but the replay buffer holds 100.*Lower ray.train_iters_per_call"
+    ):
+        make_plan(cfg)
+
+
 def test_start_run_compiles_while_joining_and_keeps_a_running_ray(ray_session, tmp_path):
     cfg, plan, started = start_run(small_config(str(tmp_path / "run_a")), seed=3, save_cfg=False)
     assert not started  # the session's Ray was used as it is
