@@ -26,6 +26,7 @@ logger = logging.getLogger(__name__)
 
 MIN_FRAME_BYTES = 1024  # smaller frames stay plain columns: ids would save little (84x84 uint8: 7056)
 INDEX_WINDOW = 1 << 16  # the newest frames whose fingerprints are looked up (older ones: no reuse)
+VERIFY_CHUNK = 1024  # frames compared at a time with the stored ones (bounds the temporaries)
 
 
 def frame_field(shape: tuple, dtype: np.dtype) -> bool:
@@ -80,8 +81,11 @@ class FrameStore:
     # ------------------------------------------------------------------ writing
     def fingerprint(self, frames: np.ndarray) -> np.ndarray:
         """One uint64 per frame of ``frames`` (``(k, *frame_shape)``, C-contiguous)."""
-        words = frames.reshape(len(frames), -1).view(np.uint8).view(self._word)
-        return (words @ self._weights).astype(np.uint64, copy=False)
+        return (self._words(frames) @ self._weights).astype(np.uint64, copy=False)
+
+    def _words(self, frames: np.ndarray) -> np.ndarray:
+        """``frames`` (C-contiguous) as one row of machine words per frame."""
+        return frames.reshape(len(frames), -1).view(np.uint8).view(self._word)
 
     def put(self, stacks: Sequence[np.ndarray], released: np.ndarray | None = None) -> list[np.ndarray]:
         """Frame ids ``(n, stack)`` of each array in ``stacks`` (``(n, stack, *frame_shape)``).
@@ -111,7 +115,7 @@ class FrameStore:
             self.refs[new_slots] = counts[new]
             self._index_slots(uniq[new].tolist(), new_slots.tolist())
         ids = slots[inverse]
-        self._verify(flat, ids, fp, np.setdiff1d(np.arange(len(fp)), first[new], assume_unique=True))
+        self._verify(flat, ids, fp)
         out, lo = [], 0
         for s, frames in zip(stacks, flat, strict=True):
             out.append(ids[lo : lo + len(frames)].reshape(s.shape[:2]))
@@ -146,18 +150,27 @@ class FrameStore:
             pos = (pos + 1) % INDEX_WINDOW
         self._recent_pos = pos
 
-    def _verify(self, flat: list[np.ndarray], ids: np.ndarray, fp: np.ndarray, check: np.ndarray) -> None:
-        """Compare the frames at positions ``check`` with the stored frames their ids name; a
-        fingerprint collision (different bytes) gets a slot of its own."""
-        lo = 0
+    def _verify(self, flat: list[np.ndarray], ids: np.ndarray, fp: np.ndarray) -> None:
+        """Compare every incoming frame with the stored frame its id names (word by word, in
+        chunks); a fingerprint collision (different bytes) gets a slot of its own."""
+        lo, scratch = 0, self._scratch(min(len(ids), VERIFY_CHUNK))
         for frames in flat:
-            part = check[(check >= lo) & (check < lo + len(frames))]
-            if len(part):
-                stored = self.frames.take(ids[part], axis=0)
-                same = (stored == frames[part - lo]).reshape(len(part), -1).all(axis=1)
+            words = self._words(frames)
+            for a in range(0, len(frames), VERIFY_CHUNK):
+                b = min(a + VERIFY_CHUNK, len(frames))
+                stored = self._words(
+                    self.frames.take(ids[lo + a : lo + b], axis=0, out=scratch[: b - a], mode="clip")
+                )
+                same = (stored == words[a:b]).all(axis=1)
                 if not same.all():
-                    self._split_collisions(frames, ids, fp, part[~same], lo)
+                    self._split_collisions(frames, ids, fp, lo + a + np.flatnonzero(~same), lo)
             lo += len(frames)
+
+    def _scratch(self, k: int) -> np.ndarray:
+        """A reused array of ``k`` frames (a fresh one per push would be paged in every time)."""
+        if len(getattr(self, "_scratch_frames", ())) < k:
+            self._scratch_frames = np.empty((k, *self.frame_shape), self.dtype)
+        return self._scratch_frames
 
     def _split_collisions(
         self, frames: np.ndarray, ids: np.ndarray, fp: np.ndarray, positions: np.ndarray, lo: int

@@ -87,7 +87,7 @@ def fill(buffer_or_ring, envs, pushes, rng, pushed=None):
 
 
 def assert_exact(batch, pushed):
-    assert batch["obs"].dtype == np.uint8 and batch["obs"].shape[1:] == (STACK, H, W)
+    assert batch["obs"].dtype == np.uint8 and batch["obs"].shape[1:] == pushed[0]["obs"].shape
     for i, uid in enumerate(batch["uid"]):
         assert np.array_equal(batch["obs"][i], pushed[uid]["obs"])
         assert np.array_equal(batch["next_obs"][i], pushed[uid]["next_obs"])
@@ -268,3 +268,45 @@ def test_real_pong_frames_share_all_but_one_frame_per_step():
     assert np.array_equal(held["next_obs"], np.concatenate([n for _, n in rows]))
     (store,) = ring.frame_stores
     assert store.held <= ring.filled + 2 * STACK  # one frame per row, plus the reset stacks
+
+
+def test_pong_collector_to_learner_stays_uint8_and_exact():
+    """The path of a (4, 84, 84) uint8 observation: env, collector (n-step DQN samples), a columnar
+    batch, the prioritized buffer (read-only arrays, as from Ray's object store), a sample, the
+    learner's tensors and one training step: uint8 at every stage, stacks as collected."""
+    pytest.importorskip("ale_py")
+    from functools import partial
+
+    from ding_ray.data import stack_items
+    from ding_ray.envs import AtariEnv, create_env_manager, get_vec_env_setting
+    from ding_ray.policy import DQNPolicy
+    from ding_ray.policy.common import to_tensor_batch
+    from ding_ray.worker import SampleSerialCollector
+
+    section = dict(AtariEnv.default_config(), env_id="PongNoFrameskip-v4", collector_env_num=2)
+    env_fn, cfgs, _ = get_vec_env_setting(dict(section, evaluator_env_num=1))
+    manager = create_env_manager(dict(type="base"), [partial(env_fn, cfg=c) for c in cfgs])
+    manager.seed(0)
+    policy = DQNPolicy(
+        dict(model=dict(obs_shape=[4, 84, 84], action_shape=6), nstep=3, learn=dict(batch_size=16))
+    )
+    collector = SampleSerialCollector(dict(n_sample=64), manager, policy.collect_mode)
+    try:
+        data = collector.collect(policy_kwargs={"eps": 1.0})
+    finally:
+        collector.close()
+    batch = stack_items(data)
+    assert batch["obs"].dtype == batch["next_obs"].dtype == np.uint8
+    batch["uid"] = np.arange(len(data))
+    for column in batch.values():
+        column.setflags(write=False)
+    buffer = AdvancedReplayBuffer(dict(replay_buffer_size=100))
+    buffer.push(batch)
+    (store,) = buffer._storage.frame_stores
+    assert store.held <= len(data) + 2 * 4  # one frame a row, plus each env's first stacks
+    sample = buffer.sample(16, columnar=True)
+    assert_exact(sample, data)
+    tensors = to_tensor_batch(sample)
+    assert str(tensors["obs"].dtype) == str(tensors["next_obs"].dtype) == "torch.uint8"
+    info = policy.learn_mode.forward(sample)
+    assert np.isfinite(info["total_loss"])
