@@ -10,7 +10,8 @@ such a loop usually has: ``plain_torch``) and once with the fused Adam ding_ray 
 it (``plain_torch_fused``: the like-for-like reference, so its ratio is ding_ray's own overhead).
 The sides take turns gradient step by gradient step in one process, with torch's threads as
 ding_ray sets them for a learner (``policy.learn.num_threads``), so that the load of a shared
-machine falls on all of them alike.
+machine falls on all of them alike; samples/s is the batch size over the median step time (the
+mean is printed too).
 
 Run:  python benchmarks/bench_learner_pixels.py [--device cpu|cuda] [--iters 10] [--rounds 3]
 Prints one ``bench_learner_pixels ...`` line per side and a ratio line per plain side.
@@ -125,7 +126,7 @@ def seconds(update, batch: dict[str, np.ndarray], device: str) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
-    parser.add_argument("--iters", type=int, default=10, help="gradient steps per side per round")
+    parser.add_argument("--iters", type=int, default=10, help="batches (gradient steps per side per round)")
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
     torch.manual_seed(0)
@@ -138,20 +139,19 @@ def main() -> None:
     for update in sides.values():  # warm-up: allocator, kernels, Adam state
         for batch in batches[:2]:
             update(batch)
-    rates: dict[str, list[float]] = {side: [] for side in sides}
+    steps: dict[str, list[float]] = {side: [] for side in sides}
     for _ in range(args.rounds):
-        spent = dict.fromkeys(sides, 0.0)
         for batch in batches:
             for side, update in sides.items():
-                spent[side] += seconds(update, batch, args.device)
-        for side in sides:
-            rates[side].append(len(batches) * BATCH / spent[side])
-    median = {side: statistics.median(r) for side, r in rates.items()}
+                steps[side].append(seconds(update, batch, args.device))
+    # The median step: other processes on a shared machine stretch single steps, not the typical one.
+    median = {side: BATCH / statistics.median(times) for side, times in steps.items()}
     threads = torch.get_num_threads()
     for side, rate in median.items():
+        mean = len(steps[side]) * BATCH / sum(steps[side])
         print(
             f"bench_learner_pixels side={side} device={args.device} threads={threads} batch={BATCH} "
-            f"samples_per_s={rate:.1f} rounds={[round(r, 1) for r in rates[side]]}",
+            f"samples_per_s={rate:.1f} mean_samples_per_s={mean:.1f} steps={len(steps[side])}",
             flush=True,
         )
     for plain in ("plain_torch", "plain_torch_fused"):
