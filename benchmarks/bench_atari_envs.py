@@ -10,7 +10,8 @@ and max-pooled, 4 stacked, uint8), random actions, in one run:
 
 The kinds are timed in turns, window after window, so other load on the machine hits them alike;
 each figure is the best of ``--windows`` windows. An env step is one env's step (8 per call).
-ratio_to_raw is each figure over raw_vector's.
+ratio_to_raw is each figure over raw_vector's. A last line times raw_vector and ding_vector one call
+of each in turn (the overhead of the manager's API over the bare vector env, robust to other load).
 
 Run:  python benchmarks/bench_atari_envs.py [--envs 8] [--seconds 2] [--windows 3]
 Prints one ``bench_atari_envs kind=... env_steps_per_s=... ratio_to_raw=...`` line per kind.
@@ -58,6 +59,21 @@ class Raw:
         self.vec.close()
 
 
+def interleaved(raw: Raw, ding: Ding, rng: np.random.Generator, calls: int) -> tuple[float, float]:
+    """Env steps/s of raw_vector and ding_vector, one call of each in turn: load that comes and goes
+    on a shared machine hits both alike, so their ratio holds where the windows' figures wander."""
+    spent = [0.0, 0.0]
+    for _ in range(calls):
+        start = time.perf_counter()
+        raw.vec.step(rng.integers(ACTIONS, size=raw.n))
+        middle = time.perf_counter()
+        ready = ding.env.ready_obs
+        ding.env.step(dict(zip(ready, rng.integers(ACTIONS, size=len(ready)).tolist())))
+        spent[0] += middle - start
+        spent[1] += time.perf_counter() - middle
+    return raw.n * calls / spent[0], raw.n * calls / spent[1]
+
+
 class GymAsync(Raw):
     def __init__(self, n: int) -> None:
         self.vec = gym.vector.AsyncVectorEnv([make_gym_env] * n, shared_memory=True)
@@ -90,6 +106,9 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=2.0, help="length of one timing window")
     parser.add_argument("--windows", type=int, default=3, help="windows per kind (the best counts)")
     parser.add_argument("--kinds", nargs="+", default=None, help="a subset of the kinds")
+    parser.add_argument(
+        "--interleaved-calls", type=int, default=500, help="calls of each in the interleaved pair"
+    )
     args = parser.parse_args()
     makers = {
         "raw_vector": lambda: Raw(args.envs),
@@ -108,6 +127,8 @@ def main() -> None:
         for _ in range(args.windows):
             for kind, runner in runners.items():
                 best[kind] = max(best[kind], runner.run(rng, args.seconds))
+        if "raw_vector" in runners and "ding_vector" in runners:
+            pair = interleaved(runners["raw_vector"], runners["ding_vector"], rng, args.interleaved_calls)
     finally:
         for runner in runners.values():
             runner.close()
@@ -115,6 +136,11 @@ def main() -> None:
     for kind in kinds:
         ratio = f" ratio_to_raw={best[kind] / raw:.3f}" if raw else ""
         print(f"bench_atari_envs kind={kind} envs={args.envs} env_steps_per_s={best[kind]:.0f}{ratio}")
+    if "raw_vector" in runners and "ding_vector" in runners:
+        print(
+            f"bench_atari_envs kind=interleaved envs={args.envs} raw_vector_steps_per_s={pair[0]:.0f} "
+            f"ding_vector_steps_per_s={pair[1]:.0f} ratio_to_raw={pair[1] / pair[0]:.3f}"
+        )
 
 
 if __name__ == "__main__":
