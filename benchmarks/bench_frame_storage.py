@@ -15,7 +15,8 @@ batch arrives, into
 Figures, both layouts in the same run: bytes per stored transition (every array the buffer
 holds: storage and priority bookkeeping, and the storage alone; the process's resident memory
 too), what 1M transitions take, push and sample throughput (uniform and prioritized draws of
-32, the learner's batch, and 512, an Ape-X learner's multi-batch), and a snapshot of the full
+32, the learner's batch, and 512, an Ape-X learner's multi-batch; per wall second and per CPU
+second of the calling thread, the steadier figure on a shared machine), and a snapshot of the full
 frame-storage buffer: file size, seconds to save and to load.
 
 Output: ``bench_frame_storage <figure>=<value> ...`` lines, then one JSON line with everything.
@@ -84,21 +85,23 @@ def pong_batches(n_rows: int, n_envs: int, seed: int = 0):
         env.close()
 
 
-def timed_push(buffer, batch) -> float:
-    start = time.perf_counter()
+def timed_push(buffer, batch) -> np.ndarray:
+    """(wall, CPU) seconds of one push; CPU time is this thread's (robust on a shared machine)."""
+    start = np.array([time.perf_counter(), time.thread_time()])
     buffer.push(batch)
-    return time.perf_counter() - start
+    return np.array([time.perf_counter(), time.thread_time()]) - start
 
 
 def sample_rates(buffer, sizes=(32, 512), seconds=1.0) -> dict[str, float]:
-    """Transitions/s sampled, per batch size."""
+    """Transitions sampled per wall second and per CPU second, per batch size."""
     out = {}
     for size in sizes:
-        n, start = 0, time.perf_counter()
+        n, start, cpu = 0, time.perf_counter(), time.thread_time()
         while time.perf_counter() - start < seconds:
             batch = buffer.sample(size, columnar=True)
             n += len(batch["obs"])
         out[f"sample{size}_transitions_per_s"] = n / (time.perf_counter() - start)
+        out[f"sample{size}_transitions_per_cpu_s"] = n / (time.thread_time() - cpu)
     return out
 
 
@@ -121,7 +124,7 @@ def main() -> None:
     naive = AdvancedReplayBuffer(dict(replay_buffer_size=args.naive, frame_dedup=False))
     for b in (dedup, naive):
         b.seed(0)
-    push_s = {"dedup": 0.0, "naive": 0.0}
+    push_s = {"dedup": np.zeros(2), "naive": np.zeros(2)}
     pushed = {"dedup": 0, "naive": 0}
     env_start = time.perf_counter()
     rss_dedup = None
@@ -134,7 +137,7 @@ def main() -> None:
             pushed["naive"] += n
         elif rss_dedup is None:
             rss_dedup = rss_bytes()
-    env_seconds = time.perf_counter() - env_start - push_s["dedup"] - push_s["naive"]
+    env_seconds = time.perf_counter() - env_start - push_s["dedup"][0] - push_s["naive"][0]
     rss1 = rss_bytes()
 
     figures: dict[str, float] = {
@@ -148,7 +151,8 @@ def main() -> None:
         figures[f"{name}_bytes_per_transition"] = total / rows
         figures[f"{name}_storage_bytes_per_transition"] = storage / rows
         figures[f"{name}_GB_per_1M_transitions"] = total / rows * 1e6 / 1e9
-        figures[f"{name}_push_transitions_per_s"] = pushed[name] / push_s[name]
+        figures[f"{name}_push_transitions_per_s"] = pushed[name] / push_s[name][0]
+        figures[f"{name}_push_transitions_per_cpu_s"] = pushed[name] / push_s[name][1]
         for key, value in sample_rates(buffer).items():
             figures[f"{name}_prioritized_{key}"] = value
         for key, value in sample_rates(uniform_view(buffer)).items():

@@ -265,10 +265,11 @@ LOAD_CHUNK = 4096  # rows stored as frames at a time when an older file is loade
 
 def load_frames(ring: ColumnarRing, state: Mapping, flat: dict[Path, np.ndarray], filled: int) -> None:
     """Fill ``ring`` from a state with ``frame_stores``: the schema gives the fields as pushed,
-    the stores their frames, the frame fields' columns their ids."""
+    the stores their frames, the frame fields' columns their ids. Every shape is checked against
+    the arrays held before anything is allocated (a crafted schema must not size the ring)."""
     schema, entries = state.get("schema"), state["frame_stores"]
     try:
-        protos = {tuple(f["path"]): np.zeros((0, *f["shape"]), dtype=np.dtype(f["dtype"])) for f in schema}
+        protos = {tuple(f["path"]): (tuple(f["shape"]), np.dtype(f["dtype"])) for f in schema}
         groups = [([tuple(p) for p in e["fields"]], e["frames"]) for e in entries]
     except (KeyError, TypeError, ValueError) as err:
         raise DataFormatError(f"Buffer storage state: malformed schema or frame stores: {err!r}") from err
@@ -277,33 +278,36 @@ def load_frames(ring: ColumnarRing, state: Mapping, flat: dict[Path, np.ndarray]
     frame_paths = [p for paths, _ in groups for p in paths]
     if len(set(frame_paths)) != len(frame_paths) or not set(frame_paths) <= set(flat):
         raise DataFormatError("Buffer storage state: frame stores name unknown or repeated fields.")
-    ring._create(protos, frame_paths=frame_paths)
+    for path, (shape, dtype) in protos.items():
+        rows = flat[path]
+        if path not in frame_paths and (rows.shape[1:] != shape or rows.dtype != dtype):
+            raise DataFormatError(f"Buffer storage state: column {_name(path)} does not fit the schema.")
     for paths, frames in groups:
-        fields = [ring._paths.index(p) for p in paths]
-        shape, dtype = ring._protos[fields[0]].shape[1:], ring._protos[fields[0]].dtype
+        shape, dtype = protos[paths[0]]
         if (
             not isinstance(frames, np.ndarray)
-            or frames.dtype != dtype
-            or frames.shape[1:] != shape[1:]
-            or any(ring._protos[i].shape[1:] != shape or ring._protos[i].dtype != dtype for i in fields)
+            or len(shape) != 3
+            or (frames.shape[1:], frames.dtype) != (shape[1:], dtype)
+            or any(protos[p] != (shape, dtype) for p in paths)
         ):
             raise DataFormatError("Buffer storage state: frames do not match the schema of their fields.")
-        ids = [flat[p] for p in paths]
-        for column in ids:
-            if column.dtype.kind not in "iu" or column.shape != (filled, shape[0]):
+        for path in paths:
+            ids = flat[path]
+            if ids.dtype.kind not in "iu" or ids.shape != (filled, shape[0]):
                 raise DataFormatError("Buffer storage state: frame ids of the wrong shape or type.")
-            if filled and (column.min() < 0 or column.max() >= len(frames)):
+            if filled and (ids.min() < 0 or ids.max() >= len(frames)):
                 raise DataFormatError("Buffer storage state: frame ids outside the stored frames.")
+    ring._create({p: np.zeros((0, *shape), dtype) for p, (shape, dtype) in protos.items()}, frame_paths)
+    for paths, frames in groups:
+        ids = [flat[p] for p in paths]
         store = FrameStore.from_compact(frames, ids, initial_frames(ring.capacity))
-        for i, column in zip(fields, ids, strict=True):
+        for path, column in zip(paths, ids, strict=True):
+            i = ring._paths.index(path)
             ring._stores[i] = store
             ring._columns[i][:filled] = column
     for i, path in enumerate(ring._paths):
         if ring._stores[i] is None:
-            rows, proto = flat[path], ring._protos[i]
-            if rows.shape[1:] != proto.shape[1:] or rows.dtype != proto.dtype:
-                raise DataFormatError(f"Buffer storage state: column {_name(path)} does not fit the schema.")
-            ring._columns[i][:filled] = rows
+            ring._columns[i][:filled] = flat[path]
 
 
 def conform(

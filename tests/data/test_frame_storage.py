@@ -245,6 +245,11 @@ def test_damaged_frame_states_are_refused(tmp_path):
     with pytest.raises(DataFormatError, match="outside"):
         NaiveReplayBuffer(dict(replay_buffer_size=50)).load_state_dict(state)
     obs_ids[1][0, 0] = 0
+    action = next(f for f in state["storage"]["schema"] if f["path"] == ["action"])
+    action["shape"] = [10**9]  # a crafted schema never sizes the ring
+    with pytest.raises(DataFormatError, match="does not fit the schema"):
+        NaiveReplayBuffer(dict(replay_buffer_size=50)).load_state_dict(state)
+    action["shape"] = []
     store["frames"] = store["frames"][:, :3]
     with pytest.raises(DataFormatError, match="frames do not match"):
         NaiveReplayBuffer(dict(replay_buffer_size=50)).load_state_dict(state)
