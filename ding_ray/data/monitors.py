@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 SIZE = "buffer/size"
+STORAGE_BYTES = "buffer/storage_bytes"  # bytes of the arrays holding the items (frames included)
 PUSHED = "buffer/pushed"
 SAMPLED = "buffer/sampled"
 REMOVED = "buffer/removed"

@@ -13,7 +13,7 @@ from easydict import EasyDict
 from ding_ray.config.merge import merge_config
 from ding_ray.data.base import IBuffer
 from ding_ray.data.columnar import Batch, as_batch_sized, stack_items, unstack_batch
-from ding_ray.data.monitors import PUSHED, SAMPLED, SIZE, PeriodicThruputMonitor, logger
+from ding_ray.data.monitors import PUSHED, SAMPLED, SIZE, STORAGE_BYTES, PeriodicThruputMonitor, logger
 from ding_ray.data.storage import ColumnarRing
 from ding_ray.errors import ConfigError, DataFormatError, ShapeError
 
@@ -154,7 +154,10 @@ class RingBuffer(IBuffer):
             return self._stats()
 
     def _stats(self) -> dict[str, float]:
-        return {SIZE: self._count(), PUSHED: self._push_count, SAMPLED: self._sampled_total}
+        stats = {SIZE: self._count(), PUSHED: self._push_count, SAMPLED: self._sampled_total}
+        if isinstance(self._storage, ColumnarRing):
+            stats[STORAGE_BYTES] = self._storage.nbytes
+        return stats
 
     # ------------------------------------------------------------------ persistence
     def state_dict(self) -> dict:
