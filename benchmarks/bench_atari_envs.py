@@ -27,7 +27,7 @@ import gymnasium as gym
 import numpy as np
 
 from ding_ray.envs import AtariEnv, create_env_manager
-from ding_ray.envs.atari import ensure_registered
+from ding_ray.envs.game_ids import ensure_registered
 
 ENV_ID = "PongNoFrameskip-v4"
 ACTIONS = 6

@@ -94,7 +94,7 @@ def apply_overrides(main_cfg: dict, create_cfg: dict, items: list[str], infer_sh
 def _atari_env_type(create_cfg: dict, keys: set[str], env_id: Any) -> None:
     """An Atari id given to a config of env type 'gymnasium' switches it to 'atari' (DI-engine's
     preprocessing), as a user asking for a game means; a line says so."""
-    from ding_ray.envs.atari import ensure_registered, is_atari_id
+    from ding_ray.envs.game_ids import ensure_registered, is_atari_id
 
     env_section = create_cfg.get("env") or {}
     if any(k in keys for k in ("create_config.env.type", "create.env.type")):

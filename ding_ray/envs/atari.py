@@ -10,7 +10,8 @@ observations are uint8 ``(frame_stack, 84, 84)``.
 Built from gymnasium's ``AtariPreprocessing`` (no-ops, skip, max-pool, warp: with
 ``terminal_on_life_loss=False``) and ``FrameStackObservation`` (frames stacked on axis 0, the
 first frame repeated after a reset, as DI-engine pads); episodic life and fire reset are small
-wrappers here, as DI-engine's (gymnasium has none that continues the game after a lost life).
+wrappers in ``atari_wrappers``, as DI-engine's (gymnasium has none that continues the game after a
+lost life).
 Where ding_ray differs from DI-engine:
 
 - Observations stay uint8 (0-255); DI-engine scales them to float32 in [0, 1] in the env. The
@@ -26,8 +27,10 @@ MinAtar (``MinAtar/Breakout-v1``, ...) is not DI-engine's: its games come out of
 package gives ``(10, 10, C)`` bool). Float, not uint8: each channel is a 0/1 map, which a model
 that divides uint8 pixels by 255 would squash to nothing.
 
-Both packages register their ids with gymnasium only when asked; ``ensure_registered`` does it the
-first time such an id is made. Without them the error names the ``atari`` extra.
+Both packages register their ids with gymnasium only when asked; ``game_ids.ensure_registered``
+does it the first time such an id is made. Without them the error names the ``atari`` extra.
+``env.manager.type='atari_vector'`` steps these envs in ale-py's C++ vector env instead
+(``atari_vector_manager``).
 """
 
 from __future__ import annotations
@@ -42,101 +45,13 @@ import numpy as np
 from easydict import EasyDict
 
 from ding_ray.config.merge import checked_config, default_config_of
+from ding_ray.envs.atari_wrappers import EpisodicLife, FireReset
+from ding_ray.envs.game_ids import EXTRA_HINT, ensure_registered, is_atari_id, is_minatar_id
+from ding_ray.envs.gymnasium_env import BaseEnvTimestep, make_gymnasium
 from ding_ray.errors import ConfigError, EnvError
 from ding_ray.utils.registry import ENV_REGISTRY
 
-EXTRA_HINT = 'Atari and MinAtar games need the atari extra: pip install "ding_ray[atari]"'
 
-
-def is_minatar_id(env_id: Any) -> bool:
-    return isinstance(env_id, str) and env_id.startswith("MinAtar/")
-
-
-def is_atari_id(env_id: Any) -> bool:
-    """An id of ale-py's (``ALE/Pong-v5``, ``PongNoFrameskip-v4``), once ale-py has registered."""
-    if not isinstance(env_id, str):
-        return False
-    if env_id.startswith("ALE/"):
-        return True
-    spec = gym.envs.registry.get(env_id)
-    return spec is not None and str(spec.entry_point).startswith("ale_py")
-
-
-def ensure_registered(env_id: str) -> bool:
-    """Register ale-py's or MinAtar's ids if ``env_id`` is not known yet; True if it is known now."""
-    if env_id in gym.envs.registry:
-        return True
-    if is_minatar_id(env_id):
-        if importlib.util.find_spec("minatar") is not None:
-            from minatar.gym import register_envs
-
-            register_envs()
-    elif importlib.util.find_spec("ale_py") is not None:
-        import ale_py
-
-        gym.register_envs(ale_py)
-    return env_id in gym.envs.registry
-
-
-def missing_packages() -> list[str]:
-    return [name for name in ("ale_py", "minatar") if importlib.util.find_spec(name) is None]
-
-
-# ----- MinAtar: channel first ---------------------------------------------------------------------
-def minatar_space(space: gym.spaces.Box) -> gym.spaces.Box:
-    """MinAtar's ``(10, 10, C)`` bool space as the model sees it: ``(C, 10, 10)`` float32 in [0, 1]."""
-    h, w, c = space.shape
-    return gym.spaces.Box(0.0, 1.0, shape=(c, h, w), dtype=np.float32)
-
-
-def minatar_obs(obs: np.ndarray) -> np.ndarray:
-    return np.ascontiguousarray(np.moveaxis(obs, -1, 0), dtype=np.float32)
-
-
-# ----- DI-engine's Atari wrappers that gymnasium lacks --------------------------------------------
-class EpisodicLife(gym.Wrapper):
-    """A lost life ends the episode for the learner, but the game goes on: the next ``reset`` after
-    a lost life only steps a NOOP (a real reset comes once the game is over)."""
-
-    def __init__(self, env: gym.Env) -> None:
-        super().__init__(env)
-        self.lives = 0
-        self.game_over = True
-
-    def step(self, action: Any):
-        obs, reward, terminated, truncated, info = self.env.step(action)
-        self.game_over = terminated or truncated
-        lives = self.env.unwrapped.ale.lives()
-        # lives > 0: some games sit at 0 lives for a few frames before the game ends
-        if 0 < lives < self.lives:
-            terminated = True
-        self.lives = lives
-        return obs, reward, terminated, truncated, info
-
-    def reset(self, *, seed: int | None = None, options: dict | None = None):
-        if self.game_over or seed is not None:
-            obs, info = self.env.reset(seed=seed, options=options)
-        else:
-            obs, _, terminated, truncated, info = self.env.step(0)
-            if terminated or truncated:  # the NOOP ended the game after all
-                obs, info = self.env.reset(options=options)
-        self.game_over = False
-        self.lives = self.env.unwrapped.ale.lives()
-        return obs, info
-
-
-class FireReset(gym.Wrapper):
-    """Press FIRE after every reset (games such as Breakout wait for it)."""
-
-    def reset(self, *, seed: int | None = None, options: dict | None = None):
-        self.env.reset(seed=seed, options=options)
-        obs, _, terminated, truncated, info = self.env.step(1)
-        if terminated or truncated:
-            obs, info = self.env.reset(options=options)
-        return obs, info
-
-
-# ----- the env ------------------------------------------------------------------------------------
 @ENV_REGISTRY.register("atari")
 class AtariEnv:
     """An ale-py game with DI-engine's Atari preprocessing behind ``reset / step / seed / close``."""
@@ -286,8 +201,6 @@ class AtariEnv:
     def _make(self, render_mode: str | None = None) -> gym.Env:
         from gymnasium.wrappers import AtariPreprocessing, FrameStackObservation
 
-        from ding_ray.envs.gymnasium_env import make_gymnasium
-
         env_id = self._cfg.env_id
         if env_id is None:
             raise EnvError("env.env_id is not set; give an ale-py id such as 'PongNoFrameskip-v4'.")
@@ -335,9 +248,7 @@ class AtariEnv:
         self._episode_return = 0.0
         return obs
 
-    def step(self, action: Any):
-        from ding_ray.envs.gymnasium_env import BaseEnvTimestep
-
+    def step(self, action: Any) -> BaseEnvTimestep:
         obs, reward, terminated, truncated, info = self._env.step(int(np.asarray(action).item()))
         reward = float(reward)
         if self.clip_rewards:

@@ -11,7 +11,8 @@ import numpy as np
 from easydict import EasyDict
 
 from ding_ray.config.merge import checked_config, default_config_of
-from ding_ray.envs.atari import (
+from ding_ray.envs.dizoo_keys import check_dizoo_keys, discretised_space, make_kwargs, unit_of_index
+from ding_ray.envs.game_ids import (
     EXTRA_HINT,
     ensure_registered,
     is_atari_id,
@@ -20,7 +21,6 @@ from ding_ray.envs.atari import (
     minatar_space,
     missing_packages,
 )
-from ding_ray.envs.dizoo_keys import check_dizoo_keys, discretised_space, make_kwargs, unit_of_index
 from ding_ray.envs.step_errors import step_result_error
 from ding_ray.errors import ConfigError, EnvError
 from ding_ray.utils.registry import ENV_REGISTRY, close_matches
