@@ -1,0 +1,284 @@
+"""Pong sampler speed, side by side in one run: ding_ray's collector actors against the raw emulator,
+RLlib 2.60's EnvRunners and Sample Factory 2's sampler, on the same cores.
+
+Every side steps 8 Pong envs with the same preprocessing (no-op resets, 4 frames skipped and
+max-pooled, 84x84 grayscale, a stack of 4, uint8 frames) and counts **env steps: agent steps of one
+env after the frame skip, so frames = 4 x steps** (Sample Factory's "FPS with frameskip" and the
+public EnvPool figures are frames). Figures:
+
+  raw_ale_vector      ale-py's ``AtariVectorEnv`` (C++ threads, ``--raw-threads``), random actions,
+                      one process: the ceiling
+  raw_async           gymnasium's ``AsyncVectorEnv``, a process per env, random actions
+  ding_ray_random     2 ding_ray collector actors x 4 envs (``atari_vector`` manager), random policy
+  ding_ray_cnn        the same with the DQN policy's Nature CNN (batched over each actor's 4 envs)
+  rllib               RLlib's EnvRunners, 2 runners x 4 envs, its default CNN encoder given the
+                      Nature layout, PPO's sampling (the episodes come back to the driver)
+  sample_factory      Sample Factory's sampler (``SyncSamplingAPI``), 2 rollout workers x 4 envs
+                      and its inference worker, its Atari Nature CNN on the CPU
+
+The sides run one after another, never together (2 cores), each in a fresh process: the
+references in their own venvs (``--setup`` builds them under ``.cache/bench_venvs/``) through the
+runner scripts in ``benchmarks/pixels_refs/``, ding_ray in this venv through this file. Each side
+runs ``--warmup`` seconds after its first batch, then ``--seconds`` timed; only whole batches
+inside the window count (``pixels_refs/timing.py``). The 1-minute load average is printed with
+each figure: on a shared machine, read the ratios of a run whose load stayed near 2.
+
+Run:  python benchmarks/bench_pixels.py --setup            # once: the RLlib and Sample Factory venvs
+      python benchmarks/bench_pixels.py [--seconds 30] [--rounds 1] [--only raw_ale_vector rllib ...]
+Prints one ``bench_pixels figure=NAME env_steps_per_s=.. frames_per_s=.. load_1m=..`` line per
+figure and round, then (median over rounds) ``bench_pixels_ratio ding_ray_random/raw_ale_vector=..
+ding_ray_cnn/rllib=.. ding_ray_cnn/sample_factory=..``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REFS = os.path.join(REPO, "benchmarks", "pixels_refs")
+VENVS = os.path.join(REPO, ".cache", "bench_venvs")
+sys.path.insert(0, REFS)
+
+ENVS_PER_ACTOR = 4
+NUM_ACTORS = 2  # collector actors / env runners / rollout workers: one per core
+
+# The reference venvs: the exact versions measured. torch comes first and stays pinned: any other
+# version pulls a multi-GB CUDA build. Sample Factory 2.1.1 needs numpy<2 and gymnasium<1, so its
+# ale-py is 0.9.0 (ROMs in the wheel, registers the v4/v5 ids with gymnasium 0.29 on import) and
+# its opencv-python the last before numpy 2 became required.
+RECIPES = {
+    "rllib": [
+        "torch==2.13.0",
+        "ray[rllib]==2.60.0",
+        "ale-py==0.12.1",
+        "gymnasium==1.2.2",
+        "opencv-python-headless==5.0.0.93",
+    ],
+    "sample_factory": [
+        "torch==2.13.0",
+        "sample-factory==2.1.1",
+        "ale-py==0.9.0",
+        "gymnasium==0.29.1",
+        "numpy==1.26.4",
+        "opencv-python==4.11.0.86",
+    ],
+}
+SMOKE = {
+    "rllib": "import ale_py, ray.rllib, torch",
+    "sample_factory": "import ale_py, sample_factory, sf_examples.atari.train_atari, torch",
+}
+
+FIGURES = ("raw_ale_vector", "raw_async", "ding_ray_random", "ding_ray_cnn", "rllib", "sample_factory")
+RATIOS = (
+    ("ding_ray_random", "raw_ale_vector"),
+    ("ding_ray_cnn", "rllib"),
+    ("ding_ray_cnn", "sample_factory"),
+    ("ding_ray_cnn", "ding_ray_random"),
+)
+
+
+# ----- the reference venvs ---------------------------------------------------------------------------
+
+
+def venv_python(name: str) -> str:
+    return os.path.join(VENVS, name, "bin", "python")
+
+
+def setup(names: list[str]) -> None:
+    """Build each reference venv once; a venv whose recorded recipe matches is left as it is."""
+    for name in names:
+        recipe = RECIPES[name]
+        folder = os.path.join(VENVS, name)
+        stamp = os.path.join(folder, "bench_pixels_recipe.json")
+        if os.path.isfile(stamp):
+            with open(stamp) as f:
+                if json.load(f) == recipe:
+                    print(f"bench_pixels setup {name}: up to date ({folder})", flush=True)
+                    continue
+        if not os.path.isfile(venv_python(name)):
+            subprocess.run([sys.executable, "-m", "venv", folder], check=True)
+        print(f"bench_pixels setup {name}: pip install {' '.join(recipe)}", flush=True)
+        with tempfile.NamedTemporaryFile("w", suffix=".txt") as constraints:
+            # The constraints hold the pins against any dependency that would move them.
+            constraints.write("\n".join(recipe) + "\n")
+            constraints.flush()
+            subprocess.run(
+                [venv_python(name), "-m", "pip", "install", "-q", "-c", constraints.name, *recipe], check=True
+            )
+        subprocess.run([venv_python(name), "-c", SMOKE[name]], check=True)
+        with open(stamp, "w") as f:
+            json.dump(recipe, f)
+        print(f"bench_pixels setup {name}: ready", flush=True)
+
+
+# ----- running one side --------------------------------------------------------------------------------
+
+
+def run_side(cmd: list[str], timeout_s: float) -> dict | str:
+    """Run one side's process; its ``RESULT`` dict, or why there is none.
+
+    The process leads a session of its own, so a hung sampler (Sample Factory's processes, Ray's)
+    is ended with all its children.
+    """
+    proc = subprocess.Popen(
+        cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True
+    )
+    try:
+        out, _ = proc.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, _ = proc.communicate()
+        return f"timed out after {timeout_s:.0f} s: {out[-500:]!r}"
+    for line in reversed(out.splitlines()):
+        if line.startswith("RESULT "):
+            return json.loads(line[len("RESULT ") :])
+    return f"exit {proc.returncode}, no result: {out[-1500:]}"
+
+
+def command(figure: str, args: argparse.Namespace) -> list[str] | str:
+    """The command line of ``figure``, or why it cannot run here."""
+    timing = ["--seconds", str(args.seconds), "--warmup", str(args.warmup)]
+    if figure in ("raw_ale_vector", "raw_async"):
+        if importlib.util.find_spec("ale_py.vector_env") is None:
+            return "ale-py >= 0.11 is not installed in this venv (the atari extra)"
+        kind = "ale_vector" if figure == "raw_ale_vector" else "async"
+        threads = ["--num-threads", str(args.raw_threads)]
+        return [sys.executable, os.path.join(REFS, "raw_runner.py"), "--kind", kind, *threads, *timing]
+    if figure.startswith("ding_ray"):
+        if importlib.util.find_spec("ding_ray.envs.atari") is None:
+            return "not available yet: ding_ray.envs.atari does not exist"
+        policy = figure[len("ding_ray_") :]
+        return [sys.executable, os.path.abspath(__file__), "--ding-ray-side", policy, *timing]
+    python = venv_python(figure)
+    if not os.path.isfile(os.path.join(VENVS, figure, "bench_pixels_recipe.json")):
+        return f"no venv: run python benchmarks/bench_pixels.py --setup (builds {os.path.dirname(python)})"
+    runner = os.path.join(REFS, f"{figure}_runner.py")
+    return [python, runner, *timing]
+
+
+# ----- the ding_ray side ---------------------------------------------------------------------------------
+
+
+def ding_ray_side(policy: str, seconds: float, warmup: float, n_sample: int = 256) -> dict:
+    """Env steps/s of 2 collector actors x 4 Pong envs (``random``: random actions; ``cnn``: the DQN
+    policy's Nature CNN, eps-greedy 0.1), one collect call in flight per actor.
+
+    Each call returns ``n_sample`` transitions put into the object store by the actor (the
+    reference the pipelines hand to the buffer); nothing here reads them. Expects env type
+    ``atari`` (``ding_ray.envs.atari``), the ``atari_vector`` env manager, the conv encoder for a
+    3-D ``obs_shape`` in ``ding_ray.model.DQN`` and ``CollectorActor.collect(weights, train_iter,
+    policy_kwargs, random_collect)`` returning ``new_env_steps``.
+    """
+    import ray
+    from timing import measure
+
+    from ding_ray.distributed import CollectorActor
+    from ding_ray.entry import compile_ray_config
+
+    exp_name = tempfile.mkdtemp(prefix="bench_pixels_")
+    main_cfg = dict(
+        exp_name=exp_name,
+        env=dict(
+            env_id="PongNoFrameskip-v4",
+            collector_env_num=ENVS_PER_ACTOR,
+            evaluator_env_num=1,
+            frame_stack=4,
+            # one C++ thread per actor: each actor has one core
+            manager=dict(type="atari_vector", num_threads=1),
+        ),
+        policy=dict(
+            model=dict(obs_shape=[4, 84, 84], action_shape=6),
+            collect=dict(n_sample=n_sample),
+            other=dict(replay_buffer=dict(replay_buffer_size=10_000)),
+        ),
+    )
+    create_cfg = dict(env=dict(type="atari"), policy=dict(type="dqn"), replay_buffer=dict(type="naive"))
+    cfg = compile_ray_config((main_cfg, create_cfg), seed=0, save_cfg=False)
+    ray.init(num_cpus=NUM_ACTORS, include_dashboard=False, log_to_driver=False)
+    try:
+        collectors = [CollectorActor.options(num_cpus=1).remote(cfg, i) for i in range(NUM_ACTORS)]
+        call = dict(weights=None, train_iter=0, policy_kwargs={"eps": 0.1}, random_collect=policy == "random")
+        in_flight = {c.collect.remote(**call): c for c in collectors}
+
+        def step() -> int:
+            [ref], _ = ray.wait(list(in_flight), num_returns=1)
+            collector = in_flight.pop(ref)
+            info = ray.get(ref)
+            in_flight[collector.collect.remote(**call)] = collector
+            return info["new_env_steps"]
+
+        return measure(step, seconds, warmup)
+    finally:
+        ray.shutdown()
+        shutil.rmtree(exp_name, ignore_errors=True)
+
+
+# ----- the run ---------------------------------------------------------------------------------------
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--setup", action="store_true", help="build the reference venvs, then stop")
+    parser.add_argument("--seconds", type=float, default=30.0, help="timed seconds per figure")
+    parser.add_argument("--warmup", type=float, default=5.0, help="seconds after the first batch, untimed")
+    parser.add_argument("--rounds", type=int, default=1, help="every figure this many times, in turn")
+    parser.add_argument("--only", nargs="+", choices=FIGURES, default=list(FIGURES))
+    parser.add_argument("--raw-threads", type=int, default=2, help="AtariVectorEnv's C++ threads")
+    parser.add_argument("--ding-ray-side", choices=("random", "cnn"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+
+    if args.ding_ray_side:  # one side in this fresh process, started by the run below
+        from timing import report
+
+        report(ding_ray_side(args.ding_ray_side, args.seconds, args.warmup))
+        return
+    if args.setup:
+        setup(list(RECIPES))
+        return
+
+    print(f"bench_pixels start load_1m={os.getloadavg()[0]:.2f} cpus={os.cpu_count()}", flush=True)
+    rates: dict[str, list[float]] = {}
+    for _ in range(args.rounds):
+        for figure in args.only:
+            cmd = command(figure, args)
+            if isinstance(cmd, str):
+                print(f"bench_pixels figure={figure} skipped={cmd!r}", flush=True)
+                continue
+            load_before = os.getloadavg()[0]
+            result = run_side(cmd, timeout_s=args.seconds + args.warmup + 600)
+            if isinstance(result, str):
+                print(f"bench_pixels figure={figure} failed={result!r}", flush=True)
+                continue
+            rate = result["steps_per_s"]
+            rates.setdefault(figure, []).append(rate)
+            print(
+                f"bench_pixels figure={figure} env_steps_per_s={rate:.0f} frames_per_s={4 * rate:.0f} "
+                f"env_steps={result['env_steps']} seconds={result['seconds']:.1f} "
+                f"load_1m_before={load_before:.2f} load_1m_after={result['load']:.2f}",
+                flush=True,
+            )
+    median = {figure: statistics.median(values) for figure, values in rates.items()}
+    if args.rounds > 1:
+        for figure, value in median.items():
+            print(
+                f"bench_pixels_median figure={figure} env_steps_per_s={value:.0f} rounds={len(rates[figure])}"
+            )
+    ratios = " ".join(
+        f"{a}/{b}=" + (f"{median[a] / median[b]:.3f}" if a in median and b in median else "n/a")
+        for a, b in RATIOS
+    )
+    print(f"bench_pixels_ratio {ratios}")
+    print(f"bench_pixels end load_1m={os.getloadavg()[0]:.2f}")
+
+
+if __name__ == "__main__":
+    main()
