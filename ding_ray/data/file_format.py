@@ -8,9 +8,10 @@ A file is one msgpack map::
      "checksum": {"algorithm": "sha256", "digest": <sha256 of packed header + payload>}}
 
 Version 2 is written when the storage keeps image stacks as frames (``storage.frame_stores``:
-each frame once, the frame fields' columns hold frame ids); the header then also lists the
-frame stores (``{"fields": [...], "frames": count, "frame_shape": [...]}``). Version 1 files
-(no frame stores) are still written for every other buffer and read as before.
+each frame once, the frame fields' columns hold frame ids; the header then also lists the
+frame stores, ``{"fields": [...], "frames": count, "frame_shape": [...]}``) or holds uint8
+arrays of ``COMPRESS_MIN_BYTES`` or more, which are stored zlib-compressed in chunks (Atari
+frames shrink about 60x). Every other buffer is still written as version 1; both are read.
 
 Numpy arrays inside the payload are msgpack extension values holding dtype, shape and raw
 bytes; only plain numeric and boolean dtypes are accepted when reading, so loading never
@@ -24,7 +25,9 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
+import zlib
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import msgpack
@@ -34,10 +37,14 @@ from ding_ray.errors import DataFormatError
 
 FORMAT_NAME = "ding_ray.replay_buffer"
 FORMAT_VERSION = 2  # the newest version written and read
-FRAMES_VERSION = 2  # the first version with frame stores
+FRAMES_VERSION = 2  # the first version with frame stores and compressed arrays
 READABLE_VERSIONS = (1, 2)
 _EXT_ARRAY = 1
 _EXT_SCALAR = 2
+_EXT_ZARRAY = 3  # version 2: [dtype, shape, [zlib chunk, ...]]
+COMPRESS_MIN_BYTES = 1 << 20  # uint8 arrays (frames, images) this large are compressed
+_ZCHUNK = 1 << 23  # bytes per compressed chunk: chunks are (de)compressed in parallel threads
+_ZLEVEL = 1  # Atari frames shrink about 60x at level 1, at hundreds of MB/s per core
 _NUMERIC_KINDS = "biufc"  # bool, signed, unsigned, float, complex
 
 
@@ -45,6 +52,8 @@ _NUMERIC_KINDS = "biufc"  # bool, signed, unsigned, float, complex
 def _encode(obj: Any) -> Any:
     """msgpack ``default`` hook for the numpy values a state dict holds."""
     if isinstance(obj, np.ndarray):
+        if obj.dtype == np.uint8 and obj.nbytes >= COMPRESS_MIN_BYTES:
+            return msgpack.ExtType(_EXT_ZARRAY, _pack_compressed(obj))
         return msgpack.ExtType(_EXT_ARRAY, _pack_array(obj))
     if isinstance(obj, np.generic):
         return msgpack.ExtType(_EXT_SCALAR, _pack_array(np.asarray(obj)))
@@ -60,16 +69,32 @@ def _pack_array(arr: np.ndarray) -> bytes:
     return msgpack.packb([arr.dtype.str, list(arr.shape), raw], use_bin_type=True)
 
 
+def _pack_compressed(arr: np.ndarray) -> bytes:
+    raw = memoryview(np.ascontiguousarray(arr).reshape(-1))
+    chunks = [raw[i : i + _ZCHUNK] for i in range(0, len(raw), _ZCHUNK)]
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:  # zlib releases the GIL
+        parts = list(pool.map(lambda chunk: zlib.compress(chunk, _ZLEVEL), chunks))
+    return msgpack.packb([arr.dtype.str, list(arr.shape), parts], use_bin_type=True)
+
+
 def encode_state(state: Mapping, buffer_type: str) -> bytes:
     """The bytes of a buffer file holding ``state``."""
+    compressed = []
+
+    def default(obj: Any) -> Any:
+        ext = _encode(obj)
+        compressed.append(ext.code == _EXT_ZARRAY)
+        return ext
+
     try:
-        payload = msgpack.packb(state, default=_encode, use_bin_type=True)
+        payload = msgpack.packb(state, default=default, use_bin_type=True)
     except (TypeError, ValueError, OverflowError) as err:
         raise DataFormatError(f"The buffer state cannot be written: {err}.") from err
     frames = _frames_of(state)
     header = {
         "format": FORMAT_NAME,
-        "version": FRAMES_VERSION if frames else 1,  # readers before frame stores still read the rest
+        # version 1 where it suffices: readers from before frame stores still read those files
+        "version": FRAMES_VERSION if frames or any(compressed) else 1,
         "buffer_type": buffer_type,
         "schema": _schema_of(state),
     }
@@ -111,11 +136,13 @@ def _frames_of(state: Mapping) -> list:
 # ---------------------------------------------------------------------- decoding
 def _decode(code: int, data: bytes) -> Any:
     """msgpack ``ext_hook``: rebuild numeric arrays, refuse anything else."""
-    if code not in (_EXT_ARRAY, _EXT_SCALAR):
+    if code not in (_EXT_ARRAY, _EXT_SCALAR, _EXT_ZARRAY):
         raise DataFormatError(f"unknown extension type {code}")
     parts = msgpack.unpackb(data, raw=False)
     if not (isinstance(parts, list) and len(parts) == 3 and isinstance(parts[0], str)):
         raise DataFormatError("malformed array record")
+    if code == _EXT_ZARRAY:
+        parts[2] = _decompress(parts[1], parts[2])
     dtype_str, shape, raw = parts
     try:
         dtype = np.dtype(dtype_str)
@@ -129,6 +156,31 @@ def _decode(code: int, data: bytes) -> Any:
         raise DataFormatError("array data does not match its dtype and shape")
     arr = np.frombuffer(raw, dtype=dtype).reshape(shape).copy()
     return arr[()] if code == _EXT_SCALAR else arr
+
+
+def _decompress(shape: Any, chunks: Any) -> bytes:
+    """The bytes of a compressed array; never inflates past the size its shape declares."""
+    if not (isinstance(shape, list) and all(isinstance(d, int) and d >= 0 for d in shape)):
+        raise DataFormatError(f"bad array shape {shape!r}")
+    if not (isinstance(chunks, list) and all(isinstance(c, bytes) for c in chunks)):
+        raise DataFormatError("malformed compressed array")
+    size = int(np.prod(shape, dtype=np.int64))  # only uint8 arrays are compressed: 1 byte each
+    if len(chunks) != -(-size // _ZCHUNK):
+        raise DataFormatError("compressed array has the wrong number of chunks")
+
+    def inflate(i: int) -> bytes:
+        want = min(_ZCHUNK, size - i * _ZCHUNK)
+        unzip = zlib.decompressobj()
+        try:
+            out = unzip.decompress(chunks[i], want)
+        except zlib.error as err:
+            raise DataFormatError(f"compressed array chunk {i} is corrupt: {err}") from err
+        if len(out) != want or not unzip.eof or unzip.unconsumed_tail:
+            raise DataFormatError(f"compressed array chunk {i} does not hold {want} bytes")
+        return out
+
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        return b"".join(pool.map(inflate, range(len(chunks))))
 
 
 def decode_state(blob: bytes, expected_type: str | None = None) -> dict:
