@@ -36,6 +36,7 @@ import argparse
 import importlib.util
 import json
 import os
+import re
 import shutil
 import signal
 import statistics
@@ -109,7 +110,7 @@ def setup(names: list[str]) -> None:
         print(f"bench_pixels setup {name}: pip install {' '.join(recipe)}", flush=True)
         with tempfile.NamedTemporaryFile("w", suffix=".txt") as constraints:
             # The constraints hold the pins against any dependency that would move them.
-            constraints.write("\n".join(recipe) + "\n")
+            constraints.write("\n".join(re.sub(r"\[.*\]", "", pin) for pin in recipe) + "\n")
             constraints.flush()
             subprocess.run(
                 [venv_python(name), "-m", "pip", "install", "-q", "-c", constraints.name, *recipe], check=True
