@@ -1,6 +1,7 @@
 """Replay storage of Atari transitions: frames held once (ding_ray's default) vs naive columns.
 
-Run:  python benchmarks/bench_frame_storage.py  [--transitions 100000] [--naive 20000] [--envs 8]
+Run:  python benchmarks/bench_frame_storage.py  [--transitions 100000] [--extra 20000] [--naive 20000]
+                                                [--envs 8]
 
 Real Pong frames: ale-py's ``AtariVectorEnv('pong')`` (84x84 grayscale, frame stack 4, frame skip
 4, random actions) steps ``--envs`` envs; every step's transitions (``obs`` and ``next_obs``
@@ -8,9 +9,11 @@ uint8 ``(4, 84, 84)``, action, reward, done) are pushed, 256 rows a push as a co
 batch arrives, into
 
 - the prioritized buffer (``AdvancedReplayBuffer``, Ape-X's) with ``--transitions`` rows and
-  frame storage (the default, ``frame_dedup=True``), and
+  frame storage (the default, ``frame_dedup=True``), filled, then ``--extra`` rows more pushed
+  (overwriting the oldest: push rates are given for both phases), and
 - the same buffer with ``frame_dedup=False`` (one column per field, each stack stored whole),
-  ``--naive`` rows (its bytes per row do not depend on the capacity; 100k rows would be 5.6 GB).
+  ``--naive`` rows, given the same pushes (its bytes per row do not depend on the capacity;
+  100k rows would take 5.6 GB).
 
 Figures, both layouts in the same run: bytes per stored transition (every array the buffer
 holds: storage and priority bookkeeping, and the storage alone; the process's resident memory
@@ -115,6 +118,7 @@ def uniform_view(buffer: AdvancedReplayBuffer) -> NaiveReplayBuffer:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--transitions", type=int, default=100_000, help="rows of the frame-storage buffer")
+    parser.add_argument("--extra", type=int, default=20_000, help="rows pushed once it is full")
     parser.add_argument("--naive", type=int, default=20_000, help="rows of the naive-column buffer")
     parser.add_argument("--envs", type=int, default=8)
     args = parser.parse_args()
@@ -122,37 +126,38 @@ def main() -> None:
     rss0 = rss_bytes()
     dedup = AdvancedReplayBuffer(dict(replay_buffer_size=args.transitions))
     naive = AdvancedReplayBuffer(dict(replay_buffer_size=args.naive, frame_dedup=False))
-    for b in (dedup, naive):
+    buffers = {"dedup": dedup, "naive": naive}
+    for b in buffers.values():
         b.seed(0)
-    push_s = {"dedup": np.zeros(2), "naive": np.zeros(2)}
-    pushed = {"dedup": 0, "naive": 0}
-    env_start = time.perf_counter()
-    rss_dedup = None
-    for batch in pong_batches(args.transitions, args.envs):
-        n = len(batch["obs"])
-        push_s["dedup"] += timed_push(dedup, batch)
-        pushed["dedup"] += n
-        if pushed["naive"] < args.naive:
-            push_s["naive"] += timed_push(naive, batch)
-            pushed["naive"] += n
-        elif rss_dedup is None:
-            rss_dedup = rss_bytes()
-    env_seconds = time.perf_counter() - env_start - push_s["dedup"][0] - push_s["naive"][0]
-    rss1 = rss_bytes()
+    # (wall, CPU) seconds and rows pushed, while the buffer fills and once it is full (overwriting)
+    push_s = {(name, phase): np.zeros(2) for name in buffers for phase in ("fill", "full")}
+    rows = {key: 0 for key in push_s}
+    env_start, rss_full = time.perf_counter(), None
+    for batch in pong_batches(args.transitions + args.extra, args.envs):
+        for name, buffer in buffers.items():
+            phase = "full" if buffer._storage.filled == buffer.replay_buffer_size else "fill"
+            push_s[name, phase] += timed_push(buffer, batch)
+            rows[name, phase] += len(batch["obs"])
+        if rss_full is None and dedup._storage.filled == dedup.replay_buffer_size:
+            rss_full = rss_bytes()
+    env_seconds = time.perf_counter() - env_start - sum(v[0] for v in push_s.values())
 
     figures: dict[str, float] = {
-        "pong_env_steps": pushed["dedup"],
-        "env_steps_per_s_while_recording": pushed["dedup"] / env_seconds,
+        "pong_env_steps": sum(rows[("dedup", p)] for p in ("fill", "full")),
+        "env_steps_per_s_while_recording": sum(rows[("dedup", p)] for p in ("fill", "full")) / env_seconds,
     }
-    for name, buffer in (("dedup", dedup), ("naive", naive)):
+    for name, buffer in buffers.items():
         total, storage = buffer_bytes(buffer)
-        rows = buffer.replay_buffer_size
-        figures[f"{name}_rows"] = rows
-        figures[f"{name}_bytes_per_transition"] = total / rows
-        figures[f"{name}_storage_bytes_per_transition"] = storage / rows
-        figures[f"{name}_GB_per_1M_transitions"] = total / rows * 1e6 / 1e9
-        figures[f"{name}_push_transitions_per_s"] = pushed[name] / push_s[name][0]
-        figures[f"{name}_push_transitions_per_cpu_s"] = pushed[name] / push_s[name][1]
+        capacity = buffer.replay_buffer_size
+        figures[f"{name}_rows"] = capacity
+        figures[f"{name}_bytes_per_transition"] = total / capacity
+        figures[f"{name}_storage_bytes_per_transition"] = storage / capacity
+        figures[f"{name}_GB_per_1M_transitions"] = total / capacity * 1e6 / 1e9
+        for phase in ("fill", "full"):
+            wall, cpu = push_s[name, phase]
+            if rows[name, phase]:
+                figures[f"{name}_push_{phase}_transitions_per_s"] = rows[name, phase] / wall
+                figures[f"{name}_push_{phase}_transitions_per_cpu_s"] = rows[name, phase] / cpu
         for key, value in sample_rates(buffer).items():
             figures[f"{name}_prioritized_{key}"] = value
         for key, value in sample_rates(uniform_view(buffer)).items():
@@ -162,8 +167,8 @@ def main() -> None:
     figures["naive_over_dedup_bytes"] = (
         figures["naive_bytes_per_transition"] / figures["dedup_bytes_per_transition"]
     )
-    # Resident memory of the process after filling both (includes the env, Python, numpy).
-    figures["process_rss_growth_GB"] = (rss1 - rss0) / 1e9
+    # Resident memory of the process when the frame buffer was full (both buffers, the env, numpy).
+    figures["process_rss_growth_GB"] = (rss_full - rss0) / 1e9
 
     with tempfile.TemporaryDirectory(prefix="bench_frame_storage_") as tmp:
         path = os.path.join(tmp, "buffer.msgpack")
