@@ -1,6 +1,6 @@
 """The dizoo sweep: DI-engine 0.5.3's own config files, changed only in env type and id, run 2,000 env steps.
 
-Every ``*_(dqn|ppo|onppo|sac)_config.py`` under dizoo's classic_control, box2d and mujoco folders of
+Every ``*_(dqn|ppo|onppo|sac|impala)_config.py`` under dizoo's classic_control, box2d and mujoco folders of
 the wheel (read as data, see ``tests/compat/dizoo.py``) either compiles and runs 2,000 env steps with
 ding_ray's serial entries, or is refused by name: ``REFUSED`` below says which and why, and the test
 asserts that exact refusal, so no config is passed over without a word.
@@ -26,7 +26,7 @@ pytest.importorskip("mujoco", reason='the sweep runs MuJoCo configs: pip install
 pytest.importorskip("Box2D", reason='the sweep runs Box2D configs: pip install "ding_ray[box2d]"')
 
 FAMILIES = ("classic_control", "box2d", "mujoco")
-POLICIES = re.compile(r"_(dqn|ppo|onppo|sac)_config\.py$")
+POLICIES = re.compile(r"_(dqn|ppo|onppo|sac|impala)_config\.py$")
 ENV_STEPS = 2000
 
 _REWARD_MODEL = (ConfigError, r"'reward_model' is not supported by ding_ray yet")
@@ -72,6 +72,12 @@ REFUSED: dict[str, tuple[type[Exception], str]] = {
         ConfigError,
         r"belong to DI-engine's parallel mode",
     ),
+    # a key of DI-engine's DequeBuffer (runs of consecutive steps) on a naive replay buffer, which has
+    # none in either system; ding_ray's IMPALA samples are whole unrolls already
+    "box2d/lunarlander/config/lunarlander_impala_config.py": (
+        ConfigError,
+        r"Unknown config key 'policy.other.replay_buffer.sliced'",
+    ),
     # 96x96 RGB frames, channels last from gymnasium's CarRacing (DI-engine's own carracing env moves
     # them first): ding_ray's conv DQN takes (3, 96, 96) as the config says, the plain env does not give it
     "box2d/carracing/config/carracing_dqn_config.py": (EnvError, r"\(96, 96, 3\), channels last.*moveaxis"),
@@ -111,10 +117,10 @@ RUN = [path for path in SWEEP if path not in REFUSED]
 
 
 def test_the_sweep_covers_every_config_and_refuses_only_files_it_has():
-    assert len(SWEEP) == 49, SWEEP  # DI-engine 0.5.3's wheel
+    assert len(SWEEP) == 52, SWEEP  # DI-engine 0.5.3's wheel
     assert set(REFUSED) | set(_POLICY_TYPES) <= set(SWEEP), set(REFUSED) - set(SWEEP)
     registered = [path for path, name in _POLICY_TYPES.items() if name in POLICY_REGISTRY]
-    assert len(RUN) == 20 + len(registered)
+    assert len(RUN) == 22 + len(registered)
 
 
 def test_every_config_that_runs_compiles_with_its_dizoo_keys():
@@ -151,5 +157,7 @@ def test_a_config_compiles_and_runs_2000_env_steps(path, tmp_path, monkeypatch):
     assert math.isfinite(result["last_eval_return"]), result
     # Off-policy configs collect random_collect_size steps before the first gradient step
     # (dizoo's SAC configs: 10,000), as DI-engine does; every other config trains within the budget.
-    if on_policy or main.policy.get("random_collect_size", 0) < ENV_STEPS:
+    # The size counts train samples: IMPALA's are unrolls (bipedalwalker_impala: 256 x 32 steps).
+    random_steps = main.policy.get("random_collect_size", 0) * main.policy.get("unroll_len", 1)
+    if on_policy or random_steps < ENV_STEPS:
         assert result["train_iter"] > 0, result
