@@ -4,13 +4,15 @@ stacking, seeding, the atari_vector manager against the single env, and the erro
 from __future__ import annotations
 
 import importlib.util
+import subprocess
+import sys
 from functools import partial
 
 import numpy as np
 import pytest
 
 from ding_ray.config.compile import compile_config
-from ding_ray.envs import AtariEnv, GymnasiumEnv, create_env_manager, get_vec_env_setting
+from ding_ray.envs import AtariEnv, GymnasiumEnv, create_env_manager, get_vec_env_setting, make_gymnasium
 from ding_ray.errors import ConfigError, EnvError
 
 pytest.importorskip("ale_py")
@@ -35,6 +37,26 @@ def play(env, steps: int, seed: int = 0):
         timesteps.append(ts)
         obs.append(env.reset() if ts.done else ts.obs)
     return obs, timesteps
+
+
+def test_ale_and_minatar_ids_are_registered_when_first_made():
+    # a fresh interpreter: neither package imported, so gymnasium knows none of their ids yet
+    code = (
+        "import gymnasium as gym; from ding_ray.envs import make_gymnasium\n"
+        "assert 'ALE/Pong-v5' not in gym.envs.registry\n"
+        "for env_id in ('ALE/Pong-v5', 'PongNoFrameskip-v4', 'MinAtar/Breakout-v1'):\n"
+        "    make_gymnasium(env_id).close()\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+def test_unknown_id_names_the_extra_when_a_package_is_missing(monkeypatch):
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda n, *a: None if n == "minatar" else find_spec(n, *a)
+    )
+    with pytest.raises(EnvError, match=r"Unknown gymnasium env id.*ding_ray\[atari\].*minatar"):
+        make_gymnasium("MinAtar/NotAGame-v1")
 
 
 def test_collector_envs_train_evaluator_envs_play_whole_games():
