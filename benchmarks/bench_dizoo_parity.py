@@ -15,6 +15,9 @@ evaluation at or before ``--at`` env steps, and the wall seconds from launching 
 Run:  python benchmarks/bench_dizoo_parity.py classic_control/cartpole/config/cartpole_ppo_config.py \
           --seeds 0 1 2 --max-env-step 30000 [--at 24000] [--only ding_ray|di_engine|sb3]
 Prints one ``bench_dizoo_parity ...`` line per run and one ``bench_dizoo_parity_median`` line per system.
+Any dizoo config of a policy both sides have runs, e.g. IMPALA (serial, a ``max_use`` replay buffer):
+      python benchmarks/bench_dizoo_parity.py classic_control/cartpole/config/cartpole_impala_config.py \
+          --seeds 0 1 2 --max-env-step 100000
 """
 
 from __future__ import annotations
