@@ -1,10 +1,13 @@
 """Frame storage: image stacks stored frame by frame, each frame once, rebuilt byte for byte."""
 
+import zlib
+
+import msgpack
 import numpy as np
 import pytest
 
 from ding_ray.data import AdvancedReplayBuffer, Batch, NaiveReplayBuffer
-from ding_ray.data.file_format import load_state
+from ding_ray.data.file_format import _EXT_ZARRAY, _decode, decode_state, encode_state, load_state
 from ding_ray.data.frames import FrameStore
 from ding_ray.data.storage import ColumnarRing
 from ding_ray.errors import ConfigError, DataFormatError, ShapeError
@@ -315,3 +318,27 @@ def test_pong_collector_to_learner_stays_uint8_and_exact():
     assert str(tensors["obs"].dtype) == str(tensors["next_obs"].dtype) == "torch.uint8"
     info = policy.learn_mode.forward(sample)
     assert np.isfinite(info["total_loss"])
+
+
+def test_large_uint8_arrays_are_compressed_and_never_inflate_past_their_shape():
+    frames = np.repeat(np.arange(64, dtype=np.uint8), 1 << 15).reshape(-1, 64, 64)  # 2 MiB
+    state = {"storage": {"schema": []}, "frames": frames, "small": np.arange(10, dtype=np.uint8)}
+    blob = encode_state(state, "Test")
+    assert len(blob) < frames.nbytes / 50
+    assert msgpack.unpackb(blob)["header"]["version"] == 2
+    back = decode_state(blob)
+    assert np.array_equal(back["frames"], frames) and np.array_equal(back["small"], state["small"])
+    assert msgpack.unpackb(encode_state({"small": state["small"]}, "Test"))["header"]["version"] == 1
+
+    def record(shape, chunks):
+        return msgpack.packb(["|u1", shape, chunks], use_bin_type=True)
+
+    bomb = zlib.compress(bytes(1 << 22))  # 4 MiB of zeros, declared as 1 KiB
+    for data, match in [
+        (record([1024], [bomb]), "does not hold"),
+        (record([1 << 22], [b"not zlib"]), "corrupt"),
+        (record([1 << 25], [bomb]), "number of chunks"),
+        (record([-1], [bomb]), "shape"),
+    ]:
+        with pytest.raises(DataFormatError, match=match):
+            _decode(_EXT_ZARRAY, data)
