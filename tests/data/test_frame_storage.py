@@ -11,6 +11,7 @@ from ding_ray.data.file_format import _EXT_ZARRAY, _decode, decode_state, encode
 from ding_ray.data.frames import FrameStore
 from ding_ray.data.storage import ColumnarRing
 from ding_ray.errors import ConfigError, DataFormatError, ShapeError
+from ding_ray.utils.checkpoint import buffer_bytes, load_buffer_bytes
 
 STACK, H, W = 4, 32, 32  # 1 KiB frames: the smallest stored as frames
 
@@ -213,6 +214,9 @@ def test_save_load_keeps_frames_compact_and_exact(tmp_path):
     loaded.seed(5)
     a, b = buffer.sample(32, columnar=True), loaded.sample(32, columnar=True)
     assert all(np.array_equal(a[k], b[k]) for k in a)
+    snapshot = AdvancedReplayBuffer(dict(replay_buffer_size=200))
+    load_buffer_bytes(snapshot, buffer_bytes(buffer))  # what a run checkpoint holds of the buffer actor
+    check_ring(snapshot._storage, pushed)
     more = fill(loaded, envs, 20, rng, list(pushed))  # pushes after a load share the loaded frames
     store = check_ring(loaded._storage, more)
     assert store.held < 1.3 * 200
