@@ -59,7 +59,7 @@ class IMPALAPolicy(Policy):
         action_space="discrete",  # 'discrete' (categorical head) or 'continuous' (Gaussian head)
         unroll_len=32,  # steps per train sample (one V-trace unroll)
         transition_with_policy_data=True,  # random_collect_size steps use the policy (they need logits)
-        random_collect_size=0,  # env steps collected before training (by the policy, see above)
+        random_collect_size=0,  # unrolls collected before training (by the policy, see above)
         learn=dict(
             update_per_collect=4,  # gradient steps per collect call (serial pipeline)
             batch_size=16,  # unrolls per gradient step

@@ -227,3 +227,22 @@ def test_unsupported_options_are_refused_by_name():
     ]:
         with pytest.raises(ConfigError, match=match):
             IMPALAPolicy(dict(model=MODEL, **cfg), enable_field=["learn"])
+
+
+def test_uint8_frames_through_the_conv_vac():
+    """Image observations (3-D obs_shape) get VAC's conv encoder; frames stay uint8 in the unrolls."""
+    model = dict(obs_shape=[2, 36, 36], action_shape=3, encoder_hidden_size_list=[4, 8, 8, 32])
+    policy = IMPALAPolicy(dict(model=model, unroll_len=2), enable_field=["learn", "collect"])
+    frames = np.random.default_rng(0).integers(0, 255, (5, 2, 36, 36), dtype=np.uint8)
+    steps = []
+    for i in range(4):
+        out = policy.collect_mode.forward({0: frames[i]})[0]
+        timestep = BaseEnvTimestep(frames[i + 1], 1.0, i == 3, {})
+        steps.append(policy.collect_mode.process_transition(frames[i], _numpy(out), timestep))
+    samples = policy.collect_mode.get_train_sample(steps)
+    assert (
+        len(samples) == 2
+        and samples[0]["obs"].dtype == np.uint8
+        and samples[0]["obs"].shape == (2, 2, 36, 36)
+    )
+    assert math.isfinite(policy.learn_mode.forward(samples)["total_loss"])
