@@ -7,7 +7,7 @@ import torch
 from ding_ray.envs import BaseEnvTimestep
 from ding_ray.errors import ConfigError, EnvError, ShapeError
 from ding_ray.policy import IMPALAPolicy, create_policy
-from ding_ray.policy.impala import UnrollBuilder
+from ding_ray.policy.unroll import UnrollBuilder
 
 MODEL = dict(obs_shape=4, action_shape=2, encoder_hidden_size_list=[16, 16])
 
