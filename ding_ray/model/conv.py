@@ -30,6 +30,9 @@ from ding_ray.errors import ConfigError, NotSupportedError, ShapeError
 from ding_ray.model.common import ACTIVATIONS, FCEncoder, activation_name, float_obs
 
 NATURE_CNN = (32, 64, 64, 512)  # the default encoder_hidden_size_list of a 3-D obs_shape
+# ... of frames too small for it (under 36 pixels a side, as MinAtar's 10x10): the network of the
+# MinAtar paper (Young & Tian, 2019), one conv 16 3x3/1 and a linear 128
+SMALL_CNN, SMALL_KERNEL_SIZE, SMALL_STRIDE, NATURE_MIN_SIZE = (16, 128), (3,), (1,), 36
 MLP_DEFAULT = (128, 128, 64)  # ... and of a vector one (DI-engine's DQN and VAC default)
 KERNEL_SIZE = (8, 4, 3)  # DI-engine's ConvEncoder defaults
 STRIDE = (4, 2, 1)
@@ -138,7 +141,8 @@ def make_encoder(
     stride: Sequence[int] | None = None,
 ) -> FCEncoder | ConvEncoder:
     """The encoder DI-engine's DQN and VAC build for ``obs_shape``: a ``ConvEncoder`` for a 3-D one
-    (``hidden_size_list`` None: the Nature CNN), else an ``FCEncoder`` (None: ``MLP_DEFAULT``)."""
+    (``hidden_size_list`` None: the Nature CNN, or for frames under 36 pixels a side with no kernel
+    sizes or strides given, MinAtar's ``SMALL_CNN``), else an ``FCEncoder`` (None: ``MLP_DEFAULT``)."""
     if not is_image_shape(obs_shape):
         if kernel_size is not None or stride is not None:
             raise ConfigError(
@@ -153,6 +157,9 @@ def make_encoder(
             "ConvEncoder has no dropout): leave it unset for image observations."
         )
     hidden = NATURE_CNN if hidden_size_list is None else hidden_size_list
+    small = min(int(n) for n in obs_shape[1:]) < NATURE_MIN_SIZE
+    if hidden_size_list is None and kernel_size is None and stride is None and small:
+        hidden, kernel_size, stride = SMALL_CNN, SMALL_KERNEL_SIZE, SMALL_STRIDE
     return ConvEncoder(
         obs_shape,
         list(hidden),

@@ -72,12 +72,14 @@ def test_channels_last_and_too_small_frames_are_refused_with_the_fix():
     with pytest.raises(ConfigError, match=r"\[84, 84, 4\] looks channels-last.*give \[4, 84, 84\]"):
         create_model(dict(type="dqn", obs_shape=[84, 84, 4], action_shape=6))
     with pytest.raises(ConfigError, match=r"too small.*encoder_kernel_size / encoder_stride"):
-        DQN([4, 10, 10], 3)
-    # MinAtar-sized frames fit with smaller kernels (ding_ray's encoder_kernel_size / encoder_stride)
+        DQN([4, 10, 10], 3, encoder_hidden_size_list=[32, 64, 64, 512])  # the Nature CNN asked for
+    # MinAtar-sized frames get MinAtar's network by default: conv 16 3x3/1, linear 128
+    assert layers(DQN([4, 10, 10], 3).encoder) == [(16, 3, 1), (16 * 8 * 8, 128)]
+    # ... or what a config gives (ding_ray's encoder_kernel_size / encoder_stride)
     minatar = DQN(
-        [4, 10, 10], 3, encoder_hidden_size_list=[16, 128], encoder_kernel_size=[3], encoder_stride=[1]
+        [4, 10, 10], 3, encoder_hidden_size_list=[8, 64], encoder_kernel_size=[2], encoder_stride=[2]
     )
-    assert layers(minatar.encoder) == [(16, 3, 1), (16 * 8 * 8, 128)]
+    assert layers(minatar.encoder) == [(8, 2, 2), (8 * 5 * 5, 64)]
     model = DQN(SMALL, 3, encoder_hidden_size_list=[8, 8, 8, 16])
     with pytest.raises(ShapeError, match=r"channels first"):
         model(torch.zeros(2, 36, 36, 4, dtype=torch.uint8))
