@@ -117,3 +117,33 @@ def test_evaluator_returns_known_mean_saves_best_and_stops(tmp_path):
     assert evaluator.should_eval(10)
     stop, _ = evaluator.eval(saved.append, train_iter=10, envstep=100)
     assert stop and saved == ["ckpt_best.pth.tar"]  # not better than the best: no new checkpoint
+
+
+def test_deepcopy_obs_keeps_transitions_of_envs_that_reuse_their_obs_array():
+    """DI-engine's collector key ``deepcopy_obs``: an env that writes each observation into the
+    same array would otherwise leave every stored stack equal to its latest one."""
+
+    def collect(deepcopy_obs):
+        manager = env_manager(n=1)
+        collector = SampleSerialCollector(
+            dict(n_sample=5, deepcopy_obs=deepcopy_obs), manager, policy().collect_mode
+        )
+        shared = {}
+        step = manager.step
+
+        def reusing_step(actions):  # the env's observation array, overwritten in place each step
+            timesteps = step(actions)
+            for i, ts in timesteps.items():
+                buf = shared.setdefault(i, np.array(ts.obs))
+                buf[...] = ts.obs
+                timesteps[i] = ts._replace(obs=buf)
+            return timesteps
+
+        manager.step = reusing_step
+        data = collector.collect(drop_extra=False)
+        collector.close()
+        return [t["next_obs"][0] for t in data]
+
+    copied = collect(True)
+    assert len(set(np.round(copied, 6).tolist())) == len(copied)  # Countdown: every step differs
+    assert len(set(np.round(collect(False), 6).tolist())) < len(copied)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import logging
 from typing import Any
 
@@ -146,6 +147,9 @@ class VectorCollector(EnvRunner, ISerialCollector):
                 self._obs_pool[env_id], self._output_pool[env_id], timestep
             )
             transition["collect_iter"] = train_iter
+            if self._cfg.deepcopy_obs:  # the env overwrites its observation arrays in place
+                transition["obs"] = copy.deepcopy(transition["obs"])
+                transition["next_obs"] = copy.deepcopy(transition["next_obs"])
             if timestep.done:
                 self._stats.add_episode(self._episode_return[env_id], self._episode_length[env_id])
                 self._episode_return[env_id], self._episode_length[env_id] = 0.0, 0
