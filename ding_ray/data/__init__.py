@@ -22,6 +22,12 @@ and ``replay_buffer_idx``; hand the last two back with new priorities::
     buffer.update({"replay_unique_id": batch["replay_unique_id"],
                    "replay_buffer_idx": batch["replay_buffer_idx"], "priority": new_priority})
 
+Image stacks are stored frame by frame: a uint8 ``(stack, H, W)`` field (Atari's ``obs`` and
+``next_obs``, frame stack 4, 84x84) holds ``stack`` frame ids per item, each frame once, shared
+by ``obs``, ``next_obs`` and neighbouring steps (``frames.FrameStore``): about 7.4 KB per Pong
+transition instead of 56 KB. Samples rebuild the stacks byte for byte; ``frame_dedup=False`` in
+the buffer config keeps plain columns.
+
 ``SequenceReplayBuffer.sample(batch, sequence, cur_learner_iter, ...)`` returns runs of
 consecutive items (``(batch, sequence, ...)`` arrays when columnar). Files: ``save_data(path)`` /
 ``load_data(path)`` (msgpack, checksummed, see ``file_format``).
