@@ -246,3 +246,14 @@ def test_uint8_frames_through_the_conv_vac():
         and samples[0]["obs"].shape == (2, 2, 36, 36)
     )
     assert math.isfinite(policy.learn_mode.forward(samples)["total_loss"])
+
+
+def test_an_unroll_that_crosses_an_episode_boundary():
+    """The asynchronous form streams fixed unrolls across episodes: V = [1, 5, 6], a time limit at
+    step 0 with V(next_obs[0]) = 10, then a new episode; V(next_obs[2]) = 7, gamma .5, lambda 1."""
+    # delta_0 = 1 + .5*10 - 1 = 5 (cut: vs_0 = 6); delta_1 = 1 + .5*6 - 5 = -1, delta_2 = 1 + .5*7 - 6 = -1.5
+    # vs_2 = 4.5, vs_1 = 5 - 1 + .5*(-1.5) = 3.25: value loss (25 + 1.75^2 + 1.5^2) / 3
+    steps = [step(1, 10, end=True), step(5), step(6)]
+    sample = {k: np.stack([np.asarray(s[k]) for s in steps]) for k in steps[0] if k != "collect_iter"}
+    out = learn_policy().learn_mode.forward([sample])
+    assert out["value_loss"] == pytest.approx((25 + 1.75**2 + 1.5**2) / 3)
