@@ -142,7 +142,9 @@ def _decode(code: int, data: bytes) -> Any:
     if not (isinstance(parts, list) and len(parts) == 3 and isinstance(parts[0], str)):
         raise DataFormatError("malformed array record")
     if code == _EXT_ZARRAY:
-        parts[2] = _decompress(parts[1], parts[2])
+        if parts[0] != np.dtype(np.uint8).str:
+            raise DataFormatError(f"compressed arrays are uint8, got dtype {parts[0]!r}")
+        return _decompress(parts[1], parts[2]).reshape(parts[1])
     dtype_str, shape, raw = parts
     try:
         dtype = np.dtype(dtype_str)
@@ -158,8 +160,8 @@ def _decode(code: int, data: bytes) -> Any:
     return arr[()] if code == _EXT_SCALAR else arr
 
 
-def _decompress(shape: Any, chunks: Any) -> bytes:
-    """The bytes of a compressed array; never inflates past the size its shape declares."""
+def _decompress(shape: Any, chunks: Any) -> np.ndarray:
+    """The bytes of a compressed array, flat; never inflates past the size its shape declares."""
     if not (isinstance(shape, list) and all(isinstance(d, int) and d >= 0 for d in shape)):
         raise DataFormatError(f"bad array shape {shape!r}")
     if not (isinstance(chunks, list) and all(isinstance(c, bytes) for c in chunks)):
@@ -168,7 +170,9 @@ def _decompress(shape: Any, chunks: Any) -> bytes:
     if len(chunks) != -(-size // _ZCHUNK):
         raise DataFormatError("compressed array has the wrong number of chunks")
 
-    def inflate(i: int) -> bytes:
+    array = np.empty(size, np.uint8)
+
+    def inflate(i: int) -> None:
         want = min(_ZCHUNK, size - i * _ZCHUNK)
         unzip = zlib.decompressobj()
         try:
@@ -177,10 +181,11 @@ def _decompress(shape: Any, chunks: Any) -> bytes:
             raise DataFormatError(f"compressed array chunk {i} is corrupt: {err}") from err
         if len(out) != want or not unzip.eof or unzip.unconsumed_tail:
             raise DataFormatError(f"compressed array chunk {i} does not hold {want} bytes")
-        return out
+        array[i * _ZCHUNK : i * _ZCHUNK + want] = np.frombuffer(out, np.uint8)
 
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
-        return b"".join(pool.map(inflate, range(len(chunks))))
+        list(pool.map(inflate, range(len(chunks))))  # list(): re-raises a chunk's error
+    return array
 
 
 def decode_state(blob: bytes, expected_type: str | None = None) -> dict:
