@@ -21,6 +21,7 @@ _NAMES = (
     "cartpole_dqn",
     "cartpole_ppo",
     "hopper_sac",
+    "minatar_breakout_dqn",
     "pendulum_ppo",
     "pendulum_sac",
 )
