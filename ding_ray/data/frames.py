@@ -94,7 +94,8 @@ class FrameStore:
         of rows being overwritten by these; their references are dropped after the new rows'
         frames are matched, so a frame both rows hold is never freed and stored again.
         """
-        flat = [np.ascontiguousarray(s).reshape(-1, *self.frame_shape) for s in stacks]
+        # cast as a plain column's assignment would (an int64 or bool image into uint8 frames)
+        flat = [np.ascontiguousarray(s, dtype=self.dtype).reshape(-1, *self.frame_shape) for s in stacks]
         fp = np.concatenate([self.fingerprint(f) for f in flat]) if flat else np.empty(0, np.uint64)
         uniq, first, inverse = np.unique(fp, return_index=True, return_inverse=True)
         cand = np.fromiter((self._index.get(k, -1) for k in uniq.tolist()), np.int64, len(uniq))

@@ -33,7 +33,7 @@ class ColumnarRing:
         if not isinstance(frame_dedup, (bool, np.bool_)):
             raise ConfigError(f"Config key 'frame_dedup' must be True or False, got {frame_dedup!r}.")
         self.capacity = int(capacity)
-        self.frame_dedup = frame_dedup
+        self.frame_dedup = bool(frame_dedup)
         self.head = 0
         self.filled = 0
         self._paths: list[Path] = []

@@ -158,6 +158,9 @@ def test_only_image_stacks_are_stored_as_frames_unless_asked():
         ring.column(("obs",))
     with pytest.raises(ConfigError, match="frame_dedup"):
         ColumnarRing(4, frame_dedup="auto")
+    wide = (np.arange(2 * 4 * 84 * 84).reshape(2, 4, 84, 84) % 256).astype(np.uint16)  # cast as into a column
+    ring.write(Batch(batch, obs=wide), 2)
+    assert np.array_equal(ring.gather(ring.physical(np.arange(4)))["obs"][2:], wide.astype(np.uint8))
     with pytest.raises(ShapeError, match="per-item shape"):
         ring.write(Batch({k: v[:, :2] if k == "obs" else v for k, v in batch.items()}), 2)
 
