@@ -170,6 +170,13 @@ def main() -> None:
     # Resident memory of the process when the frame buffer was full (both buffers, the env, numpy).
     figures["process_rss_growth_GB"] = (rss_full - rss0) / 1e9
 
+    # The arrays of a 1M-row buffer of the same rows, allocated (numpy's zeros are paged in only
+    # when written, so this costs no memory): the bytes it holds once full, frames reserve included.
+    million = AdvancedReplayBuffer(dict(replay_buffer_size=1_000_000))
+    million.push(dedup.sample(8, columnar=True))
+    figures["dedup_1M_rows_allocated_GB"] = buffer_bytes(million)[0] / 1e9
+    del million
+
     with tempfile.TemporaryDirectory(prefix="bench_frame_storage_") as tmp:
         path = os.path.join(tmp, "buffer.msgpack")
         start = time.perf_counter()
