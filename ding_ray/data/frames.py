@@ -199,10 +199,9 @@ class FrameStore:
         new = max(old + old // 4, old + missing)
         if not self._grown:
             logger.warning(
-                "Frame storage holds %d distinct frames for the buffer's rows, more than the %d it "
-                "reserved (about one per row): the stacks share fewer frames than expected (envs "
+                "The buffer's rows hold more distinct frames than the %d frame slots reserved (about "
+                "one per row): their stacks share fewer frames than frame-stacked envs' do (envs "
                 "interleaved far apart, or observations that are not frame stacks); growing to %d.",
-                old,
                 old,
                 new,
             )
