@@ -16,6 +16,11 @@ public EnvPool figures are frames). Figures:
   sample_factory      Sample Factory's sampler (``SyncSamplingAPI``), 2 rollout workers x 4 envs
                       and its inference worker, its Atari Nature CNN on the CPU
 
+Variants, run only when named in ``--only``: ``rllib_no_ship`` (each runner returns only its step
+count), ``rllib_default_cnn`` (RLlib's default filters for 84x84, lighter than the Nature CNN),
+``sample_factory_splits2`` (``--worker_num_splits 2``: each worker's envs in two halves, one
+stepping while the other waits for inference).
+
 The sides run one after another, never together (2 cores), each in a fresh process: the
 references in their own venvs (``--setup`` builds them under ``.cache/bench_venvs/``) through the
 runner scripts in ``benchmarks/pixels_refs/``, ding_ray in this venv through this file. Each side
@@ -79,6 +84,14 @@ SMOKE = {
 }
 
 FIGURES = ("raw_ale_vector", "raw_async", "ding_ray_random", "ding_ray_cnn", "rllib", "sample_factory")
+# The reference figures: venv and runner arguments. The variants run only when named in --only.
+REFERENCES = {
+    "rllib": ("rllib", []),
+    "rllib_no_ship": ("rllib", ["--no-ship"]),
+    "rllib_default_cnn": ("rllib", ["--model", "default"]),
+    "sample_factory": ("sample_factory", []),
+    "sample_factory_splits2": ("sample_factory", ["--", "--worker_num_splits", "2"]),
+}
 RATIOS = (
     ("ding_ray_random", "raw_ale_vector"),
     ("ding_ray_cnn", "rllib"),
@@ -159,11 +172,10 @@ def command(figure: str, args: argparse.Namespace) -> list[str] | str:
             return "not available yet: ding_ray.envs.atari does not exist"
         policy = figure[len("ding_ray_") :]
         return [sys.executable, os.path.abspath(__file__), "--ding-ray-side", policy, *timing]
-    python = venv_python(figure)
-    if not os.path.isfile(os.path.join(VENVS, figure, "bench_pixels_recipe.json")):
-        return f"no venv: run python benchmarks/bench_pixels.py --setup (builds {os.path.dirname(python)})"
-    runner = os.path.join(REFS, f"{figure}_runner.py")
-    return [python, runner, *timing]
+    venv, extra = REFERENCES[figure]
+    if not os.path.isfile(os.path.join(VENVS, venv, "bench_pixels_recipe.json")):
+        return f"no venv: run python benchmarks/bench_pixels.py --setup (builds {os.path.join(VENVS, venv)})"
+    return [venv_python(venv), os.path.join(REFS, f"{venv}_runner.py"), *timing, *extra]
 
 
 # ----- the ding_ray side ---------------------------------------------------------------------------------
@@ -232,7 +244,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=30.0, help="timed seconds per figure")
     parser.add_argument("--warmup", type=float, default=5.0, help="seconds after the first batch, untimed")
     parser.add_argument("--rounds", type=int, default=1, help="every figure this many times, in turn")
-    parser.add_argument("--only", nargs="+", choices=FIGURES, default=list(FIGURES))
+    parser.add_argument("--only", nargs="+", choices=(*FIGURES, *REFERENCES), default=list(FIGURES))
     parser.add_argument("--raw-threads", type=int, default=2, help="AtariVectorEnv's C++ threads")
     parser.add_argument("--ding-ray-side", choices=("random", "cnn"), help=argparse.SUPPRESS)
     args = parser.parse_args()
