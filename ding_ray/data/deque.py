@@ -42,6 +42,7 @@ class DequeBufferWrapper(IBuffer):
         IS_weight_power_factor=0.4,  # initial beta, annealed to 1
         IS_weight_anneal_train_iter=int(1e5),  # sample calls over which beta reaches 1
         priority_max_limit=1000.0,  # updated priorities are capped at this value
+        frame_dedup=True,  # store uint8 (stack, H, W) image stacks (Atari obs) with each frame held once
     )
 
     def __init__(
@@ -60,6 +61,7 @@ class DequeBufferWrapper(IBuffer):
                 alpha=cfg.priority_power_factor if cfg.priority else 0.0,
                 beta=cfg.IS_weight_power_factor,
                 anneal_step=cfg.IS_weight_anneal_train_iter,
+                frame_dedup=cfg.frame_dedup,
             ),
             None,  # the wrapper reports to TensorBoard itself, every train_iter_per_log iterations
             exp_name,
