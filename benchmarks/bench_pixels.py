@@ -279,6 +279,9 @@ def main() -> None:
                 f"load_1m_before={load_before:.2f} load_1m_after={result['load']:.2f}",
                 flush=True,
             )
+            if "config" in result:
+                settings = json.dumps(result["config"], separators=(",", ":"))
+                print(f"bench_pixels_config figure={figure} {settings}")
     median = {figure: statistics.median(values) for figure, values in rates.items()}
     if args.rounds > 1:
         for figure, value in median.items():

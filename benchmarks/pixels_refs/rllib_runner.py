@@ -89,7 +89,10 @@ def main() -> None:
     result = measure(step, args.seconds, args.warmup)
     algo.stop()
     ray.shutdown()
-    report(result)
+    runners = dict(num_env_runners=args.num_env_runners, envs_per_runner=args.envs_per_runner)
+    report(
+        dict(result, config=dict(runners, fragment=args.fragment, model=args.model, ship=not args.no_ship))
+    )
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ is 4 x this. Arguments after ``--`` go to Sample Factory's parser (e.g. ``--work
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 import tempfile
 
@@ -62,7 +63,16 @@ def main() -> None:
 
     result = measure(step, args.seconds, args.warmup)
     sampler.stop()
-    report(result)
+    shutil.rmtree(train_dir, ignore_errors=True)
+    keys = (
+        "num_workers",
+        "num_envs_per_worker",
+        "worker_num_splits",
+        "batched_sampling",
+        "rollout",
+        "device",
+    )
+    report(dict(result, config={key: getattr(cfg, key) for key in (*keys, "encoder_conv_architecture")}))
 
 
 if __name__ == "__main__":
