@@ -36,9 +36,11 @@ def frame_field(shape: tuple, dtype: np.dtype) -> bool:
 
 
 def initial_frames(capacity: int) -> int:
-    """Frame slots for a ring of ``capacity`` rows: about one new frame per row (a stack shares
-    the others with its neighbours), plus room for episode starts and interleaved envs."""
-    return capacity + capacity // 32 + 64
+    """Frame slots for a ring of ``capacity`` rows: an episode of ``L`` steps holds ``L + 1``
+    distinct frames (a stack shares the others with its neighbours), so one per row plus room
+    for episode starts (lives of 16 steps on average) and envs interleaved far apart. Slots are
+    used lowest first and numpy's zeros are paged in when written: unused room costs no memory."""
+    return capacity + capacity // 16 + 64
 
 
 class FrameStore:
@@ -206,9 +208,12 @@ class FrameStore:
                 new,
             )
             self._grown = True
-        frames = np.zeros((new, *self.frame_shape), self.dtype)
-        frames[:old] = self.frames
-        self.frames = frames
+        try:  # in place (realloc): no second copy of gigabytes of frames
+            self.frames.resize((new, *self.frame_shape), refcheck=True)
+        except ValueError:  # another reference to the array: copy
+            frames = np.zeros((new, *self.frame_shape), self.dtype)
+            frames[:old] = self.frames
+            self.frames = frames
         self.refs = np.concatenate([self.refs, np.zeros(new - old, np.int64)])
         self.fps = np.concatenate([self.fps, np.zeros(new - old, np.uint64)])
         free = np.empty(new, np.int64)

@@ -8,7 +8,7 @@ import pytest
 
 from ding_ray.data import AdvancedReplayBuffer, Batch, NaiveReplayBuffer
 from ding_ray.data.file_format import _EXT_ZARRAY, _decode, decode_state, encode_state, load_state
-from ding_ray.data.frames import FrameStore
+from ding_ray.data.frames import FrameStore, initial_frames
 from ding_ray.data.storage import ColumnarRing
 from ding_ray.errors import ConfigError, DataFormatError, ShapeError
 from ding_ray.utils.checkpoint import buffer_bytes, load_buffer_bytes
@@ -173,7 +173,7 @@ def test_fingerprint_collisions_and_unshared_frames_stay_exact(monkeypatch):
     ring = ColumnarRing(60)
     pushed = fill(ring, envs, 30, rng)
     store = check_ring(ring, pushed)
-    assert store.capacity > 60 + 60 // 32 + 64  # 8 frames a row: more than the reserve
+    assert store.capacity > initial_frames(60)  # 8 frames a row: more than the reserve
 
 
 def test_prioritized_buffer_samples_updates_and_wraps():
