@@ -152,6 +152,9 @@ def main() -> None:
         figures[f"{name}_rows"] = capacity
         figures[f"{name}_bytes_per_transition"] = total / capacity
         figures[f"{name}_storage_bytes_per_transition"] = storage / capacity
+        # less the reserved frame slots never written (numpy's zeros are paged in on write)
+        resident = total - buffer._storage.nbytes + buffer._storage.resident_nbytes
+        figures[f"{name}_resident_bytes_per_transition"] = resident / capacity
         figures[f"{name}_GB_per_1M_transitions"] = total / capacity * 1e6 / 1e9
         for phase in ("fill", "full"):
             wall, cpu = push_s[name, phase]

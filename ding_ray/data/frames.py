@@ -57,6 +57,7 @@ class FrameStore:
         self.fps = np.zeros(capacity, np.uint64)  # fingerprint of the frame in each slot
         self._free = np.arange(capacity - 1, -1, -1, dtype=np.int64)  # a stack: slot 0 is used first
         self._n_free = capacity
+        self._never_used = capacity  # free slots at the bottom of the stack never handed out (not paged in)
         self._index: dict[int, int] = {}  # fingerprint -> slot, for the newest INDEX_WINDOW frames
         self._recent: list = [None] * INDEX_WINDOW  # (fingerprint, slot) of the newest indexed frames
         self._recent_pos = 0
@@ -79,6 +80,11 @@ class FrameStore:
     @property
     def nbytes(self) -> int:
         return self.frames.nbytes + self.refs.nbytes + self.fps.nbytes + self._free.nbytes
+
+    @property
+    def resident_nbytes(self) -> int:
+        """``nbytes`` less the frame slots never written (numpy's zeros are paged in on write)."""
+        return self.nbytes - self._never_used * self.frames[:1].nbytes
 
     # ------------------------------------------------------------------ writing
     def fingerprint(self, frames: np.ndarray) -> np.ndarray:
@@ -190,6 +196,7 @@ class FrameStore:
         if k > self._n_free:
             self._grow(k - self._n_free)
         self._n_free -= k
+        self._never_used = min(self._never_used, self._n_free)
         return self._free[self._n_free : self._n_free + k][::-1].copy()
 
     def _push_free(self, slots: np.ndarray) -> None:
@@ -239,6 +246,7 @@ class FrameStore:
         store.fps[:n] = store.fingerprint(np.ascontiguousarray(frames)) if n else store.fps[:0]
         store._n_free = 0
         store._push_free(np.arange(store.capacity - 1, n - 1, -1))
+        store._never_used = store.capacity - n
         store._push_free(np.flatnonzero(store.refs[:n] == 0)[::-1])  # frames no row holds
         held = np.flatnonzero(store.refs[:n] > 0)[-INDEX_WINDOW:]
         store._index_slots(store.fps[held].tolist(), held.tolist())

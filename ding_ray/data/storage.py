@@ -66,6 +66,11 @@ class ColumnarRing:
         """Bytes held by the columns and frame stores."""
         return sum(c.nbytes for c in self._columns) + sum(s.nbytes for s in self.frame_stores)
 
+    @property
+    def resident_nbytes(self) -> int:
+        """``nbytes`` less the frame slots never written (reserved, but not in memory)."""
+        return self.nbytes - sum(s.nbytes - s.resident_nbytes for s in self.frame_stores)
+
     def column(self, path: Path) -> np.ndarray | None:
         """The full ring array of one field (all ``capacity`` rows), or None if there is no such field.
 

@@ -283,6 +283,7 @@ def test_real_pong_frames_share_all_but_one_frame_per_step():
     assert np.array_equal(held["next_obs"], np.concatenate([n for _, n in rows]))
     (store,) = ring.frame_stores
     assert store.held <= ring.filled + 2 * STACK  # one frame per row, plus the reset stacks
+    assert ring.resident_nbytes < ring.nbytes  # the reserve's slots were never written
 
 
 def test_pong_collector_to_learner_stays_uint8_and_exact():
