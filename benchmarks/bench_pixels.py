@@ -8,6 +8,10 @@ public EnvPool figures are frames). Figures:
 
   raw_ale_vector      ale-py's ``AtariVectorEnv`` (C++ threads, ``--raw-threads``), random actions,
                       one process: the ceiling
+  raw_ale_vector_async
+                      the same, asynchronous: each call acts for 4 envs and returns the next 4 ready
+  raw_ale_vector_x2   2 processes, each an AtariVectorEnv of 4 envs and 1 thread, stepped at once
+                      (the layout of the collector actors without their work), steps/s summed
   raw_async           gymnasium's ``AsyncVectorEnv``, a process per env, random actions
   ding_ray_random     2 ding_ray collector actors x 4 envs (``atari_vector`` manager), random policy
   ding_ray_cnn        the same with the DQN policy's Nature CNN (batched over each actor's 4 envs)
@@ -83,7 +87,16 @@ SMOKE = {
     "sample_factory": "import ale_py, sample_factory, sf_examples.atari.train_atari, torch",
 }
 
-FIGURES = ("raw_ale_vector", "raw_async", "ding_ray_random", "ding_ray_cnn", "rllib", "sample_factory")
+FIGURES = (
+    "raw_ale_vector",
+    "raw_ale_vector_async",
+    "raw_ale_vector_x2",
+    "raw_async",
+    "ding_ray_random",
+    "ding_ray_cnn",
+    "rllib",
+    "sample_factory",
+)
 # The reference figures: venv and runner arguments. The variants run only when named in --only.
 REFERENCES = {
     "rllib": ("rllib", []),
@@ -94,6 +107,8 @@ REFERENCES = {
 }
 RATIOS = (
     ("ding_ray_random", "raw_ale_vector"),
+    ("ding_ray_random", "raw_ale_vector_async"),
+    ("ding_ray_random", "raw_ale_vector_x2"),
     ("ding_ray_cnn", "rllib"),
     ("ding_ray_cnn", "sample_factory"),
     ("ding_ray_cnn", "ding_ray_random"),
@@ -161,12 +176,16 @@ def run_side(cmd: list[str], timeout_s: float) -> dict | str:
 def command(figure: str, args: argparse.Namespace) -> list[str] | str:
     """The command line of ``figure``, or why it cannot run here."""
     timing = ["--seconds", str(args.seconds), "--warmup", str(args.warmup)]
-    if figure in ("raw_ale_vector", "raw_async"):
+    if figure.startswith("raw_"):
         if importlib.util.find_spec("ale_py.vector_env") is None:
             return "ale-py >= 0.11 is not installed in this venv (the atari extra)"
-        kind = "ale_vector" if figure == "raw_ale_vector" else "async"
-        threads = ["--num-threads", str(args.raw_threads)]
-        return [sys.executable, os.path.join(REFS, "raw_runner.py"), "--kind", kind, *threads, *timing]
+        kind = ["--kind", "async" if figure == "raw_async" else "ale_vector"]
+        kind += ["--num-threads", str(args.raw_threads)]
+        if figure == "raw_ale_vector_async":
+            kind += ["--batch-size", str(ENVS_PER_ACTOR)]
+        if figure == "raw_ale_vector_x2":
+            kind += ["--processes", str(NUM_ACTORS)]
+        return [sys.executable, os.path.join(REFS, "raw_runner.py"), *kind, *timing]
     if figure.startswith("ding_ray"):
         if importlib.util.find_spec("ding_ray.envs.atari") is None:
             return "not available yet: ding_ray.envs.atari does not exist"
@@ -244,7 +263,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=30.0, help="timed seconds per figure")
     parser.add_argument("--warmup", type=float, default=5.0, help="seconds after the first batch, untimed")
     parser.add_argument("--rounds", type=int, default=1, help="every figure this many times, in turn")
-    parser.add_argument("--only", nargs="+", choices=(*FIGURES, *REFERENCES), default=list(FIGURES))
+    parser.add_argument("--only", nargs="+", choices=sorted({*FIGURES, *REFERENCES}), default=list(FIGURES))
     parser.add_argument("--raw-threads", type=int, default=2, help="AtariVectorEnv's C++ threads")
     parser.add_argument("--ding-ray-side", choices=("random", "cnn"), help=argparse.SUPPRESS)
     args = parser.parse_args()
