@@ -23,7 +23,8 @@ main_config = dict(
         stop_value=None,  # run the whole budget: the benchmark reads returns at 500k and 1M env steps
     ),
     policy=dict(
-        # no encoder list: frames under 36 px get the MinAtar paper's network (conv 16 3x3/1, linear 128)
+        # No encoder list: frames under 36 px get the MinAtar paper's encoder (conv 16 3x3/1 + ReLU,
+        # linear 128), then DI-engine's head (linear 128 + ReLU, linear to the 3 Q-values).
         model=dict(obs_shape=[4, 10, 10], action_shape=3, dueling=False),
         nstep=1,
         discount_factor=0.99,
