@@ -262,7 +262,9 @@ def main() -> None:
     parser.add_argument("--setup", action="store_true", help="build the reference venvs, then stop")
     parser.add_argument("--seconds", type=float, default=30.0, help="timed seconds per figure")
     parser.add_argument("--warmup", type=float, default=5.0, help="seconds after the first batch, untimed")
-    parser.add_argument("--rounds", type=int, default=1, help="every figure this many times, in turn")
+    parser.add_argument(
+        "--rounds", type=int, default=1, help="every figure this many times, in turn (ratios of medians)"
+    )
     parser.add_argument("--only", nargs="+", choices=sorted({*FIGURES, *REFERENCES}), default=list(FIGURES))
     parser.add_argument("--raw-threads", type=int, default=2, help="AtariVectorEnv's C++ threads")
     parser.add_argument("--ding-ray-side", choices=("random", "cnn"), help=argparse.SUPPRESS)
@@ -279,8 +281,9 @@ def main() -> None:
 
     print(f"bench_pixels start load_1m={os.getloadavg()[0]:.2f} cpus={os.cpu_count()}", flush=True)
     rates: dict[str, list[float]] = {}
-    for _ in range(args.rounds):
-        for figure in args.only:
+    for round_ in range(args.rounds):
+        # every other round in reverse, so that load that grows or fades over the run hits all alike
+        for figure in args.only if round_ % 2 == 0 else args.only[::-1]:
             cmd = command(figure, args)
             if isinstance(cmd, str):
                 print(f"bench_pixels figure={figure} skipped={cmd!r}", flush=True)
