@@ -20,6 +20,14 @@ public EnvPool figures are frames). Figures:
   sample_factory      Sample Factory's sampler (``SyncSamplingAPI``), 2 rollout workers x 4 envs
                       and its inference worker, its Atari Nature CNN on the CPU
 
+What each side does with a batch, and where they differ: ding_ray's collector puts each call's
+256 transitions (64 steps of 4 envs) into the object store; RLlib's runners return 128 steps of
+their 4 envs as episodes to the driver, its env wrapper scales frames to float32 (RLlib's recipe);
+Sample Factory's workers write rollouts of 128 steps into shared memory and the sampling API copies
+them out; the two references also end an episode at a lost life (no-op in Pong). ding_ray and
+Sample Factory play ``PongNoFrameskip-v4``, RLlib ``ALE/Pong-v5`` with sticky actions off: the
+same game. Each actor, runner or worker uses one torch thread.
+
 Variants, run only when named in ``--only``: ``rllib_no_ship`` (each runner returns only its step
 count), ``rllib_default_cnn`` (RLlib's default filters for 84x84, lighter than the Nature CNN),
 ``sample_factory_splits2`` (``--worker_num_splits 2``: each worker's envs in two halves, one
@@ -34,9 +42,11 @@ each figure: on a shared machine, read the ratios of a run whose load stayed nea
 
 Run:  python benchmarks/bench_pixels.py --setup            # once: the RLlib and Sample Factory venvs
       python benchmarks/bench_pixels.py [--seconds 30] [--rounds 1] [--only raw_ale_vector rllib ...]
-Prints one ``bench_pixels figure=NAME env_steps_per_s=.. frames_per_s=.. load_1m=..`` line per
-figure and round, then (median over rounds) ``bench_pixels_ratio ding_ray_random/raw_ale_vector=..
-ding_ray_cnn/rllib=.. ding_ray_cnn/sample_factory=..``.
+Prints one ``bench_pixels figure=NAME env_steps_per_s=.. frames_per_s=.. load_1m_before=..
+load_1m_after=..`` line per figure and round (a reference's settings on a ``bench_pixels_config``
+line after it), with ``--rounds`` above 1 a ``bench_pixels_median`` line per figure, then
+``bench_pixels_ratio ding_ray_random/raw_ale_vector=.. ding_ray_cnn/rllib=..
+ding_ray_cnn/sample_factory=.. ...`` (ratios of the medians; n/a where a side did not run).
 """
 
 from __future__ import annotations
