@@ -24,7 +24,7 @@ and ``replay_buffer_idx``; hand the last two back with new priorities::
 
 Image stacks are stored frame by frame: a uint8 ``(stack, H, W)`` field (Atari's ``obs`` and
 ``next_obs``, frame stack 4, 84x84) holds ``stack`` frame ids per item, each frame once, shared
-by ``obs``, ``next_obs`` and neighbouring steps (``frames.FrameStore``): about 7.4 KB per Pong
+by ``obs``, ``next_obs`` and neighbouring steps (``frames.FrameStore``): about 7.6 KB per Pong
 transition instead of 56 KB. Samples rebuild the stacks byte for byte; ``frame_dedup=False`` in
 the buffer config keeps plain columns.
 
