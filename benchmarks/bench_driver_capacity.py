@@ -1,0 +1,170 @@
+"""How many remote calls per second one driver sustains, with N collector actors that do almost no work.
+
+Past one machine the driver is the part that does not scale out: every collect, push, sample and
+train call of a Ray run is launched (and its result taken) by it. This runs each pipeline shape on
+embedded Ray with N collector actors of 0.05 CPU each, every collect call one env step of
+CartPole-v1 (``n_sample=1``, one env), the evaluator idle, and counts every actor-method call the
+driver launches (``ActorMethod._remote``, patched in the driver only) over a fixed window after
+all collectors have delivered. The figures are calls per second of that window, the driver's CPU
+use over it (1.0: one core busy all the time, saturated) and calls per CPU-second of the driver
+(what it would sustain saturated); where calls/s stops growing with N, the driver is saturated.
+Each (pipeline, N) runs in a fresh process.
+
+Run:  python benchmarks/bench_driver_capacity.py [--collectors 8 32 64] [--seconds 20]
+        [--pipelines async sync impala]
+Prints one ``bench_driver_capacity pipeline=... collectors=N calls_per_s=...`` line per run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+
+PIPELINES = ("async", "sync", "impala")
+# IMPALA on CartPole-v1: unrolls of 16 steps, a queue of 128 of them, each used at most 8 times
+IMPALA_CONFIG = (
+    dict(
+        env=dict(env_id="CartPole-v1", stop_value=475),
+        policy=dict(
+            model=dict(obs_shape=4, action_shape=2, encoder_hidden_size_list=[64, 64]),
+            unroll_len=16,
+            learn=dict(batch_size=16, learning_rate=1e-3),
+            collect=dict(n_sample=8),
+            other=dict(replay_buffer=dict(replay_buffer_size=128, max_use=8)),
+        ),
+    ),
+    dict(env=dict(type="gymnasium"), env_manager=dict(type="base"), policy=dict(type="impala")),
+)
+
+
+def configs(pipeline: str, n: int, exp_name: str) -> tuple[dict, dict]:
+    """The run's config: a pipeline shape, N collectors of 0.05 CPU, one env step per collect call."""
+    ray_cfg = dict(
+        num_collectors=n,
+        collector_num_cpus=0.05,
+        progress_bar=False,
+        actor_start_timeout_s=600.0,
+        call_timeout_s=600.0,
+        n_sample=1,
+    )
+    if pipeline == "async":
+        from ding_ray.configs.apex_dqn import create_config, main_config
+    elif pipeline == "sync":
+        from ding_ray.configs.cartpole_ppo import create_config, main_config
+    else:
+        main_config, create_config = IMPALA_CONFIG
+        ray_cfg.update(backpressure="block", train_iters_per_call=4)
+    main = json.loads(json.dumps(main_config))
+    main["exp_name"] = exp_name
+    main["env"]["collector_env_num"] = 1
+    main["env"]["evaluator_env_num"] = 1
+    main["env"]["n_evaluator_episode"] = 1
+    main["policy"]["eval"] = dict(evaluator=dict(eval_freq=10**9))  # the evaluator stays idle
+    main["policy"]["collect"]["n_sample"] = 1
+    if pipeline == "sync":  # a round: one step per collector, one epoch of one minibatch
+        ray_cfg["n_sample"] = n
+        main["policy"]["learn"].update(batch_size=n, epoch_per_collect=1)
+    main["policy"].pop("random_collect_size", None)
+    ray_cfg.setdefault("min_replay_size", 64)  # training starts within the window
+    main.setdefault("ray", {}).update(ray_cfg)
+    return main, json.loads(json.dumps(create_config))
+
+
+def cpu_s() -> float:
+    """CPU seconds this process (the driver) has used, all its threads."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def one_run(pipeline: str, n: int, seconds: float) -> dict:
+    """Runs in its own process: the pipeline until ``seconds`` after every collector delivered."""
+    import ray
+    from ray.actor import ActorMethod
+
+    from ding_ray import distributed
+    from ding_ray.framework import pipelines
+    from ding_ray.framework.task_runner import current_task
+
+    calls = [0]
+    launch = ActorMethod._remote
+
+    def counted(self, *args, **kwargs):
+        calls[0] += 1
+        return launch(self, *args, **kwargs)
+
+    ActorMethod._remote = counted
+    exp = os.path.join(tempfile.mkdtemp(), f"driver_{pipeline}_{n}")
+    cfg, plan, started = distributed.start_run(configs(pipeline, n, exp), seed=0, save_cfg=False)
+    window: dict = {}
+    with distributed.RayComponents(cfg, plan) as rc, rc.task() as task:
+        shape = pipelines.on_policy if rc.on_policy else pipelines.off_policy
+        shape(task, cfg, rc)
+
+        def measure(ctx) -> None:
+            now = time.monotonic()
+            delivered = sum(slot.answered for slot in rc.collector.pool.slots)
+            if "start" not in window and delivered == n:
+                window.update(
+                    start=now, calls=calls[0], env_step=ctx.env_step, train_iter=ctx.train_iter, cpu=cpu_s()
+                )
+            elif "start" in window and now - window["start"] >= seconds:
+                window.update(
+                    seconds=now - window["start"],
+                    calls=calls[0] - window["calls"],
+                    env_step=ctx.env_step - window["env_step"],
+                    train_iter=ctx.train_iter - window["train_iter"],
+                    cpu=cpu_s() - window["cpu"],
+                )
+                current_task().finish = True
+
+        task.use(measure)
+        task.run()
+    if started:
+        ray.shutdown()
+    return {
+        "pipeline": pipeline,
+        "collectors": n,
+        "calls_per_s": round(window["calls"] / window["seconds"], 1),
+        "env_steps_per_s": round(window["env_step"] / window["seconds"], 1),
+        "train_iter_per_s": round(window["train_iter"] / window["seconds"], 1),
+        # the driver's own CPU time over the window: below 1 it waited on the actors, not saturated
+        "driver_cpu": round(window["cpu"] / window["seconds"], 2),
+        "calls_per_driver_cpu_s": round(window["calls"] / max(window["cpu"], 1e-9), 1),
+        "window_s": round(window["seconds"], 1),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--collectors", type=int, nargs="+", default=[8, 32, 64])
+    parser.add_argument("--seconds", type=float, default=20.0)
+    parser.add_argument("--pipelines", nargs="+", default=list(PIPELINES), choices=PIPELINES)
+    parser.add_argument("--one", nargs=2, metavar=("PIPELINE", "N"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.one:
+        print("RESULT " + json.dumps(one_run(args.one[0], int(args.one[1]), args.seconds)), flush=True)
+        return
+    for pipeline in args.pipelines:
+        for n in args.collectors:
+            cmd = [sys.executable, __file__, "--one", pipeline, str(n), "--seconds", str(args.seconds)]
+            out = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
+            lines = [line for line in out.stdout.splitlines() if line.startswith("RESULT ")]
+            if not lines:
+                print(
+                    f"bench_driver_capacity pipeline={pipeline} collectors={n} failed: {out.stderr[-2000:]}"
+                )
+                continue
+            result = json.loads(lines[-1][len("RESULT ") :])
+            print("bench_driver_capacity " + " ".join(f"{k}={v}" for k, v in result.items()), flush=True)
+
+
+if __name__ == "__main__":
+    main()
