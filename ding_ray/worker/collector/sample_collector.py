@@ -15,7 +15,8 @@ class SampleSerialCollector(VectorCollector):
     """Returns ``n_sample`` train samples (transitions for DQN) per ``collect`` call.
 
     Each env keeps its own trajectory. It is handed to ``policy.get_train_sample`` when its
-    episode ends, or when it holds ``traj_len`` steps plus the policy's n-step lookahead; in the
+    episode ends, or when it holds ``traj_len`` steps (at least the policy's ``unroll_len``, as
+    DI-engine cuts them: IMPALA's unrolls) plus the policy's n-step lookahead; in the
     second case the last ``nstep - 1`` steps stay behind as context for the next samples, so every
     n-step target is computed from real future steps, never from padding. With the policy's
     ``traj_len_inf`` only whole episodes are handed over (as DI-engine does).
@@ -69,7 +70,7 @@ class SampleSerialCollector(VectorCollector):
         """``(train samples ready now, the trajectory kept for later)`` of one env's trajectory."""
         if episode_over:
             return (get_train_sample(traj) if traj else []), []
-        if self._traj_len_inf or len(traj) < self._traj_len + self._lookahead:
+        if self._traj_len_inf or len(traj) < max(self._traj_len, self._unroll_len) + self._lookahead:
             return [], traj
         ready = len(traj) - self._lookahead
         return get_train_sample(traj)[:ready], traj[ready:]

@@ -37,6 +37,7 @@ class VectorCollector(EnvRunner, ISerialCollector):
         transform_obs=False,  # kept for DI-engine configs; observations are numpy arrays already
         collect_print_freq=100,  # learner iterations between two statistics reports
     )
+    _unroll_len = 1  # steps of one train sample (IMPALA's unrolls); from the policy in reset_policy
 
     def __init__(
         self,
@@ -91,6 +92,7 @@ class VectorCollector(EnvRunner, ISerialCollector):
             self._forward = numpy_forward(self._policy)
             self._lookahead = int(_policy_attribute(self._policy, "nstep", 1)) - 1
             self._traj_len_inf = bool(_policy_attribute(self._policy, "traj_len_inf", False))
+            self._unroll_len = int(_policy_attribute(self._policy, "unroll_len", 1))  # IMPALA's train samples
             self._random_with_policy = bool(
                 _policy_attribute(self._policy, "transition_with_policy_data", False)
             )
