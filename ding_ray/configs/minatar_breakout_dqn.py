@@ -16,7 +16,10 @@ main_config = dict(
     exp_name="minatar_breakout_dqn",
     env=dict(
         env_id="MinAtar/Breakout-v1",  # observations (4, 10, 10) float32 0/1, channels first
-        collector_env_num=8,  # per collector
+        # Per collector, as many as n_sample: each env's trajectory is then cut every step. With 8
+        # envs (cut every 4 steps) a collect call overshoots where short episodes end and drops the
+        # extra transitions, 21% of the env steps measured (DI-engine's drop_extra).
+        collector_env_num=32,
         # 20 greedy episodes an evaluation: a trained agent's returns spread widely (sticky actions)
         evaluator_env_num=10,
         n_evaluator_episode=20,
@@ -40,7 +43,7 @@ main_config = dict(
             target_update_freq=250,  # gradient steps: 1,000 env steps
             huber_kappa=1.0,
         ),
-        collect=dict(n_sample=32),  # transitions per collect call
+        collect=dict(n_sample=32),  # transitions per collect call: one step of the 32 envs
         eval=dict(evaluator=dict(eval_freq=5000)),  # learner iterations: about every 20k env steps
         other=dict(
             eps=dict(type="linear", start=1.0, end=0.1, decay=100_000),  # over env steps
