@@ -52,9 +52,6 @@ main_config = dict(
     ),
     ray=dict(
         num_collectors=2,
-        # The random warm-up does not count as inserted for the rate limiter, so training starts
-        # 512 items (one learner call) after it, as the serial loop does, not 5k more.
-        min_replay_size=512,
         train_iters_per_call=16,  # gradient steps per learner call: one round trip buys many
         publish_freq=16,  # learner iterations between weight publications (64 env steps)
     ),
