@@ -238,7 +238,8 @@ def ding_ray_side(policy: str, seconds: float, warmup: float, n_sample: int = 25
             manager=dict(type="atari_vector", num_threads=1),
         ),
         policy=dict(
-            model=dict(obs_shape=[4, 84, 84], action_shape=6),
+            # the Nature CNN (conv 32 8x8/4, 64 4x4/2, 64 3x3/1, linear 512), as the references
+            model=dict(obs_shape=[4, 84, 84], action_shape=6, encoder_hidden_size_list=[32, 64, 64, 512]),
             collect=dict(n_sample=n_sample),
             other=dict(replay_buffer=dict(replay_buffer_size=10_000)),
         ),
