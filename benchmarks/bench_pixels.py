@@ -183,11 +183,18 @@ def run_side(cmd: list[str], timeout_s: float) -> dict | str:
     return f"exit {proc.returncode}, no result: {out[-1500:]}"
 
 
+def has_module(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except ModuleNotFoundError:  # its package is missing
+        return False
+
+
 def command(figure: str, args: argparse.Namespace) -> list[str] | str:
     """The command line of ``figure``, or why it cannot run here."""
     timing = ["--seconds", str(args.seconds), "--warmup", str(args.warmup)]
     if figure.startswith("raw_"):
-        if importlib.util.find_spec("ale_py.vector_env") is None:
+        if not has_module("ale_py.vector_env"):
             return "ale-py >= 0.11 is not installed in this venv (the atari extra)"
         kind = ["--kind", "async" if figure == "raw_async" else "ale_vector"]
         kind += ["--num-threads", str(args.raw_threads)]
@@ -197,7 +204,7 @@ def command(figure: str, args: argparse.Namespace) -> list[str] | str:
             kind += ["--processes", str(NUM_ACTORS)]
         return [sys.executable, os.path.join(REFS, "raw_runner.py"), *kind, *timing]
     if figure.startswith("ding_ray"):
-        if importlib.util.find_spec("ding_ray.envs.atari") is None:
+        if not has_module("ding_ray.envs.atari"):
             return "not available yet: ding_ray.envs.atari does not exist"
         policy = figure[len("ding_ray_") :]
         return [sys.executable, os.path.abspath(__file__), "--ding-ray-side", policy, *timing]
