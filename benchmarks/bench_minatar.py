@@ -69,6 +69,8 @@ def run_ding_ray(seed: int, max_env_step: int, marks: list[int], workdir: str, o
     eval_freq = bundled.main_config.policy.eval.evaluator.eval_freq
     eval_freq = max(100, eval_freq * max_env_step // bundled.max_env_step)
     name = f"ding_ray_seed{seed}"
+    if os.path.exists(os.path.join(workdir, name)):  # ding-ray would write a renewed folder instead
+        raise FileExistsError(f"{os.path.join(workdir, name)} exists: pass a fresh --workdir")
     cli = [sys.executable, "-m", "ding_ray.entry.cli"]
     sets = [f"exp_name={name}", "ray.progress_bar=False", f"policy.eval.evaluator.eval_freq={eval_freq}"]
     cmd = [*cli, "train", CONFIG, "--mode", "ray", "--seed", str(seed), "--max-env-step", str(max_env_step)]
