@@ -20,6 +20,10 @@ class NaiveReplayBuffer(RingBuffer):
         replay_buffer_size=10000,  # capacity in items; when full the oldest item is overwritten
         deepcopy=False,  # DI-engine compatibility only: storage copies on push, sample returns copies
         frame_dedup=True,  # store uint8 (stack, H, W) image stacks (Atari obs) with each frame held once
+        # DI-engine's DequeBuffer key (slice grouped samples by unroll_len), which its naive buffer
+        # ignores as this one does: IMPALA's train samples are whole unrolls already (dizoo's
+        # lunarlander_impala_config sets it)
+        sliced=False,
         enable_track_used_data=False,  # DI-engine's removal of file-backed data; unsupported, keep False
         periodic_thruput_seconds=60.0,  # seconds between pushed/sampled/removed/valid reports
     )
