@@ -19,7 +19,7 @@ from ding_ray.config.merge import checked_config, default_config_of
 from ding_ray.errors import ConfigError, EnvError
 from ding_ray.model import create_model
 from ding_ray.model.di_engine_names import learn_state_from_di_engine
-from ding_ray.policy.common import outputs_to_numpy, per_env
+from ding_ray.policy.common import obs_batch, outputs_to_numpy, per_env, set_mode
 from ding_ray.utils.registry import POLICY_REGISTRY
 
 
@@ -265,8 +265,12 @@ class Policy:
         """``(env ids, {key: batched tensor (or dicts/lists of them)})`` of one collect forward."""
         raise NotImplementedError
 
-    def _eval_columns(self, data: dict[int, Any], **kwargs: Any) -> tuple[list[int], dict[str, Any]]:
-        raise NotImplementedError
+    @torch.inference_mode()
+    def _eval_columns(self, data: dict[int, Any]) -> tuple[list[int], dict[str, Any]]:
+        """``_eval_tensors`` of the envs' observations batched, the eval model in eval mode."""
+        env_ids, obs = obs_batch(data)
+        set_mode(self._eval_model, False)
+        return env_ids, self._eval_tensors(torch.from_numpy(obs).to(self._device))
 
     def _eval_tensors(self, obs: torch.Tensor) -> dict[str, Any]:
         """The eval forward of a batch of observation tensors: ``{'action', 'logit'}``. Tensor
@@ -286,7 +290,9 @@ class Policy:
         return per_env(*self._collect_columns(data, **kwargs), numpy=True)
 
     def _forward_eval_numpy(self, data: dict[int, Any], **kwargs: Any) -> dict[int, Any]:
-        if type(self)._eval_columns is Policy._eval_columns:
+        cls = type(self)
+        # a policy that overrides ``_forward_eval`` alone (the default ``_eval_columns`` would skip it)
+        if cls._eval_columns is Policy._eval_columns and cls._forward_eval is not Policy._forward_eval:
             return outputs_to_numpy(self._forward_eval(data, **kwargs))
         return per_env(*self._eval_columns(data, **kwargs), numpy=True)
 

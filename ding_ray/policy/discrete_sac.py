@@ -188,12 +188,6 @@ class DiscreteSACPolicy(SACPolicy):
         }
 
     # ----- eval -------------------------------------------------------------------------------
-    @torch.inference_mode()
-    def _eval_columns(self, data: dict[int, Any]) -> tuple[list[int], dict[str, Any]]:
-        env_ids, obs = obs_batch(data)
-        set_mode(self._eval_model, False)
-        return env_ids, self._eval_tensors(torch.from_numpy(obs).to(self._device))
-
     def _eval_tensors(self, obs: torch.Tensor) -> dict[str, Any]:
         logit = self._eval_model.compute_actor(obs)["logit"]
         return {"logit": logit, "action": logit.argmax(-1)}

@@ -305,12 +305,6 @@ class PPOPolicy(Policy):
         return [{**t, "adv": a, "traj_flag": f} for t, a, f in zip(transitions, adv.tolist(), traj_flag)]
 
     # ----- eval (and the collect and eval state dicts: the model plus the observation statistics) --
-    @torch.inference_mode()
-    def _eval_columns(self, data: dict[int, Any]) -> tuple[list[int], dict[str, Any]]:
-        env_ids, obs = obs_batch(data)
-        set_mode(self._eval_model, False)
-        return env_ids, self._eval_tensors(torch.from_numpy(obs).to(self._device))
-
     def _eval_tensors(self, obs: torch.Tensor) -> dict[str, Any]:
         logit = self._eval_model(self._normalize(obs), "compute_actor")["logit"]
         action = logit["mu"] if self._continuous else logit.argmax(-1)  # the Gaussian's mean, or greedy
