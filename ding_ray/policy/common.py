@@ -10,7 +10,7 @@ import numpy as np
 import torch
 
 from ding_ray.data.columnar import row_builder, stack_items
-from ding_ray.errors import NonFiniteError, ShapeError
+from ding_ray.errors import ConfigError, NonFiniteError, ShapeError
 
 
 def set_mode(model: torch.nn.Module, training: bool) -> torch.nn.Module:
@@ -58,6 +58,19 @@ def _to_tensor(value: Any, device: str | torch.device, is_obs: bool = False) -> 
     if not array.flags.writeable:  # arrays from Ray's object store are read-only
         array = array.copy()
     return torch.from_numpy(array).to(device)
+
+
+def default_vac_action_space(cfg: Any, model: torch.nn.Module | None) -> None:
+    """The default VAC model (no ``model`` given) takes the policy's ``action_space`` unless
+    ``cfg.model`` names one; naming another is an error (actor-critic policies: PPO, IMPALA)."""
+    if model is None and cfg.model.get("type", "vac") == "vac":
+        model_space = cfg.model.setdefault("action_space", cfg.action_space)
+        if model_space != cfg.action_space:
+            raise ConfigError(
+                f"policy.action_space={cfg.action_space!r} but policy.model.action_space="
+                f"{model_space!r}: a {model_space} model cannot give {cfg.action_space} actions; "
+                "set both to the same value."
+            )
 
 
 def obs_batch(data: Mapping[int, Any]) -> tuple[list[int], np.ndarray]:

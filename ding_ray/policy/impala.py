@@ -30,7 +30,13 @@ import torch
 from ding_ray.data.columnar import stack_items
 from ding_ray.errors import ConfigError, ShapeError
 from ding_ray.policy.base import Policy
-from ding_ray.policy.common import check_finite_loss, obs_batch, set_mode, to_tensor_batch
+from ding_ray.policy.common import (
+    check_finite_loss,
+    default_vac_action_space,
+    obs_batch,
+    set_mode,
+    to_tensor_batch,
+)
 from ding_ray.policy.optim import make_adam
 from ding_ray.policy.unroll import UnrollBuilder
 from ding_ray.rl_utils import vtrace_data, vtrace_error_continuous_action, vtrace_error_discrete_action
@@ -105,15 +111,7 @@ class IMPALAPolicy(Policy):
         self._unrolls = UnrollBuilder(self._unroll_len)
 
     def _create_model(self, cfg: Any, model: torch.nn.Module | None) -> torch.nn.Module:
-        if model is None and cfg.model.get("type", "vac") == "vac":
-            # the default VAC takes the policy's action space unless its config names one
-            model_space = cfg.model.setdefault("action_space", cfg.action_space)
-            if model_space != cfg.action_space:
-                raise ConfigError(
-                    f"policy.action_space={cfg.action_space!r} but policy.model.action_space="
-                    f"{model_space!r}: a {model_space} model cannot give {cfg.action_space} actions. "
-                    "Set both to the same value."
-                )
+        default_vac_action_space(cfg, model)
         built = super()._create_model(cfg, model)
         model_space = getattr(built, "action_space", None)
         if isinstance(model_space, str) and model_space != cfg.action_space:

@@ -20,7 +20,14 @@ import torch
 
 from ding_ray.errors import ConfigError
 from ding_ray.policy.base import Policy
-from ding_ray.policy.common import check_finite_loss, obs_batch, set_mode, stack_obs, to_tensor_batch
+from ding_ray.policy.common import (
+    check_finite_loss,
+    default_vac_action_space,
+    obs_batch,
+    set_mode,
+    stack_obs,
+    to_tensor_batch,
+)
 from ding_ray.policy.obs_norm import ObsNormalizer, load_model_state, with_obs_norm
 from ding_ray.policy.optim import make_adam
 from ding_ray.policy.running_stats import RunningMeanStd
@@ -98,14 +105,7 @@ class PPOPolicy(Policy):
         super().__init__(cfg, model, enable_field)
 
     def _create_model(self, cfg: Any, model: torch.nn.Module | None) -> torch.nn.Module:
-        if model is None and cfg.model.get("type", "vac") == "vac":
-            # the default VAC takes the policy's action space unless its config names one
-            model_space = cfg.model.setdefault("action_space", cfg.action_space)
-            if model_space != cfg.action_space:
-                raise ConfigError(
-                    f"policy.action_space={cfg.action_space!r} but policy.model.action_space="
-                    f"{model_space!r}; set both to the same value."
-                )
+        default_vac_action_space(cfg, model)
         if cfg.obs_norm:
             if cfg.model.get("obs_shape") is None:
                 raise ConfigError("policy.obs_norm=True needs policy.model.obs_shape (its shape).")
