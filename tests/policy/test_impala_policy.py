@@ -8,20 +8,9 @@ from ding_ray.envs import BaseEnvTimestep
 from ding_ray.errors import ConfigError, EnvError, ShapeError
 from ding_ray.policy import IMPALAPolicy, create_policy
 from ding_ray.policy.unroll import UnrollBuilder
+from tests.policy.fakes import StubActorCritic
 
 MODEL = dict(obs_shape=4, action_shape=2, encoder_hidden_size_list=[16, 16])
-
-
-class Stub(torch.nn.Module):
-    """Critic: V(obs) = obs[0]. Actor: fixed logits [0, ln 3] (p = .25 / .75)."""
-
-    def __init__(self):
-        super().__init__()
-        self.scale = torch.nn.Parameter(torch.ones(()))
-
-    def forward(self, obs, mode):
-        logit = torch.tensor([0.0, math.log(3.0)]).expand(len(obs), 2) * self.scale
-        return {"logit": logit, "value": obs[:, 0] * self.scale}
 
 
 def step(v, next_v=None, done=False, end=None, reward=1.0, it=0):
@@ -116,7 +105,7 @@ def test_collect_forward_and_transition_carry_the_behaviour_logit():
 
 def learn_policy(**learn):
     cfg = dict(model=MODEL, unroll_len=3, learn=dict(discount_factor=0.5, lambda_=1.0, **learn))
-    return IMPALAPolicy(cfg, model=Stub(), enable_field=["learn"])
+    return IMPALAPolicy(cfg, model=StubActorCritic(), enable_field=["learn"])
 
 
 def unroll(done_1=False, end_1=False, null_2=False):

@@ -7,6 +7,7 @@ import torch
 from ding_ray.envs import BaseEnvTimestep
 from ding_ray.errors import ConfigError
 from ding_ray.policy import PPOPolicy, create_policy
+from tests.policy.fakes import StubActorCritic
 
 MODEL = dict(
     obs_shape=4,
@@ -15,18 +16,6 @@ MODEL = dict(
     actor_head_hidden_size=32,
     critic_head_hidden_size=32,
 )
-
-
-class Stub(torch.nn.Module):
-    """Critic: V(obs) = obs[0]. Actor: fixed logits [0, ln 3] (p = .25 / .75)."""
-
-    def __init__(self):
-        super().__init__()
-        self.scale = torch.nn.Parameter(torch.ones(()))
-
-    def forward(self, obs, mode):
-        logit = torch.tensor([0.0, math.log(3.0)]).expand(len(obs), 2) * self.scale
-        return {"logit": logit, "value": obs[:, 0] * self.scale}
 
 
 def transition(v, reward=1.0, done=False, next_v=0.0):
@@ -43,7 +32,7 @@ def transition(v, reward=1.0, done=False, next_v=0.0):
 
 def collect_policy(**collect):
     cfg = dict(model=MODEL, collect=dict(discount_factor=0.5, gae_lambda=0.5, **collect))
-    return PPOPolicy(cfg, model=Stub(), enable_field=["collect"])
+    return PPOPolicy(cfg, model=StubActorCritic(), enable_field=["collect"])
 
 
 def test_gae_per_chunk_termination_does_not_bootstrap():
@@ -77,7 +66,7 @@ def test_process_transition_marks_only_real_terminations():
 
 def test_collect_samples_from_the_categorical_and_eval_takes_argmax():
     torch.manual_seed(0)
-    policy = PPOPolicy(dict(model=MODEL), model=Stub(), enable_field=["collect", "eval"])
+    policy = PPOPolicy(dict(model=MODEL), model=StubActorCritic(), enable_field=["collect", "eval"])
     obs = {i: np.full(4, 2.0, np.float32) for i in range(2000)}
     out = policy.collect_mode.forward(obs)
     assert set(out[0]) == {"action", "logit", "value"} and out[0]["value"] == pytest.approx(2.0)
