@@ -103,22 +103,16 @@ class AtariVectorEnvManager(BaseEnvManager):
             self._pending_seed[i] = s
             self._action_spaces[i].seed(s)
 
-    def launch(self, reset_param: dict | None = None) -> None:
-        if self._closed:
-            from ale_py.vector_env import AtariVectorEnv
+    def _start_envs(self) -> None:
+        from ale_py.vector_env import AtariVectorEnv
 
-            self._vec = AtariVectorEnv(
-                num_envs=self.env_num,
-                autoreset_mode="SameStep",  # the final obs in info, the next episode's first in obs
-                num_threads=self._cfg.num_threads,
-                thread_affinity_offset=self._cfg.thread_affinity_offset,
-                **self._vector_kwargs,
-            )
-            if self._seeds is not None:
-                self.seed(self._seeds, self._dynamic_seed)
-            self._closed = False
-        self._launched = True
-        self.reset(reset_param)
+        self._vec = AtariVectorEnv(
+            num_envs=self.env_num,
+            autoreset_mode="SameStep",  # the final obs in info, the next episode's first in obs
+            num_threads=self._cfg.num_threads,
+            thread_affinity_offset=self._cfg.thread_affinity_offset,
+            **self._vector_kwargs,
+        )
 
     def reset(self, reset_param: dict | None = None) -> None:
         """Reset every env (or those named in ``reset_param``) and make them ready."""

@@ -185,12 +185,16 @@ class BaseEnvManager:
 
     def launch(self, reset_param: dict | None = None) -> None:
         if self._closed:
-            self._envs = [self._make_env(i) for i in range(self.env_num)]
+            self._start_envs()
             if self._seeds is not None:
                 self.seed(self._seeds, self._dynamic_seed)
             self._closed = False
         self._launched = True
         self.reset(reset_param)
+
+    def _start_envs(self) -> None:
+        """Build the envs again after ``close`` (subclasses start their processes or vector env)."""
+        self._envs = [self._make_env(i) for i in range(self.env_num)]
 
     def reset(self, reset_param: dict | None = None) -> None:
         """Reset every env (or those named in ``reset_param``) and make them ready."""

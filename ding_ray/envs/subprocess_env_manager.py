@@ -191,15 +191,9 @@ class AsyncSubprocessEnvManager(BaseEnvManager):
             self._pending_seed[i] = (s, dynamic_seed)
             self._action_spaces[i].seed(s)
 
-    def launch(self, reset_param: dict | None = None) -> None:
-        if self._closed:
-            for i in range(self.env_num):
-                self._workers[i] = self._start_worker(i)
-            if self._seeds is not None:
-                self.seed(self._seeds, self._dynamic_seed)
-            self._closed = False
-        self._launched = True
-        self.reset(reset_param)
+    def _start_envs(self) -> None:
+        for i in range(self.env_num):
+            self._workers[i] = self._start_worker(i)
 
     def reset(self, reset_param: dict | None = None) -> None:
         """Reset every env (or those named in ``reset_param``); waits for their first observations.
