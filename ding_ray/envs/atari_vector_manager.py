@@ -22,20 +22,19 @@ The same preprocessing as ``AtariEnv``, with ale-py's own differences:
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from ding_ray.envs.env_manager import BaseEnvManager
+from ding_ray.envs.env_manager import SpacesOnlyEnvManager
 from ding_ray.envs.gymnasium_env import BaseEnvTimestep
 from ding_ray.errors import ConfigError, EnvError
 from ding_ray.utils.registry import ENV_MANAGER_REGISTRY
 
 
 @ENV_MANAGER_REGISTRY.register("atari_vector")
-class AtariVectorEnvManager(BaseEnvManager):
+class AtariVectorEnvManager(SpacesOnlyEnvManager):
     """DI-engine's env-manager interface (``{env_id: ...}`` dicts, auto reset, episode returns in the
     final ``info``) over one ``ale_py.vector_env.AtariVectorEnv``."""
 
@@ -44,6 +43,7 @@ class AtariVectorEnvManager(BaseEnvManager):
         num_threads=0,  # C++ threads stepping the emulators; 0: ale-py's choice
         thread_affinity_offset=-1,  # first CPU core the threads are pinned to; -1: not pinned
     )
+    _envs_where = "steps its envs inside ale-py's vector env"
 
     def _setup(self) -> None:
         for key in ("step_timeout", "reset_timeout"):
@@ -65,33 +65,15 @@ class AtariVectorEnvManager(BaseEnvManager):
         # Every env of one manager shares the first one's preprocessing (the pipelines give all of
         # them one config).
         self._vector_kwargs = vector_kwargs()
-        self._observation_space, self._action_space = ref.observation_space, ref.action_space
-        self._env_repr = repr(ref)
-        ref.close()
-        self._action_spaces = [copy.deepcopy(self._action_space) for _ in self._env_fn]
+        self._read_spaces(ref)
         self._returns = np.zeros(self.env_num)
         self._pending_seed: dict[int, int] = {}
         self._vec = None
         self._closed = True
 
     # ----- properties ---------------------------------------------------------------------------
-    @property
-    def observation_space(self):
-        return self._observation_space
-
-    @property
-    def action_space(self):
-        return self._action_space
-
-    @property
-    def envs(self) -> list[Any]:
-        raise EnvError(
-            "AtariVectorEnvManager steps its envs inside ale-py's vector env, so it has no env objects; "
-            "use random_action(env_id), observation_space and action_space instead."
-        )
-
     def random_action(self, env_id: int) -> Any:
-        return int(self._action_spaces[env_id].sample())
+        return int(super().random_action(env_id))  # a Python int, as AtariEnv.random_action gives
 
     # ----- lifecycle ------------------------------------------------------------------------------
     def seed(self, seed: int | Sequence[int], dynamic_seed: bool = True) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import copy
 import logging
 import signal
 import threading
@@ -326,6 +327,40 @@ def _stop_replay(env: Any) -> None:
 def abnormal_timestep(last_obs: Any, error: str) -> BaseEnvTimestep:
     """The timestep reported for a step that failed: the episode ends there, marked abnormal."""
     return BaseEnvTimestep(last_obs, 0.0, True, {"abnormal": True, "truncated": True, "error": error})
+
+
+class SpacesOnlyEnvManager(BaseEnvManager):
+    """A manager whose envs are no Python objects here (worker processes, ale-py's vector env): it
+    reads the spaces once from a reference env and draws random actions from seeded copies of the
+    action space (``seed`` seeds ``self._action_spaces``)."""
+
+    _envs_where = "runs its envs elsewhere"  # ends "{type} ..., so it has no env objects"
+
+    def _read_spaces(self, ref: Any) -> None:
+        """Keep the spaces and the name of ``ref``, an env built for them alone, and close it."""
+        self._observation_space, self._action_space = ref.observation_space, ref.action_space
+        self._env_repr = repr(ref)
+        ref.close()
+        self._action_spaces = [copy.deepcopy(self._action_space) for _ in self._env_fn]
+
+    @property
+    def observation_space(self):
+        return self._observation_space
+
+    @property
+    def action_space(self):
+        return self._action_space
+
+    @property
+    def envs(self) -> list[Any]:
+        raise EnvError(
+            f"{type(self).__name__} {self._envs_where}, so it has no env objects; "
+            "use random_action(env_id), observation_space and action_space instead."
+        )
+
+    def random_action(self, env_id: int) -> Any:
+        """Drawn in this process from a copy of the action space, seeded like the env's own."""
+        return self._action_spaces[env_id].sample()
 
 
 def _check_common_keys(cfg: EasyDict) -> None:

@@ -34,7 +34,6 @@ starts. The env factory must be picklable (``functools.partial(GymnasiumEnv, cfg
 
 from __future__ import annotations
 
-import copy
 import logging
 import multiprocessing as mp
 import pickle
@@ -45,7 +44,7 @@ import weakref
 from collections.abc import Sequence
 from typing import Any
 
-from ding_ray.envs.env_manager import BaseEnvManager, abnormal_timestep
+from ding_ray.envs.env_manager import SpacesOnlyEnvManager, abnormal_timestep
 from ding_ray.envs.gymnasium_env import BaseEnvTimestep
 from ding_ray.envs.shared_obs import InShm, ObsBuffer
 from ding_ray.envs.subprocess_worker import (
@@ -79,7 +78,7 @@ _CLOSE_GRACE_S = 2.0  # seconds close() waits for workers to end on their own be
 
 
 @ENV_MANAGER_REGISTRY.register("async_subprocess")
-class AsyncSubprocessEnvManager(BaseEnvManager):
+class AsyncSubprocessEnvManager(SpacesOnlyEnvManager):
     """Each env in its own process; ``step`` returns once ``wait_num`` envs have answered.
 
     The envs that have not answered stay in flight: they are missing from ``ready_obs`` and
@@ -106,6 +105,7 @@ class AsyncSubprocessEnvManager(BaseEnvManager):
         # DI-engine, the timestep still carries the final observation (the next one is in ready_obs).
         reset_inplace=False,
     )
+    _envs_where = "runs its envs in worker processes"
     _sync = False  # SyncSubprocessEnvManager: every step and reset finished before step returns
 
     def _setup(self) -> None:
@@ -134,11 +134,7 @@ class AsyncSubprocessEnvManager(BaseEnvManager):
             self._ctx.set_forkserver_preload(["__main__", "ding_ray.envs.subprocess_worker"])
         self._env_fn_blobs = [dumps_env_fn(fn) for fn in self._env_fn]
         self._gym_specs = portable_gym_specs() if self.context != "fork" else []
-        ref = self._env_fn[0]()  # the spaces, read once here: the envs live in the workers
-        self._observation_space, self._action_space = ref.observation_space, ref.action_space
-        self._env_repr = repr(ref)
-        ref.close()
-        self._action_spaces = [copy.deepcopy(self._action_space) for _ in self._env_fn]
+        self._read_spaces(self._env_fn[0]())  # read once here: the envs live in the workers
         self._buffers = [
             ObsBuffer(self._ctx, self._observation_space) if cfg.shared_memory else None for _ in self._env_fn
         ]
@@ -162,25 +158,6 @@ class AsyncSubprocessEnvManager(BaseEnvManager):
             while not self._ready_obs and self._inflight:
                 self._poll(None)
         return {i: self._ready_obs[i] for i in sorted(self._ready_obs)}  # by id, as BaseEnvManager
-
-    @property
-    def observation_space(self):
-        return self._observation_space
-
-    @property
-    def action_space(self):
-        return self._action_space
-
-    @property
-    def envs(self) -> list[Any]:
-        raise EnvError(
-            f"{type(self).__name__} runs its envs in worker processes, so it has no env objects; "
-            "use random_action(env_id), observation_space and action_space instead."
-        )
-
-    def random_action(self, env_id: int) -> Any:
-        """Drawn in this process from a copy of the action space, seeded like the env's own."""
-        return self._action_spaces[env_id].sample()
 
     # ----- lifecycle ------------------------------------------------------------------------------
     def seed(self, seed: int | Sequence[int], dynamic_seed: bool = True) -> None:
