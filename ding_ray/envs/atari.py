@@ -47,13 +47,14 @@ from easydict import EasyDict
 from ding_ray.config.merge import checked_config, default_config_of
 from ding_ray.envs.atari_wrappers import EpisodicLife, FireReset
 from ding_ray.envs.game_ids import EXTRA_HINT, ensure_registered, is_atari_id, is_minatar_id
+from ding_ray.envs.gym_holder import GymEnvHolder
 from ding_ray.envs.gymnasium_env import BaseEnvTimestep, make_gymnasium
 from ding_ray.errors import ConfigError, EnvError
 from ding_ray.utils.registry import ENV_REGISTRY
 
 
 @ENV_REGISTRY.register("atari")
-class AtariEnv:
+class AtariEnv(GymEnvHolder):
     """An ale-py game with DI-engine's Atari preprocessing behind ``reset / step / seed / close``."""
 
     config = dict(
@@ -152,10 +153,6 @@ class AtariEnv:
         train = bool(cfg.is_train)
         self.episode_life = train if cfg.episode_life is None else bool(cfg.episode_life)
         self.clip_rewards = train if cfg.clip_rewards is None else bool(cfg.clip_rewards)
-        self._seed: int | None = None
-        self._dynamic_seed = True
-        self._seeded_once = False
-        self._replay_path: str | None = None
         self._env = self._make()
         self.observation_space = self._env.observation_space
         self.action_space = self._env.action_space
@@ -235,16 +232,8 @@ class AtariEnv:
             env = FireReset(env)
         return FrameStackObservation(env, self._cfg.frame_stack)
 
-    def seed(self, seed: int, dynamic_seed: bool = True) -> None:
-        """With ``dynamic_seed`` only the first reset is seeded; otherwise every ``reset`` is."""
-        self._seed, self._dynamic_seed, self._seeded_once = int(seed), dynamic_seed, False
-        self.action_space.seed(int(seed))
-
     def reset(self) -> np.ndarray:
-        seed = None
-        if self._seed is not None and (not self._dynamic_seed or not self._seeded_once):
-            seed, self._seeded_once = self._seed, True
-        obs, _ = self._env.reset(seed=seed)
+        obs, _ = self._env.reset(seed=self._reset_seed())
         self._episode_return = 0.0
         return obs
 
@@ -266,27 +255,8 @@ class AtariEnv:
 
     def enable_save_replay(self, replay_path: str) -> None:
         """Record every episode of this env (the emulator's RGB screen) as a video under ``replay_path``."""
-        from gymnasium.wrappers import RecordVideo
-
         self._env.close()
-        env = self._make("rgb_array")
-        prefix = f"rl-video-{self._seed if self._seed is not None else id(self)}"
-        try:
-            self._env = RecordVideo(env, replay_path, episode_trigger=lambda _: True, name_prefix=prefix)
-        except gym.error.DependencyNotInstalled as e:
-            raise EnvError(f'env.replay_path needs video support: {e} (pip install "ding_ray[video]")') from e
-        self._replay_path = replay_path
-
-    def disable_save_replay(self) -> None:
-        from gymnasium.wrappers import RecordVideo
-
-        if isinstance(self._env, RecordVideo):
-            recorder, self._env = self._env, self._env.env
-            recorder.stop_recording()
-        self._replay_path = None
-
-    def close(self) -> None:
-        self._env.close()
+        self._record(self._make("rgb_array"), replay_path)
 
     def __repr__(self) -> str:
         return f"AtariEnv({self._cfg.env_id})"

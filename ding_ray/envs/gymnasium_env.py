@@ -21,6 +21,7 @@ from ding_ray.envs.game_ids import (
     minatar_space,
     missing_packages,
 )
+from ding_ray.envs.gym_holder import GymEnvHolder
 from ding_ray.envs.step_errors import step_result_error
 from ding_ray.errors import ConfigError, EnvError
 from ding_ray.utils.registry import ENV_REGISTRY, close_matches
@@ -87,7 +88,7 @@ def one_hot_space(space: gym.Space) -> gym.Space:
 
 
 @ENV_REGISTRY.register("gymnasium")
-class GymnasiumEnv:
+class GymnasiumEnv(GymEnvHolder):
     """A gymnasium env with DI-engine's ``reset / step -> BaseEnvTimestep / seed / close``.
 
     Discrete observations come out one-hot encoded (float32), Box observations as they are.
@@ -150,10 +151,6 @@ class GymnasiumEnv:
         cfg = checked_config(type(self), {k: v for k, v in (cfg or {}).items() if k != "manager"}, "env")
         check_dizoo_keys(cfg)
         self._cfg = cfg
-        self._seed: int | None = None
-        self._dynamic_seed = True
-        self._seeded_once = False
-        self._replay_path = None
         self._given_env = env is not None
         self._env = env if env is not None else self._make()
         raw_space = self._env.observation_space
@@ -195,16 +192,8 @@ class GymnasiumEnv:
             kwargs["render_mode"] = render_mode
         return make_gymnasium(self._cfg.env_id, **kwargs)
 
-    def seed(self, seed: int, dynamic_seed: bool = True) -> None:
-        """With ``dynamic_seed`` only the first reset is seeded; otherwise every ``reset`` is."""
-        self._seed, self._dynamic_seed, self._seeded_once = int(seed), dynamic_seed, False
-        self.action_space.seed(int(seed))
-
     def reset(self) -> np.ndarray:
-        seed = None
-        if self._seed is not None and (not self._dynamic_seed or not self._seeded_once):
-            seed, self._seeded_once = self._seed, True
-        obs, _ = self._env.reset(seed=seed)
+        obs, _ = self._env.reset(seed=self._reset_seed())
         self._episode_return = 0.0
         return self._observe(obs)
 
@@ -254,8 +243,6 @@ class GymnasiumEnv:
 
     def enable_save_replay(self, replay_path: str) -> None:
         """Record every episode of this env as a video under ``replay_path``."""
-        from gymnasium.wrappers import RecordVideo
-
         if self._given_env:
             if self._env.render_mode != "rgb_array":
                 raise EnvError(
@@ -266,25 +253,7 @@ class GymnasiumEnv:
         else:
             self._env.close()
             env = self._make("rgb_array")
-        # Several envs record into one folder: each file name carries this env's own prefix.
-        prefix = f"rl-video-{self._seed if self._seed is not None else id(self)}"
-        try:
-            self._env = RecordVideo(env, replay_path, episode_trigger=lambda _: True, name_prefix=prefix)
-        except gym.error.DependencyNotInstalled as e:
-            raise EnvError(f'env.replay_path needs video support: {e} (pip install "ding_ray[video]")') from e
-        self._replay_path = replay_path
-
-    def disable_save_replay(self) -> None:
-        """Stop recording (the video of an unfinished episode is closed as it is)."""
-        from gymnasium.wrappers import RecordVideo
-
-        if isinstance(self._env, RecordVideo):
-            recorder, self._env = self._env, self._env.env
-            recorder.stop_recording()
-        self._replay_path = None
-
-    def close(self) -> None:
-        self._env.close()
+        self._record(env, replay_path)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self._cfg.env_id or self._env})"

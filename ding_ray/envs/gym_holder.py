@@ -1,0 +1,56 @@
+"""What an env over a gymnasium env does the same whatever the game: the seed of each reset,
+videos, close."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+
+from ding_ray.errors import EnvError
+
+
+class GymEnvHolder:
+    """Base of ``GymnasiumEnv`` and ``AtariEnv``: DI-engine's ``seed`` and replay calls over the
+    gymnasium env held in ``self._env`` (the subclass sets it and ``action_space``)."""
+
+    _env: gym.Env
+    action_space: gym.Space
+    _seed: int | None = None
+    _dynamic_seed = True
+    _seeded_once = False
+    _replay_path: str | None = None
+
+    def seed(self, seed: int, dynamic_seed: bool = True) -> None:
+        """With ``dynamic_seed`` only the first reset is seeded; otherwise every ``reset`` is."""
+        self._seed, self._dynamic_seed, self._seeded_once = int(seed), dynamic_seed, False
+        self.action_space.seed(int(seed))
+
+    def _reset_seed(self) -> int | None:
+        """The seed the next ``self._env.reset`` takes (None: the env's generator goes on)."""
+        if self._seed is not None and (not self._dynamic_seed or not self._seeded_once):
+            self._seeded_once = True
+            return self._seed
+        return None
+
+    def _record(self, env: gym.Env, replay_path: str) -> None:
+        """Hold ``env`` wrapped to record every episode as a video under ``replay_path``."""
+        from gymnasium.wrappers import RecordVideo
+
+        # Several envs record into one folder: each file name carries this env's own prefix.
+        prefix = f"rl-video-{self._seed if self._seed is not None else id(self)}"
+        try:
+            self._env = RecordVideo(env, replay_path, episode_trigger=lambda _: True, name_prefix=prefix)
+        except gym.error.DependencyNotInstalled as e:
+            raise EnvError(f'env.replay_path needs video support: {e} (pip install "ding_ray[video]")') from e
+        self._replay_path = replay_path
+
+    def disable_save_replay(self) -> None:
+        """Stop recording (the video of an unfinished episode is closed as it is)."""
+        from gymnasium.wrappers import RecordVideo
+
+        if isinstance(self._env, RecordVideo):
+            recorder, self._env = self._env, self._env.env
+            recorder.stop_recording()
+        self._replay_path = None
+
+    def close(self) -> None:
+        self._env.close()
