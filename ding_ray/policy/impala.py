@@ -37,12 +37,12 @@ from ding_ray.policy.common import (
     set_mode,
     to_tensor_batch,
 )
+from ding_ray.policy.grad_clip import check_grad_clip_type, clip_grads
 from ding_ray.policy.optim import make_adam
 from ding_ray.policy.unroll import UnrollBuilder
 from ding_ray.rl_utils import vtrace_data, vtrace_error_continuous_action, vtrace_error_discrete_action
 from ding_ray.utils.registry import POLICY_REGISTRY
 
-_GRAD_CLIP_TYPES = (None, "clip_norm", "clip_value")
 _OPTIMS = ("adam", "rmsprop")
 _LOG_KEYS = ("total_loss", "policy_loss", "value_loss", "entropy_loss")
 
@@ -162,10 +162,7 @@ class IMPALAPolicy(Policy):
         check_finite_loss(total_loss, {"obs": obs, "reward": batch["reward"]}, "IMPALA learn")
         self._optimizer.zero_grad(set_to_none=True)
         total_loss.backward()
-        if learn.grad_clip_type == "clip_norm":
-            torch.nn.utils.clip_grad_norm_(self._learn_model.parameters(), learn.clip_value)
-        elif learn.grad_clip_type == "clip_value":
-            torch.nn.utils.clip_grad_value_(self._learn_model.parameters(), learn.clip_value)
+        clip_grads(self._learn_model.parameters(), learn.grad_clip_type, learn.clip_value)
         self._optimizer.step()
         stats = torch.stack([total_loss.detach(), *(x.detach() for x in loss)]).tolist()
         return {"cur_lr": self._optimizer.param_groups[0]["lr"], **dict(zip(_LOG_KEYS, stats))}
@@ -319,11 +316,7 @@ def _check_supported(cfg: dict) -> None:
         if get(key):
             raise ConfigError(f"policy.{key}=True is not supported by ding_ray's IMPALA; set it to False.")
     learn = get("learn") or {}
-    clip_type = learn.get("grad_clip_type")
-    if clip_type not in _GRAD_CLIP_TYPES:
-        raise ConfigError(
-            f"policy.learn.grad_clip_type={clip_type!r} is not supported; choose from {_GRAD_CLIP_TYPES}."
-        )
+    check_grad_clip_type(learn.get("grad_clip_type"))
     if learn.get("optim", "adam") not in _OPTIMS:
         raise ConfigError(
             f"policy.learn.optim={learn.get('optim')!r} is not supported; choose from {_OPTIMS}."

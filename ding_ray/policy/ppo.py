@@ -28,13 +28,13 @@ from ding_ray.policy.common import (
     stack_obs,
     to_tensor_batch,
 )
+from ding_ray.policy.grad_clip import check_grad_clip_type, clip_grads
 from ding_ray.policy.obs_norm import ObsNormalizer, load_model_state, with_obs_norm
 from ding_ray.policy.optim import make_adam
 from ding_ray.policy.running_stats import RunningMeanStd
 from ding_ray.rl_utils import gae, gae_data, ppo_data, ppo_error, ppo_error_continuous
 from ding_ray.utils.registry import POLICY_REGISTRY
 
-_GRAD_CLIP_TYPES = (None, "clip_norm", "clip_value")
 _ACTION_SPACES = ("discrete", "continuous")
 
 
@@ -226,10 +226,7 @@ class PPOPolicy(Policy):
         check_finite_loss(total_loss, {"obs": obs, "adv": adv, "return": return_}, "PPO learn")
         self._optimizer.zero_grad(set_to_none=True)
         total_loss.backward()
-        if learn.grad_clip_type == "clip_norm":
-            torch.nn.utils.clip_grad_norm_(self._learn_model.parameters(), learn.grad_clip_value)
-        elif learn.grad_clip_type == "clip_value":
-            torch.nn.utils.clip_grad_value_(self._learn_model.parameters(), learn.grad_clip_value)
+        clip_grads(self._learn_model.parameters(), learn.grad_clip_type, learn.grad_clip_value)
         self._optimizer.step()
         value = output["value"].detach()
         losses = (total_loss, loss.policy_loss, loss.value_loss, loss.entropy_loss)
@@ -374,11 +371,7 @@ def _check_supported(cfg: dict) -> None:
     for key in ("nstep_return", "multi_agent", "priority", "priority_IS_weight"):
         if get(key):
             raise ConfigError(f"policy.{key}=True is not supported by ding_ray's PPO yet; set it to False.")
-    clip_type = (get("learn") or {}).get("grad_clip_type", "clip_norm")
-    if clip_type not in _GRAD_CLIP_TYPES:
-        raise ConfigError(
-            f"policy.learn.grad_clip_type={clip_type!r} is not supported; choose from {_GRAD_CLIP_TYPES}."
-        )
+    check_grad_clip_type((get("learn") or {}).get("grad_clip_type", "clip_norm"))
     if (get("collect") or {}).get("unroll_len", 1) != 1:
         raise ConfigError(
             "policy.collect.unroll_len must be 1 for ding_ray's PPO (longer ones not supported yet)."
