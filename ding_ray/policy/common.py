@@ -60,6 +60,22 @@ def _to_tensor(value: Any, device: str | torch.device, is_obs: bool = False) -> 
     return torch.from_numpy(array).to(device)
 
 
+def transition(obs: Any, policy_output: Mapping[str, Any], timestep: Any, *keys: str) -> dict[str, Any]:
+    """One step as the policies record it, with the policy output's ``action`` and ``keys``.
+
+    A time-limit truncation is not a terminal state: ``done`` marks real terminations only, so
+    targets still bootstrap from ``next_obs`` through truncated episodes.
+    """
+    return {
+        "obs": obs,
+        "next_obs": timestep.obs,
+        "action": policy_output["action"],
+        **{key: policy_output[key] for key in keys},
+        "reward": timestep.reward,
+        "done": bool(timestep.done and not timestep.info.get("truncated", False)),
+    }
+
+
 def default_vac_action_space(cfg: Any, model: torch.nn.Module | None) -> None:
     """The default VAC model (no ``model`` given) takes the policy's ``action_space`` unless
     ``cfg.model`` names one; naming another is an error (actor-critic policies: PPO, IMPALA)."""

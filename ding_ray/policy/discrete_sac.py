@@ -13,7 +13,7 @@ import torch.nn.functional as F
 
 from ding_ray.errors import ConfigError
 from ding_ray.policy.base import Policy
-from ding_ray.policy.common import check_finite_loss, obs_batch, set_mode, to_tensor_batch
+from ding_ray.policy.common import check_finite_loss, obs_batch, set_mode, to_tensor_batch, transition
 from ding_ray.policy.sac import SACPolicy
 from ding_ray.rl_utils import (
     discrete_sac_policy_loss,
@@ -177,15 +177,7 @@ class DiscreteSACPolicy(SACPolicy):
         return env_ids, {"logit": logit, "action": action}
 
     def _process_transition(self, obs: Any, policy_output: dict[str, Any], timestep: Any) -> dict[str, Any]:
-        # A time-limit truncation is not a terminal state: 'done' marks real terminations only.
-        return {
-            "obs": obs,
-            "next_obs": timestep.obs,
-            "action": policy_output["action"],
-            "logit": policy_output["logit"],
-            "reward": timestep.reward,
-            "done": bool(timestep.done and not timestep.info.get("truncated", False)),
-        }
+        return transition(obs, policy_output, timestep, "logit")
 
     # ----- eval -------------------------------------------------------------------------------
     def _eval_tensors(self, obs: torch.Tensor) -> dict[str, Any]:

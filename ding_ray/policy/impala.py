@@ -36,6 +36,7 @@ from ding_ray.policy.common import (
     obs_batch,
     set_mode,
     to_tensor_batch,
+    transition,
 )
 from ding_ray.policy.grad_clip import check_grad_clip_type, clip_grads
 from ding_ray.policy.optim import make_adam
@@ -214,18 +215,8 @@ class IMPALAPolicy(Policy):
         return env_ids, {"action": action, "logit": logit}
 
     def _process_transition(self, obs: Any, policy_output: dict[str, Any], timestep: Any) -> dict[str, Any]:
-        # 'done' is a real termination only (a time limit bootstraps from V(next_obs));
-        # 'traj_flag' marks every episode end.
-        truncated = bool(timestep.info.get("truncated", False))
-        return {
-            "obs": obs,
-            "next_obs": timestep.obs,
-            "action": policy_output["action"],
-            "logit": policy_output["logit"],
-            "reward": timestep.reward,
-            "done": bool(timestep.done and not truncated),
-            "traj_flag": bool(timestep.done),
-        }
+        # 'traj_flag' marks every episode end, truncated ones too ('done' only real terminations).
+        return {**transition(obs, policy_output, timestep, "logit"), "traj_flag": bool(timestep.done)}
 
     def _get_train_sample(self, transitions: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Unrolls of ``unroll_len`` steps (dicts of arrays with a leading time axis) from one env's

@@ -27,6 +27,7 @@ from ding_ray.policy.common import (
     set_mode,
     stack_obs,
     to_tensor_batch,
+    transition,
 )
 from ding_ray.policy.grad_clip import check_grad_clip_type, clip_grads
 from ding_ray.policy.obs_norm import ObsNormalizer, load_model_state, with_obs_norm
@@ -275,16 +276,7 @@ class PPOPolicy(Policy):
         return env_ids, {"action": action, "logit": logit, "value": output["value"]}
 
     def _process_transition(self, obs: Any, policy_output: dict[str, Any], timestep: Any) -> dict[str, Any]:
-        # 'done' is a real termination only: a time-limit truncation bootstraps from V(next_obs).
-        return {
-            "obs": obs,
-            "next_obs": timestep.obs,
-            "action": policy_output["action"],
-            "logit": policy_output["logit"],
-            "value": policy_output["value"],
-            "reward": timestep.reward,
-            "done": bool(timestep.done and not timestep.info.get("truncated", False)),
-        }
+        return transition(obs, policy_output, timestep, "logit", "value")
 
     def _get_train_sample(self, transitions: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Each transition with its GAE advantage ``adv`` and ``traj_flag`` (True on the last step):

@@ -16,7 +16,7 @@ import torch
 
 from ding_ray.errors import ConfigError
 from ding_ray.policy.base import Policy
-from ding_ray.policy.common import check_finite_loss, obs_batch, set_mode, to_tensor_batch
+from ding_ray.policy.common import check_finite_loss, obs_batch, set_mode, to_tensor_batch, transition
 from ding_ray.policy.optim import make_adam
 from ding_ray.rl_utils import (
     sac_alpha_loss,
@@ -284,18 +284,10 @@ class SACPolicy(Policy):
         return env_ids, {"action": torch.tanh(mu + sigma * noise), "logit": [mu, sigma]}
 
     def _process_transition(self, obs: Any, policy_output: dict[str, Any], timestep: Any) -> dict[str, Any]:
-        # A time-limit truncation is not a terminal state: 'done' marks real terminations only, so
-        # targets still bootstrap through truncated episodes (Pendulum only ever truncates).
-        transition = {
-            "obs": obs,
-            "next_obs": timestep.obs,
-            "action": policy_output["action"],
-            "reward": timestep.reward,
-            "done": bool(timestep.done and not timestep.info.get("truncated", False)),
-        }
+        step = transition(obs, policy_output, timestep)
         if self._cfg.collect.collector_logit and "logit" in policy_output:
-            transition["logit"] = policy_output["logit"]
-        return transition
+            step["logit"] = policy_output["logit"]
+        return step
 
     def _get_train_sample(self, transitions: list[dict[str, Any]]) -> list[dict[str, Any]]:
         return transitions  # unroll_len is 1: one sample per transition
