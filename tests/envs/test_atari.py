@@ -39,6 +39,18 @@ def play(env, steps: int, seed: int = 0):
     return obs, timesteps
 
 
+def play_collector_and_evaluator(env_id: str, steps: int) -> dict[str, list]:
+    """The timesteps of ``play`` in a collector env and in an evaluator env of ``env_id``, seeded 0."""
+    collector, evaluator = atari_cfgs(env_id)
+    played = {}
+    for name, cfg in (("collector", collector[0]), ("evaluator", evaluator[0])):
+        env = AtariEnv(cfg)
+        env.seed(0)
+        _, played[name] = play(env, steps)
+        env.close()
+    return played
+
+
 def test_ale_and_minatar_ids_are_registered_when_first_made():
     # a fresh interpreter: neither package imported, so gymnasium knows none of their ids yet
     code = (
@@ -90,27 +102,15 @@ def test_frame_stack_shifts_by_one_frame_per_step():
 
 
 def test_episodic_life_ends_collector_episodes_only():
-    collector, evaluator = atari_cfgs("BreakoutNoFrameskip-v4")
-    ends = {}
-    for name, cfg in (("collector", collector[0]), ("evaluator", evaluator[0])):
-        env = AtariEnv(cfg)
-        env.seed(0)
-        _, timesteps = play(env, 150)
-        ends[name] = [ts.info["lives"] for ts in timesteps if ts.done]
-        env.close()
+    played = play_collector_and_evaluator("BreakoutNoFrameskip-v4", 150)
+    ends = {name: [ts.info["lives"] for ts in timesteps if ts.done] for name, timesteps in played.items()}
     assert ends["collector"] and all(lives > 0 for lives in ends["collector"][:2])  # a life lost, game on
     assert all(lives == 0 for lives in ends["evaluator"])  # only game over ends an evaluator's episode
 
 
 def test_rewards_clipped_in_collector_envs_only():
-    collector, evaluator = atari_cfgs("SpaceInvadersNoFrameskip-v4")
-    rewards = {}
-    for name, cfg in (("collector", collector[0]), ("evaluator", evaluator[0])):
-        env = AtariEnv(cfg)
-        env.seed(0)
-        _, timesteps = play(env, 200)
-        rewards[name] = {ts.reward for ts in timesteps}
-        env.close()
+    played = play_collector_and_evaluator("SpaceInvadersNoFrameskip-v4", 200)
+    rewards = {name: {ts.reward for ts in timesteps} for name, timesteps in played.items()}
     assert rewards["collector"] <= {-1.0, 0.0, 1.0} and 1.0 in rewards["collector"]
     assert max(rewards["evaluator"]) > 1.0  # Space Invaders scores 5 to 30 a hit
 
