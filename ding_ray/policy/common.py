@@ -60,6 +60,14 @@ def _to_tensor(value: Any, device: str | torch.device, is_obs: bool = False) -> 
     return torch.from_numpy(array).to(device)
 
 
+def sample_action(logit: Any, continuous: bool) -> torch.Tensor:
+    """An action drawn from the actor's output: the Gaussian ``{'mu', 'sigma'}``, or the categorical
+    of the logits [B, A]."""
+    if continuous:
+        return logit["mu"] + logit["sigma"] * torch.randn_like(logit["mu"])
+    return torch.multinomial(torch.softmax(logit, dim=-1), 1).squeeze(-1)
+
+
 def transition(obs: Any, policy_output: Mapping[str, Any], timestep: Any, *keys: str) -> dict[str, Any]:
     """One step as the policies record it, with the policy output's ``action`` and ``keys``.
 

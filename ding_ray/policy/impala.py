@@ -34,6 +34,7 @@ from ding_ray.policy.common import (
     check_finite_loss,
     default_vac_action_space,
     obs_batch,
+    sample_action,
     set_mode,
     to_tensor_batch,
     transition,
@@ -208,10 +209,7 @@ class IMPALAPolicy(Policy):
         model = self._collect_model
         set_mode(model, False)  # the learner shares this model and leaves it in train mode
         logit = model(torch.from_numpy(obs).to(self._device), "compute_actor")["logit"]
-        if self._continuous:
-            action = logit["mu"] + logit["sigma"] * torch.randn_like(logit["mu"])
-        else:
-            action = torch.multinomial(torch.softmax(logit, dim=-1), 1).squeeze(-1)
+        action = sample_action(logit, self._continuous)
         return env_ids, {"action": action, "logit": logit}
 
     def _process_transition(self, obs: Any, policy_output: dict[str, Any], timestep: Any) -> dict[str, Any]:

@@ -24,6 +24,7 @@ from ding_ray.policy.common import (
     check_finite_loss,
     default_vac_action_space,
     obs_batch,
+    sample_action,
     set_mode,
     stack_obs,
     to_tensor_batch,
@@ -269,10 +270,7 @@ class PPOPolicy(Policy):
         set_mode(model, False)  # the learner shares this model and leaves it in train mode
         output = model(self._normalize(torch.from_numpy(obs).to(self._device)), "compute_actor_critic")
         logit = output["logit"]
-        if self._continuous:
-            action = logit["mu"] + logit["sigma"] * torch.randn_like(logit["mu"])
-        else:
-            action = torch.multinomial(torch.softmax(logit, dim=-1), 1).squeeze(-1)
+        action = sample_action(logit, self._continuous)
         return env_ids, {"action": action, "logit": logit, "value": output["value"]}
 
     def _process_transition(self, obs: Any, policy_output: dict[str, Any], timestep: Any) -> dict[str, Any]:
