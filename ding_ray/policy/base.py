@@ -268,9 +268,15 @@ class Policy:
     @torch.inference_mode()
     def _eval_columns(self, data: dict[int, Any]) -> tuple[list[int], dict[str, Any]]:
         """``_eval_tensors`` of the envs' observations batched, the eval model in eval mode."""
+        env_ids, obs = self._obs_tensor(data, self._eval_model)
+        return env_ids, self._eval_tensors(obs)
+
+    def _obs_tensor(self, data: dict[int, Any], model: torch.nn.Module) -> tuple[list[int], torch.Tensor]:
+        """``(env ids, their observations as one tensor on the device)``, ``model`` put in eval mode
+        for the forward (the learner may share it and leave it in train mode)."""
         env_ids, obs = obs_batch(data)
-        set_mode(self._eval_model, False)
-        return env_ids, self._eval_tensors(torch.from_numpy(obs).to(self._device))
+        set_mode(model, False)
+        return env_ids, torch.from_numpy(obs).to(self._device)
 
     def _eval_tensors(self, obs: torch.Tensor) -> dict[str, Any]:
         """The eval forward of a batch of observation tensors: ``{'action', 'logit'}``. Tensor

@@ -13,7 +13,7 @@ import torch.nn.functional as F
 
 from ding_ray.errors import ConfigError
 from ding_ray.policy.base import Policy
-from ding_ray.policy.common import check_finite_loss, obs_batch, set_mode, to_tensor_batch, transition
+from ding_ray.policy.common import check_finite_loss, set_mode, to_tensor_batch, transition
 from ding_ray.policy.sac import SACPolicy
 from ding_ray.rl_utils import (
     discrete_sac_policy_loss,
@@ -166,9 +166,8 @@ class DiscreteSACPolicy(SACPolicy):
     # ----- collect ----------------------------------------------------------------------------
     @torch.inference_mode()
     def _collect_columns(self, data: dict[int, Any], eps: float = 0.0) -> tuple[list[int], dict[str, Any]]:
-        env_ids, obs = obs_batch(data)
-        set_mode(self._collect_model, False)  # the learner shares this model and leaves it in train mode
-        logit = self._collect_model.compute_actor(torch.from_numpy(obs).to(self._device))["logit"]
+        env_ids, obs = self._obs_tensor(data, self._collect_model)
+        logit = self._collect_model.compute_actor(obs)["logit"]
         g = self._collect_generator
         if eps > 0 and torch.rand((), generator=g, device=logit.device) < eps:
             action = torch.randint(logit.shape[-1], logit.shape[:1], generator=g, device=logit.device)

@@ -33,7 +33,6 @@ from ding_ray.policy.base import Policy
 from ding_ray.policy.common import (
     check_finite_loss,
     default_vac_action_space,
-    obs_batch,
     sample_action,
     set_mode,
     to_tensor_batch,
@@ -205,10 +204,8 @@ class IMPALAPolicy(Policy):
 
     @torch.inference_mode()
     def _collect_columns(self, data: dict[int, Any], **kwargs: Any) -> tuple[list[int], dict[str, Any]]:
-        env_ids, obs = obs_batch(data)
-        model = self._collect_model
-        set_mode(model, False)  # the learner shares this model and leaves it in train mode
-        logit = model(torch.from_numpy(obs).to(self._device), "compute_actor")["logit"]
+        env_ids, obs = self._obs_tensor(data, self._collect_model)
+        logit = self._collect_model(obs, "compute_actor")["logit"]
         action = sample_action(logit, self._continuous)
         return env_ids, {"action": action, "logit": logit}
 

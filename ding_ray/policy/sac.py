@@ -16,7 +16,7 @@ import torch
 
 from ding_ray.errors import ConfigError
 from ding_ray.policy.base import Policy
-from ding_ray.policy.common import check_finite_loss, obs_batch, set_mode, to_tensor_batch, transition
+from ding_ray.policy.common import check_finite_loss, set_mode, to_tensor_batch, transition
 from ding_ray.policy.optim import make_adam
 from ding_ray.rl_utils import (
     sac_alpha_loss,
@@ -276,10 +276,8 @@ class SACPolicy(Policy):
 
     @torch.inference_mode()
     def _collect_columns(self, data: dict[int, Any], **kwargs: Any) -> tuple[list[int], dict[str, Any]]:
-        env_ids, obs = obs_batch(data)
-        model = self._collect_model
-        set_mode(model, False)  # the learner may share this model and left it in train mode
-        mu, sigma = model.compute_actor(torch.from_numpy(obs).to(self._device))["logit"]
+        env_ids, obs = self._obs_tensor(data, self._collect_model)
+        mu, sigma = self._collect_model.compute_actor(obs)["logit"]
         noise = torch.randn(mu.shape, generator=self._collect_generator, device=mu.device)
         return env_ids, {"action": torch.tanh(mu + sigma * noise), "logit": [mu, sigma]}
 
