@@ -1,7 +1,6 @@
 """Task and contexts: stage order, generators, renewal with kept fields, finish, errors, closing."""
 
 import threading
-import time
 
 import numpy as np
 import pytest
@@ -92,10 +91,12 @@ def test_a_failing_stage_names_itself_and_closers_still_run():
 
 def test_serial_and_parallel_compose_stages():
     order = []
+    both_running = threading.Barrier(2, timeout=30)  # passes only while the two stages run at once
 
-    def tag(name, pause=0.0):
+    def tag(name, meet=False):
         def _tag(ctx):
-            time.sleep(pause)
+            if meet:
+                both_running.wait()
             order.append((name, threading.current_thread().name.startswith("stage")))
             yield
             order.append(name + "-out")
@@ -105,14 +106,11 @@ def test_serial_and_parallel_compose_stages():
 
     with Task() as task:
         task.use(task.serial(tag("a"), tag("b")))
-        start = time.perf_counter()
-        task.use(task.parallel(tag("p", 0.3), tag("q", 0.3)))
+        task.use(task.parallel(tag("p", meet=True), tag("q", meet=True)))  # one after the other: a timeout
         task.run(max_step=1)
-        elapsed = time.perf_counter() - start
     assert order[:2] == [("a", False), ("b", False)]
     assert {order[2], order[3]} == {("p", True), ("q", True)}
     assert order[4:] == ["q-out", "p-out", "b-out", "a-out"]
-    assert elapsed < 0.55  # the two 0.3 s stages ran at once
 
 
 def test_a_stage_that_yields_twice_is_an_error():
