@@ -93,6 +93,8 @@ class RayCheckpointer:
             return None
         except ray.exceptions.RayTaskError as err:  # a full disk: its own message says it all
             if isinstance(err.cause, StorageError):
+                ray.wait(refs, num_returns=len(refs), timeout=30)  # the other actor's write, then none
+                self.store.abandon(folder)
                 raise err.cause from None
             raise
         files = {LEARNER_FILE: outs[0]["file"]}

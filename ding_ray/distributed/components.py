@@ -269,7 +269,10 @@ class RayComponents(RunBase):
                     self._monitor.report(
                         self.ctx.env_step, self.ctx.train_iter, self.last_eval_return(), force=True
                     )
-                self._monitor.close()
+                try:
+                    self._monitor.close()
+                except (OSError, ValueError) as err:  # a full disk: the checkpoint's error says it
+                    logger.warning("the run's last TensorBoard events were not written: %s", err)
             self.collector.close()
         finally:
             super().__exit__(exc_type, exc, tb)

@@ -18,7 +18,7 @@ from tensorboardX import SummaryWriter
 from ding_ray.config import compile_config
 from ding_ray.config.compile import split_input_cfg
 from ding_ray.envs import create_env_manager, get_vec_env_setting, space_info
-from ding_ray.errors import ConfigError, DingRayError, StageError
+from ding_ray.errors import ConfigError, DingRayError, StageError, StorageError
 from ding_ray.framework import pipelines
 from ding_ray.framework.context import OnlineRLContext
 from ding_ray.framework.run import RunBase
@@ -316,9 +316,13 @@ class SerialRun(RunBase):
         learner = self.learner
         folder = self.store.folder(learner.train_iter)
         learner.collector_envstep = self.collector.envstep
-        files = {LEARNER_FILE: self.store.write(folder, LEARNER_FILE, learner_bytes(learner))}
-        if self.buffer is not None and self.cfg.checkpoint.save_buffer:
-            files[BUFFER_FILE] = self.store.write(folder, BUFFER_FILE, buffer_bytes(self.buffer))
+        try:
+            files = {LEARNER_FILE: self.store.write(folder, LEARNER_FILE, learner_bytes(learner))}
+            if self.buffer is not None and self.cfg.checkpoint.save_buffer:
+                files[BUFFER_FILE] = self.store.write(folder, BUFFER_FILE, buffer_bytes(self.buffer))
+        except StorageError:
+            self.store.abandon(folder)
+            raise
         self.last_checkpoint = self.store.commit(folder, files, self.counters())
         self.checkpoints_saved += 1
         return self.last_checkpoint

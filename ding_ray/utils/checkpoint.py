@@ -198,11 +198,18 @@ class CheckpointStore:
         """A failed write (a full disk) as an error naming the folder and the space left there."""
         free = _free_space(folder) if self._local else ""
         return StorageError(
-            f"Cannot write the checkpoint {folder}: {err.strerror or err}{free}. The checkpoint is left "
-            "unfinished and is never read; the run's earlier complete checkpoints are unchanged. Free "
+            f"Cannot write the checkpoint {folder}: {err.strerror or err}{free}. The files of this "
+            "unfinished checkpoint are removed; the run's earlier complete checkpoints are unchanged. Free "
             "space there (or set checkpoint.storage_path to a larger disk), then resume=<the run's "
             "folder> goes on from the latest complete one."
         )
+
+    def abandon(self, folder: str) -> None:
+        """Remove the files of the unfinished checkpoint ``folder`` (a write failed: a full disk), so
+        that what is left of the disk goes to ``result.json``; a complete checkpoint is kept."""
+        with contextlib.suppress(OSError):
+            if not self.fs.exists(f"{folder}/{META_FILE}"):
+                self.fs.rm(folder, recursive=True)
 
     def _prune(self) -> None:
         complete = [f for f in self._folders() if self._read_meta(f, strict=False) is not None]

@@ -1,7 +1,8 @@
 """A Ray run whose disk fills up at its last checkpoint (run by ``test_run_folder.py`` in a mount
-namespace of its own, Ray included, on a small tmpfs): once the learner reaches the budget a stage
-writes a filler file that leaves ``argv[2]`` bytes free, then the run ends and saves its final
-checkpoint. Prints ``REPORT <json>``: the error, the files left and ``result.json``."""
+namespace of its own, Ray included, on a small tmpfs): once the learner reaches the budget the last
+stage writes a filler file that leaves ``argv[2]`` bytes free and ends the run there (no stage writes
+to the full disk before the end of the run does), which saves its final checkpoint. Prints
+``REPORT <json>``: the error, the files left and ``result.json``."""
 
 from __future__ import annotations
 
@@ -13,18 +14,19 @@ import ray
 
 from ding_ray.distributed import RayComponents, make_plan
 from ding_ray.entry import compile_ray_config
-from ding_ray.framework import pipelines
+from ding_ray.framework import current_task, pipelines
 from tests.distributed.configs import small_config
 
 root, leave, budget = sys.argv[1], int(sys.argv[2]), 40
 exp = os.path.join(root, "run")
 
 
-def fill_disk(ctx) -> None:
-    if ctx.train_iter >= budget and not os.path.exists(os.path.join(root, "filler")):
+def fill_disk_and_finish(ctx) -> None:
+    if ctx.train_iter >= budget:
         st = os.statvfs(root)
         with open(os.path.join(root, "filler"), "wb") as f:
             f.write(b"\0" * max(0, st.f_bavail * st.f_frsize - leave))
+        current_task().finish = True
 
 
 ray.init(num_cpus=2, include_dashboard=False)
@@ -33,8 +35,8 @@ main["checkpoint"] = dict(freq=0)
 cfg = compile_ray_config((main, create), seed=0)
 try:
     with RayComponents(cfg, make_plan(cfg)) as rc, rc.task() as task:
-        pipelines.off_policy(task, cfg, rc, max_train_iter=budget)
-        task.use(fill_disk)
+        pipelines.off_policy(task, cfg, rc)
+        task.use(fill_disk_and_finish)
         task.run()
     error = None
 except Exception as err:  # noqa: BLE001 - the report says what it was

@@ -221,6 +221,8 @@ def test_a_full_disk_at_the_last_checkpoint_still_writes_result_json_and_leaves_
     assert report["result"]["error"].startswith("StorageError: Cannot write the checkpoint")
     assert report["result"]["train_iter"] == 20
     assert not [f for f in report["files"] if f.endswith(".tmp")], report["files"]
+    # what the failed checkpoint had written is gone: the space left goes to result.json
+    assert not [f for f in report["files"] if "iter_00000020" in f], report["files"]
     # the earlier checkpoint is the one to resume from, byte for byte as it was
     assert report["latest"].endswith("iter_00000016") and report["unchanged"]
 
@@ -239,6 +241,8 @@ def test_a_full_disk_at_the_last_checkpoint_of_a_ray_run_still_writes_result_jso
     assert f"{root}/run/checkpoints/iter_" in report["error"] and "bytes free on its disk" in report["error"]
     assert report["result"]["error"] == report["error"] and report["result"]["last_checkpoint"] is None
     assert not [f for f in report["files"] if f.endswith(".tmp")], report["files"]
+    # the learner's file of the failed checkpoint is removed with it (else result.json may not fit)
+    assert not [f for f in report["files"] if f.startswith("checkpoints/")], report["files"]
 
 
 # ----- item 12 (part): fsync before meta.json --------------------------------------------------------
