@@ -19,6 +19,7 @@ _NAMES = (
     "acrobot_dqn",
     "apex_dqn",
     "cartpole_dqn",
+    "cartpole_impala",
     "cartpole_ppo",
     "hopper_sac",
     "minatar_breakout_dqn",
