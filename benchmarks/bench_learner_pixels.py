@@ -13,7 +13,8 @@ ding_ray sets them for a learner (``policy.learn.num_threads``), so that the loa
 machine falls on all of them alike; samples/s is the batch size over the median step time (the
 mean is printed too).
 
-Run:  python benchmarks/bench_learner_pixels.py [--device cpu|cuda] [--iters 10] [--rounds 3]
+Run:  python benchmarks/bench_learner_pixels.py [--device cpu|cuda] [--batch 32] [--threads 1]
+          [--iters 10] [--rounds 3]
 Prints one ``bench_learner_pixels ...`` line per side and a ratio line per plain side.
 """
 
@@ -31,30 +32,32 @@ from torch import nn
 from ding_ray.policy import create_policy
 from ding_ray.utils.runtime import set_torch_threads
 
-OBS_SHAPE, ACTIONS, BATCH, GAMMA, LR, TARGET_UPDATE = (4, 84, 84), 6, 32, 0.99, 1e-4, 500
+OBS_SHAPE, ACTIONS, GAMMA, LR, TARGET_UPDATE = (4, 84, 84), 6, 0.99, 1e-4, 500
 
 
-def make_batches(n: int, seed: int = 0) -> list[dict[str, np.ndarray]]:
+def make_batches(n: int, batch_size: int, seed: int = 0) -> list[dict[str, np.ndarray]]:
     rng = np.random.default_rng(seed)
     return [
         dict(
-            obs=rng.integers(0, 256, (BATCH, *OBS_SHAPE), dtype=np.uint8),
-            next_obs=rng.integers(0, 256, (BATCH, *OBS_SHAPE), dtype=np.uint8),
-            action=rng.integers(0, ACTIONS, BATCH),
-            reward=rng.normal(size=BATCH).astype(np.float32),
-            done=rng.random(BATCH) < 0.01,
+            obs=rng.integers(0, 256, (batch_size, *OBS_SHAPE), dtype=np.uint8),
+            next_obs=rng.integers(0, 256, (batch_size, *OBS_SHAPE), dtype=np.uint8),
+            action=rng.integers(0, ACTIONS, batch_size),
+            reward=rng.normal(size=batch_size).astype(np.float32),
+            done=rng.random(batch_size) < 0.01,
         )
         for _ in range(n)
     ]
 
 
-def ding_ray_learner(device: str):
+def ding_ray_learner(device: str, batch_size: int, threads: int):
     cfg = dict(
         type="dqn",
         cuda=device == "cuda",
         discount_factor=GAMMA,
         model=dict(obs_shape=list(OBS_SHAPE), action_shape=ACTIONS, dueling=False),
-        learn=dict(batch_size=BATCH, learning_rate=LR, target_update_freq=TARGET_UPDATE),
+        learn=dict(
+            batch_size=batch_size, learning_rate=LR, target_update_freq=TARGET_UPDATE, num_threads=threads
+        ),
     )
     policy = create_policy(cfg, enable_field=["learn"])
     set_torch_threads(policy._cfg.learn.num_threads)  # as ding_ray's learner process does
@@ -128,14 +131,16 @@ def main() -> None:
     parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     parser.add_argument("--iters", type=int, default=10, help="batches (gradient steps per side per round)")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--batch", type=int, default=32, help="batch size (DI-engine's pong_dqn: 32)")
+    parser.add_argument("--threads", type=int, default=1, help="torch threads (policy.learn.num_threads)")
     args = parser.parse_args()
     torch.manual_seed(0)
     sides = {
-        "ding_ray": ding_ray_learner(args.device),
+        "ding_ray": ding_ray_learner(args.device, args.batch, args.threads),
         "plain_torch": plain_learner(args.device),
         "plain_torch_fused": plain_learner(args.device, fused=True),
     }
-    batches = make_batches(args.iters)
+    batches = make_batches(args.iters, args.batch)
     for update in sides.values():  # warm-up: allocator, kernels, Adam state
         for batch in batches[:2]:
             update(batch)
@@ -145,12 +150,12 @@ def main() -> None:
             for side, update in sides.items():
                 steps[side].append(seconds(update, batch, args.device))
     # The median step: other processes on a shared machine stretch single steps, not the typical one.
-    median = {side: BATCH / statistics.median(times) for side, times in steps.items()}
+    median = {side: args.batch / statistics.median(times) for side, times in steps.items()}
     threads = torch.get_num_threads()
     for side, rate in median.items():
-        mean = len(steps[side]) * BATCH / sum(steps[side])
+        mean = len(steps[side]) * args.batch / sum(steps[side])
         print(
-            f"bench_learner_pixels side={side} device={args.device} threads={threads} batch={BATCH} "
+            f"bench_learner_pixels side={side} device={args.device} threads={threads} batch={args.batch} "
             f"samples_per_s={rate:.1f} mean_samples_per_s={mean:.1f} steps={len(steps[side])}",
             flush=True,
         )
