@@ -149,18 +149,25 @@ class LearnerWorker(LearnWorker):
 
     def train_async(self, batch: Batch | None, envstep: int = -1) -> tuple[dict, dict | None]:
         """Async pipeline (``num_returns=2``): train on a sampled batch; ``info['weights']`` holds a
-        new ``WeightsRef`` whenever ``publish_freq`` iterations passed since the last one."""
+        new ``WeightsRef`` whenever ``publish_freq`` iterations passed since the last one.
+        ``info['call_seconds']``: the whole call (training, publishing, metrics), the time the
+        learner was busy rather than waiting for its next call."""
+        start = time.perf_counter()
         info, priority = self.train(batch, envstep)
         if self.train_iter - self._publisher.version >= self._publish_freq:
             info["weights"] = self.publish()
         self._export(info)
+        info["call_seconds"] = time.perf_counter() - start
         return info, priority
 
     def train_sync(self, envstep: int, *batches: Batch) -> dict:
-        """Sync pipeline: train on the collectors' batches, then publish."""
+        """Sync pipeline: train on the collectors' batches, then publish (``call_seconds`` as in
+        ``train_async``)."""
+        start = time.perf_counter()
         info = self.train_on_policy(batches, envstep)
         info["weights"] = self.publish()
         self._export(info, force=True)
+        info["call_seconds"] = time.perf_counter() - start
         return info
 
     def _export(self, info: dict, force: bool = False) -> None:

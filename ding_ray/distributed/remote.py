@@ -173,7 +173,7 @@ class RemoteLearner:
         self.train_iter = train_iter  # a resumed run's learner starts from its checkpoint
         self.priority_info: list | None = None  # refs of the priorities of the calls just finished
         self.latest: WeightsRef | None = None
-        self.train_s = 0.0  # seconds the learner spent in train calls
+        self.train_s = 0.0  # seconds the learner spent in train calls (training, publishing)
         self.policy_lag: dict[str, int] = {}  # median and p95 lag of the data trained on so far
         self._first_train: float | None = None
         self._priority = priority
@@ -261,7 +261,7 @@ class RemoteLearner:
         except Recovered:  # the round is lost with the learner (or with a collector's batch)
             self.recovery.discard(calls)
             return None
-        self.train_s += info["seconds"]
+        self.train_s += info["call_seconds"]
         return self._took(info)
 
     def _harvest(self) -> dict | None:
@@ -278,9 +278,9 @@ class RemoteLearner:
                 self.recovery.discard([*(call.priority or []), *call.others])
                 continue
             finished += 1  # calls that came back (a failed one's restart restarted the clock)
-            self.train_s += info["seconds"]
+            self.train_s += info["call_seconds"]
             if self._first_train is None:
-                self._first_train = time.monotonic() - info["seconds"]
+                self._first_train = time.monotonic() - info["call_seconds"]
             if self.buffer is not None:
                 self.buffer.sample_done(call.size, trained=info["iters"] > 0)
             if info["iters"] > 0 and call.priority is not None:
