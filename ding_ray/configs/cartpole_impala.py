@@ -3,11 +3,13 @@ bounded queue; the learner trains on them with V-trace as they come and never wa
 collectors (``ray.backpressure='block'``: the collectors wait instead, once they are ahead).
 
 ``ding-ray train cartpole_impala --mode ray``, seeds 0-2, on the 2 cores (quiet, 2026-11-26):
-475 reached 12.8 / 15.9 / 14.6 s after launch (median 14.6 s), at 26,816 / 47,056 / 37,048 env
-steps; 2,600-3,600 env steps/s, learner busy 0.82-0.83, policy lag median 44 learner iterations,
-p95 72-76 (an earlier round of the same seeds: 13.4 / 11.5 / 11.0 s). Sync PPO on Ray beside it
-(``cartpole_ppo --mode ray``, one collector actor): 12.0 / 9.6 / 10.7 s. ``max_env_step`` and
-``mode`` are the budget and pipeline ``ding-ray train`` uses by default.
+475 reached 18.4 / 16.6 / 10.8 s after launch (median 16.6 s), at 52,888 / 47,456 / 15,784 env
+steps; learner busy 0.88-0.89 over the whole run, policy lag median 40-44 learner iterations, p95
+72-76. With DI-engine's entropy weight (1e-4) the same seeds took 12.8 / 15.9 / 14.6 s one round
+and, the next, seed 1 took 17.0 s while seeds 0 and 2 collapsed and never solved.
+``benchmarks/bench_impala.py`` (60-s windows at steady state, same 2 collectors, entropy weight
+1e-4): 2,744-3,028 env steps/s against 1,050-1,277 for sync PPO on Ray (2.15-2.78x), learner busy
+0.90. ``max_env_step`` and ``mode`` are the budget and pipeline ``ding-ray train`` uses by default.
 """
 
 main_config = dict(
@@ -21,7 +23,15 @@ main_config = dict(
         # 8 gradient steps of 16 unrolls per 16 unrolls collected: each unroll is sampled about 8
         # times (the serial pipeline's replay ratio); a serial sweep solved in the fewest env steps
         # with 8 against 4
-        learn=dict(update_per_collect=8, batch_size=16, learning_rate=1e-3, discount_factor=0.99),
+        learn=dict(
+            update_per_collect=8,
+            batch_size=16,
+            learning_rate=1e-3,
+            discount_factor=0.99,
+            # DI-engine's 1e-4 let the policy collapse to one action (eval return 9.4 to the end of
+            # 300k env steps) in 2 of seeds 0-2 on 2026-11-26; 3e-3 and 1e-2 solved all three
+            entropy_weight=0.003,
+        ),
         collect=dict(n_sample=16),  # unrolls per collect call
         eval=dict(evaluator=dict(eval_freq=100)),  # learner iterations between evaluations
         # The queue: 128 unrolls, each used at most 16 times. 256 doubled the policy lag (median
