@@ -2,7 +2,8 @@
 
 Two learners, each its policy's learn mode (``learn_mode.forward(batch)`` on columnar numpy
 batches, as a replay buffer's ``sample`` gives them):
-- ``dqn_nature``: DQN on the Nature CNN, uint8 (4, 84, 84) frames (DI-engine's pong_dqn settings);
+- ``dqn_pong_cnn``: DQN on dizoo pong_dqn's conv encoder (``encoder_hidden_size_list=[128, 128, 512]``,
+  wider than the Nature CNN of ``bench_learner_pixels``), uint8 (4, 84, 84) frames;
 - ``sac_mlp``: SAC on Hopper-sized vectors (11 obs, 3 actions, 256x256 MLPs, twin critics), the
   dizoo hopper_sac batch of 256.
 Each is timed on the CPU with torch on ``--cpu-threads`` threads (a list: 1 is what a ding_ray
@@ -25,7 +26,7 @@ import torch
 from ding_ray.policy import create_policy
 
 
-def dqn_nature(batch_size: int, cuda: bool):
+def dqn_pong_cnn(batch_size: int, cuda: bool):
     cfg = dict(
         type="dqn",
         cuda=cuda,
@@ -67,7 +68,7 @@ def sac_mlp(batch_size: int, cuda: bool):
     return create_policy(cfg, enable_field=["learn"]).learn_mode.forward, batch
 
 
-LEARNERS = {"dqn_nature": (dqn_nature, [32, 256]), "sac_mlp": (sac_mlp, [256, 1024])}
+LEARNERS = {"dqn_pong_cnn": (dqn_pong_cnn, [32, 256]), "sac_mlp": (sac_mlp, [256, 1024])}
 
 
 def samples_per_s(make, batch_size: int, cuda: bool, iters: int) -> float:
