@@ -22,6 +22,7 @@ from typing import Any
 from easydict import EasyDict
 
 from ding_ray.errors import ConfigError, DingRayError
+from ding_ray.utils.runtime import interrupt_cause
 
 PROG = "ding-ray"
 
@@ -176,8 +177,7 @@ def settle_run_args(args: argparse.Namespace, max_env_step: int | None = None) -
 
 def interrupted(err: BaseException) -> str:
     """The one line a Ctrl-C (or SIGTERM) run ends with, instead of a traceback."""
-    how = str(err) if str(err) else "Ctrl-C"
-    return f"interrupted ({how}); the run saved a checkpoint if it had started: --resume DIR goes on"
+    return f"interrupted ({interrupt_cause(err)}); the run saved a checkpoint if it had started: --resume DIR goes on"
 
 
 @contextlib.contextmanager

@@ -109,17 +109,34 @@ def setup_logging(level: int = logging.INFO) -> None:
     package_logger.setLevel(level)
 
 
+_last_signal: str | None = None  # the signal the latest ``sigterm_as_interrupt`` block caught
+
+
+def interrupt_cause(err: BaseException) -> str:
+    """What stopped a run that ended in ``err`` (a ``KeyboardInterrupt``): the signal's words, or
+    ``Ctrl-C``. A SIGTERM that came while the driver waited in ``ray.get`` reaches the caller as a
+    ``KeyboardInterrupt`` without its words; the signal the handler kept still names it."""
+    if str(err):
+        return str(err)
+    return f"stopped by signal {_last_signal}" if _last_signal else "Ctrl-C"
+
+
 @contextlib.contextmanager
 def sigterm_as_interrupt() -> Iterator[None]:
     """Within the block, SIGTERM (what ``kill``, ``ray job stop`` and schedulers send) raises
     ``KeyboardInterrupt`` as Ctrl-C does, so a run stopped either way can save a checkpoint first.
-    Outside the main thread (signals go to it only) this does nothing."""
+    Outside the main thread (signals go to it only) this does nothing. The signal is also kept
+    for ``interrupt_cause``: Ray turns an interrupt raised inside ``ray.get`` into a bare one."""
+    global _last_signal
     if threading.current_thread() is not threading.main_thread():
         yield
         return
+    _last_signal = None
 
     def _interrupt(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt(f"stopped by signal {signal.Signals(signum).name}")
+        global _last_signal
+        _last_signal = signal.Signals(signum).name
+        raise KeyboardInterrupt(f"stopped by signal {_last_signal}")
 
     previous = signal.signal(signal.SIGTERM, _interrupt)
     try:

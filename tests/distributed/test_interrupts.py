@@ -119,3 +119,29 @@ def test_a_resumed_runs_monitor_counts_only_its_own_steps(ray_session, tmp_path)
     assert 1_000 / total <= monitor.rate <= 1_000 / 0.2
     assert monitor.scalars[metrics.COLLECTOR_ENV_STEPS_PER_S] <= 1_000 / 0.2
     assert monitor.scalars[metrics.COLLECTOR_ENV_STEPS] == 47_296
+
+
+def test_sigterm_while_the_driver_waits_in_ray_get_is_named_sigterm(ray_session):
+    """Ray hands an interrupt raised inside ``ray.get`` back as a bare ``KeyboardInterrupt``: the
+    one line must still say SIGTERM stopped the run, not Ctrl-C (a race the Ray example hit)."""
+    import threading
+
+    import ray
+
+    from ding_ray.entry.cli_commands import interrupted
+    from ding_ray.utils.runtime import sigterm_as_interrupt
+
+    @ray.remote(num_cpus=0)
+    def slow() -> None:
+        time.sleep(30)
+
+    ref = slow.remote()
+    timer = threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGTERM))
+    with pytest.raises(KeyboardInterrupt) as caught, sigterm_as_interrupt():
+        timer.start()
+        ray.get(ref, timeout=20)
+    ray.cancel(ref, force=True)
+    assert interrupted(caught.value).startswith("interrupted (stopped by signal SIGTERM)")
+    with sigterm_as_interrupt():  # a new run forgets the signal: a bare interrupt there is a Ctrl-C
+        pass
+    assert interrupted(KeyboardInterrupt()).startswith("interrupted (Ctrl-C)")
