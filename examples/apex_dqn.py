@@ -59,8 +59,8 @@ def main(seed: int, max_env_step: int | None, dashboard: bool = False, resume: s
         task.use(interaction_evaluator(cfg, rc.evaluator))  # every eval_freq iters, on the latest weights
         task.use(termination_checker(max_env_step=max_env_step, at_budget=True))
         task.use(eps_greedy_handler(cfg))  # epsilon by env steps, for the next collect calls
-        task.use(collector(cfg, rc.collector))  # relaunch idle collectors; refs of finished batches
-        task.use(data_pusher(cfg, rc.buffer))  # hand those refs to the buffer actor
+        task.use(collector(cfg, rc.collector))  # relaunch idle collectors (each pushes into the buffer)
+        task.use(data_pusher(cfg, rc.buffer))  # the driver's own warm-up batches, as refs
         # sample when the rate limiter allows, queue a train call, take the calls that finished
         # and send their priorities back to the buffer
         task.use(OffPolicyLearner(cfg, rc.learner, rc.buffer, log_freq=1000, rounds=rc.train_rounds))

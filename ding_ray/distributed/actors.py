@@ -45,13 +45,19 @@ class CollectorWorker(RolloutWorker):
         torch_threads: int = 1,
         n_sample: int | None = None,
         imports: dict[str, str | None] | None = None,
+        buffer: Any = None,
     ) -> None:
-        """``imports``: the user's modules to import first (``user_modules``)."""
+        """``imports``: the user's modules to import first (``user_modules``). ``buffer``: the
+        buffer actor this collector pushes its batches into (async pipelines); None: the batches go
+        back to the driver by reference (sync rounds hand them to the learner)."""
         import_user_modules(imports, f"collector-{index} actor")
         set_torch_threads(torch_threads)
         lower_priority(cfg.ray.get("helper_nice", 0))
         super().__init__(cfg, index, n_sample=n_sample)
         self._metrics = RayMetrics(self.name, cfg.exp_name)
+        self._pusher = None
+        if buffer is not None:
+            self._pusher = Pusher(buffer, cfg.ray.backpressure, cfg.ray.call_timeout_s)
 
     def ping(self) -> int:
         return self.version
@@ -68,18 +74,63 @@ class CollectorWorker(RolloutWorker):
         random_collect: bool = False,
         n_sample: int | None = None,
     ) -> dict[str, Any]:
-        """Roll out with the newest weights; the info's ``data`` is a reference to the batch.
-
-        The batch is put into the object store here, owned by this actor: whoever the driver
-        hands the reference to (the buffer, the learner) reads it from this node, so the
-        transitions never pass through the driver, however small the batch.
+        """Roll out with the newest weights (None: keep the ones held). With a buffer the batch is
+        pushed into it from here (``Pusher``: the info says whether it was, was dropped or was
+        lost); without, the info's ``data`` is a reference to it, put into the object store here
+        and owned by this actor. Either way the transitions never pass through the driver.
         """
         pull(self, weights)
         batch, info = self.rollout(n_sample, train_iter, policy_kwargs, random_collect)
         self._metrics.record(info)
         self._metrics.call_seconds("collector", info["seconds"])
-        info["data"] = ray.put(batch)
+        if self._pusher is None:
+            info["data"] = ray.put(batch)
+        else:
+            info.update(self._pusher.push(batch))
         return info
+
+
+class Pusher:
+    """A collector's pushes into the buffer actor, the Ape-X way (no round trip through the driver).
+
+    ``block`` and ``ratio``: a push is waited for before the collect call returns, so the driver's
+    rate limiter counts only what the buffer holds, and a busy buffer slows the collectors down.
+    The wait is bounded by half of ``call_timeout_s``: a frozen buffer is the driver's to catch
+    (it kills it, Ray restarts it), not a reason for the driver to kill this collector; the push
+    stays pending and is taken at the next call. ``drop``: never wait; a batch that finds
+    ``MAX_PENDING`` pushes of this collector unfinished is dropped (counted). A push that dies
+    with the buffer is lost (counted): Ray restarts the buffer from its latest snapshot.
+    """
+
+    MAX_PENDING = 2
+
+    def __init__(self, buffer: Any, backpressure: str, call_timeout_s: float | None) -> None:
+        self.buffer, self.drop = buffer, backpressure == "drop"
+        self.wait_s = None if call_timeout_s is None else call_timeout_s / 2
+        self.pending: list = []
+
+    def push(self, batch: Batch) -> dict[str, int]:
+        lost = self._take(0.0)
+        if self.drop and len(self.pending) >= self.MAX_PENDING:
+            return {"pushed": 0, "dropped": 1, "lost": lost}
+        self.pending.append(self.buffer.push.remote(batch))
+        if not self.drop:
+            lost += self._take(self.wait_s)
+        return {"pushed": 1, "dropped": 0, "lost": lost}
+
+    def _take(self, timeout: float | None) -> int:
+        """Wait up to ``timeout`` for the pending pushes; how many of the finished ones were lost.
+        Any other error of a push (a batch the buffer refuses) is raised: it is a bug to see."""
+        if not self.pending:
+            return 0
+        done, self.pending = ray.wait(self.pending, num_returns=len(self.pending), timeout=timeout)
+        lost = 0
+        for ref in done:
+            try:
+                ray.get(ref)
+            except RayActorError:
+                lost += 1
+        return lost
 
 
 class EvaluatorWorker(EvalWorker):
@@ -292,7 +343,7 @@ def _create(
             resources=dict(rc.collector_resources),
             scheduling_strategy=rc.collector_scheduling,
             **restartable,
-        ).remote(cfg, i, rc.torch_threads, n_sample, imports)
+        ).remote(cfg, i, rc.torch_threads, n_sample, imports, buffer_handle)
 
     buffer_handle = None
     if buffer:

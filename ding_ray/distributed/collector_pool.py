@@ -46,6 +46,7 @@ class Slot:
     warned: bool = False  # the call in flight was logged as slow
     killed: bool = False  # the call in flight timed out and its actor was killed
     answered: bool = False  # the actor has answered a call: it started (its first call is not timed)
+    weights: Any = None  # the weights last sent to the actor (None: none, or lost with a restart)
 
 
 @dataclass
@@ -153,7 +154,7 @@ class CollectorPool:
         # or raises ActorDiedError if it never comes back.
         if slot.state != RESTARTING:  # a failed ping pings again: the slot is away since the death
             slot.restarting_since = time.monotonic()
-        slot.state, slot.extra, slot.reserved = RESTARTING, None, 0
+        slot.state, slot.extra, slot.reserved, slot.weights = RESTARTING, None, 0, None
         slot.ref = slot.handle.ping.options(max_task_retries=-1).remote()
         self._by_ref[slot.ref] = slot
 

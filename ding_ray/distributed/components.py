@@ -236,7 +236,7 @@ class RayComponents(RunBase):
                 learner_busy=self.learner.busy(),
                 learner_waits=self.buffer.learner_waits,
                 backpressure=self.limiter.backpressure,
-                dropped_batches=self.buffer.dropped_batches,
+                dropped_batches=self.buffer.dropped_batches + self.collector.dropped_batches,
             )
         return out
 

@@ -1,10 +1,12 @@
 """``RemoteCollectors``: the collector actors behind the interface the ``collector`` stage calls.
 
 The stage calls ``collect(train_iter=..., policy_kwargs=...)`` and reads ``envstep`` and
-``envepisode``, as it does on a ``SampleSerialCollector``. Here ``collect`` returns the object
-references of the batches the actors finished, which a ``data_pusher`` hands to the buffer actor
-(or a trainer to the learner actor): the transitions go from actor to actor, never through the
-driver.
+``envepisode``, as it does on a ``SampleSerialCollector``. With a buffer actor the collectors push
+their batches into it themselves (``actors.Pusher``) and ``collect`` returns nothing but the driver's
+own warm-up batches; without one (sync rounds) it returns the object references of the batches,
+which a trainer hands to the learner actor. Either way the transitions go from actor to actor,
+never through the driver, and a collect call is one small request and one small answer: the
+weights travel with a call only when the collector does not hold them yet.
 
 Two ways to collect, one per pipeline:
 
@@ -59,6 +61,8 @@ class RemoteCollectors:
         self.first_batch_s: float | None = None
         self._random_left = 0  # random transitions still to collect (the random_collector stage sets it)
         self._actor_batches = 0
+        self.dropped_batches = 0  # batches a collector did not push: its earlier pushes were unfinished
+        self.lost_pushes = 0  # batches pushed into a buffer actor that died before taking them
         self._worker: RolloutWorker | None = None  # the driver's own, for the warm-up
         self._created = time.monotonic()
 
@@ -124,10 +128,20 @@ class RemoteCollectors:
                 return
             random_collect = self._random_left > 0
             self._random_left -= n if random_collect else 0
-            ref = slot.handle.collect.remote(self.weights, train_iter, policy_kwargs, random_collect, n)
+            # n is the actors' own n_sample: it is not sent (each argument costs the driver time)
+            args = (self._weights_for(slot), train_iter, policy_kwargs) + ((True,) if random_collect else ())
+            ref = slot.handle.collect.remote(*args)
             self.pool.launch(slot, ref, n)
             if self.limiter is not None:
                 self.limiter.reserve_insert(n)
+
+    def _weights_for(self, slot: Any) -> WeightsRef | None:
+        """The weights to send with the slot's next call: None when it already has them (a
+        reference nested in the arguments costs the driver more than the rest of the call)."""
+        if slot.weights is self.weights:
+            return None
+        slot.weights = self.weights
+        return self.weights
 
     def _warm_up(self, train_iter: int) -> Any:
         """One batch of random transitions rolled out here, put into the object store."""
@@ -157,7 +171,7 @@ class RemoteCollectors:
             idle = self.pool.idle()
         share = math.ceil(self.plan.n_sample / len(idle))
         for slot in idle:
-            ref = slot.handle.collect.remote(self.weights, train_iter, policy_kwargs, False, share)
+            ref = slot.handle.collect.remote(self._weights_for(slot), train_iter, policy_kwargs, False, share)
             self.pool.launch(slot, ref, share)
         data = {}
         while busy := [s.ref for s in idle if s.state == BUSY]:
@@ -181,7 +195,12 @@ class RemoteCollectors:
                     self.limiter.commit_insert(outcome.info["n"], outcome.reserved)
                 self._actor_batches += 1
                 self._count(outcome.info)
-                data.append(outcome.info.pop("data"))
+                self.dropped_batches += outcome.info.get("dropped", 0)
+                self.lost_pushes += outcome.info.get("lost", 0)
+                if "data" in outcome.info:
+                    data.append(outcome.info.pop("data"))
+                elif keep_lost:
+                    data.append(None)
                 continue
             if outcome.lost and self.limiter is not None:
                 self.limiter.cancel_insert(outcome.reserved)
@@ -235,6 +254,9 @@ class RemoteCollectors:
         return {
             "num_collectors": len(self.pool.slots),
             "lost_batches": self.pool.lost_batches,
+            # pushed into a buffer actor that died before taking them: the buffer's recovery event
+            # counts their transitions among those lost since its snapshot
+            "lost_pushes": self.lost_pushes,
             "collector_restarts": self.pool.restarts,
             "first_batch_s": None if self.first_batch_s is None else round(self.first_batch_s, 2),
         }

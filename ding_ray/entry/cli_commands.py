@@ -177,7 +177,8 @@ def settle_run_args(args: argparse.Namespace, max_env_step: int | None = None) -
 
 def interrupted(err: BaseException) -> str:
     """The one line a Ctrl-C (or SIGTERM) run ends with, instead of a traceback."""
-    return f"interrupted ({interrupt_cause(err)}); the run saved a checkpoint if it had started: --resume DIR goes on"
+    saved = "the run saved a checkpoint if it had started: --resume DIR goes on"
+    return f"interrupted ({interrupt_cause(err)}); {saved}"
 
 
 @contextlib.contextmanager

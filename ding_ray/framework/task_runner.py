@@ -68,7 +68,7 @@ class Task:
     def __init__(self, ctx: Context | None = None) -> None:
         self.ctx = ctx if ctx is not None else OnlineRLContext()
         self._stages: list[tuple[Callable, threading.Lock | None]] = []
-        self._backward_stack: list[tuple[str, Generator]] = []
+        self._backward_stack: list[tuple[Callable, Generator]] = []
         self._closers: list[Callable[[], Any]] = []
         self._finish = False
         self._token: contextvars.Token | None = None
@@ -127,7 +127,6 @@ class Task:
         (on ``stack``, by default the task's)."""
         ctx = self.ctx if ctx is None else ctx
         stack = self._backward_stack if stack is None else stack
-        name = stage_name(fn)
         try:
             result = fn(ctx)
             if isinstance(result, GeneratorType):
@@ -135,15 +134,15 @@ class Task:
                     next(result)
                 except StopIteration:
                     return None
-                stack.append((name, result))
+                stack.append((fn, result))
                 return result
         except StageError:
             raise
         except ActorDiedError as e:  # kept as it is, so that `except RayActorError` catches a dead actor
-            e.add_note(f"(raised in stage '{name}')")
+            e.add_note(f"(raised in stage '{stage_name(fn)}')")
             raise
         except Exception as e:
-            raise StageError(f"Stage '{name}' failed: {type(e).__name__}: {e}") from e
+            raise StageError(f"Stage '{stage_name(fn)}' failed: {type(e).__name__}: {e}") from e
         return None
 
     def backward(self) -> None:
@@ -153,7 +152,7 @@ class Task:
     def _unwind(self, depth: int) -> None:
         """Resume the waiting generators above ``depth`` in the stack, the latest first."""
         while len(self._backward_stack) > depth:
-            name, gen = self._backward_stack.pop()
+            fn, gen = self._backward_stack.pop()
             try:
                 next(gen)
             except StopIteration:
@@ -161,8 +160,10 @@ class Task:
             except StageError:
                 raise
             except Exception as e:
-                raise StageError(f"Stage '{name}' failed after its yield: {type(e).__name__}: {e}") from e
-            raise StageError(f"Stage '{name}' yielded more than once; a stage yields at most once.")
+                raise StageError(
+                    f"Stage '{stage_name(fn)}' failed after its yield: {type(e).__name__}: {e}"
+                ) from e
+            raise StageError(f"Stage '{stage_name(fn)}' yielded more than once; a stage yields at most once.")
 
     # ----- composing --------------------------------------------------------------------------
     def serial(self, *fns: Callable) -> Callable:

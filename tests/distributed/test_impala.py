@@ -16,6 +16,7 @@ import pytest
 import ray
 
 from ding_ray.distributed import RayComponents, make_plan
+from ding_ray.distributed.actors import Pusher
 from ding_ray.entry import compile_ray_config
 from ding_ray.framework import pipelines
 from ding_ray.framework.task_runner import current_task
@@ -87,13 +88,15 @@ def test_drop_never_holds_the_collectors_and_drops_what_a_stalled_buffer_cannot_
     def freeze_the_buffer_for_a_while(ctx):
         if not frozen and ctx.train_iter >= 40:
             pid = ray.get(rc.actors.buffer.__ray_call__.remote(lambda worker: os.getpid()), timeout=60)
-            frozen.update(pid=pid, at=time.monotonic(), dropped=rc.buffer.dropped_batches)
+            frozen.update(pid=pid, at=time.monotonic(), dropped=rc.collector.dropped_batches)
             os.kill(pid, signal.SIGSTOP)
         elif frozen and "thawed" not in frozen:
-            assert len(rc.buffer._pushes) <= rc.buffer.max_pushes  # pushes in flight stay bounded
+            # each collector pushes into the buffer itself: its pushes in flight stay bounded
+            pending = [c.__ray_call__.remote(lambda w: len(w._pusher.pending)) for c in rc.actors.collectors]
+            assert max(ray.get(pending, timeout=60)) <= Pusher.MAX_PENDING
             if time.monotonic() - frozen["at"] > 3.0:
                 os.kill(frozen["pid"], signal.SIGCONT)
-                frozen["thawed"] = rc.buffer.dropped_batches
+                frozen["thawed"] = rc.collector.dropped_batches
         elif frozen and ctx.train_iter >= 200:
             current_task().finish = True
 

@@ -47,8 +47,9 @@ def test_the_example_and_ray_pipeline_build_the_same_task(ray_session, tmp_path,
 
 
 def test_stages_hand_references_from_actor_to_actor(ray_session, tmp_path):
-    """What the collector and fetcher stages put in the context are object references: the
-    transitions go collector -> buffer -> learner without being fetched by the driver."""
+    """The transitions go collector -> buffer -> learner without being fetched by the driver: the
+    collector actors push into the buffer themselves, the driver's own warm-up batches reach the
+    pusher stage as object references, and the fetcher stage hands the learner a reference."""
     cfg = compile_ray_config(small_config(str(tmp_path / "refs")), save_cfg=False)
     seen: dict[str, list] = {"trajectories": [], "train_data": []}
 
@@ -63,6 +64,11 @@ def test_stages_hand_references_from_actor_to_actor(ray_session, tmp_path):
         # after the collector, before the pusher; sees the fetch on the way back
         task._stages.insert(names.index("collector") + 1, (spy, None))
         task.run()
-    assert seen["trajectories"] and all(isinstance(r, ray.ObjectRef) for r in seen["trajectories"])
+        held = ray.get(rc.actors.buffer.ping.remote())
+    assert all(isinstance(r, ray.ObjectRef) for r in seen["trajectories"])
+    warm_up = len(seen["trajectories"]) * rc.plan.n_sample
+    # everything the rate limiter counted is in the buffer (and what calls still in flight pushed),
+    # most of it pushed by the actors
+    assert held >= rc.limiter.inserted > warm_up
     assert seen["train_data"] and all(isinstance(r, ray.ObjectRef) for r in seen["train_data"])
     assert task.ctx.train_iter >= 60 and rc.result["train_iter"] == task.ctx.train_iter
