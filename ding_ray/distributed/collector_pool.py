@@ -63,12 +63,15 @@ class Outcome:
 class CollectorPool:
     """Tracks which collectors are idle, busy, restarting or dead."""
 
+    CHECK_EVERY_S = 0.2  # stalls are seconds long: looking at every slot once per driver iteration costs O(N)
+
     def __init__(self, handles: list, max_failures: int = 3, call_timeout_s: float | None = None) -> None:
         """``call_timeout_s``: seconds after which a call's collector is treated as dead; None: never."""
         self.slots = [Slot(f"collector-{i}", h) for i, h in enumerate(handles)]
         self._by_ref: dict[Any, Slot] = {}
         self._max_failures = max_failures
         self.watch = None if call_timeout_s is None else CallWatch(call_timeout_s)
+        self._checked = 0.0  # time.monotonic() of the last check_stalls that looked at the slots
 
     def add(self, handle: Any) -> None:
         """Take a collector created after the pool (it is named by its position)."""
@@ -114,9 +117,10 @@ class CollectorPool:
     def check_stalls(self) -> None:
         """Log a call far slower than the recent ones; kill the collector of a call past the timeout
         (a frozen process neither answers nor dies): Ray restarts it, and its call fails as a death."""
-        if self.watch is None:
-            return
         now = time.monotonic()
+        if self.watch is None or now - self._checked < self.CHECK_EVERY_S:
+            return
+        self._checked = now
         for slot in self.slots:
             # the first call waits for the actor to start, which ray.actor_start_timeout_s bounds
             if slot.state != BUSY or slot.killed or not slot.answered:
