@@ -60,6 +60,10 @@ class AdvancedReplayBuffer(RingBuffer):
         anneal_step=100000,  # sample calls over which beta reaches 1 (0 = keep beta constant)
         enable_track_used_data=False,  # DI-engine's removal of file-backed data; unsupported, keep False
         deepcopy=False,  # DI-engine compatibility only: storage copies on push, sample returns copies
+        # DI-engine's DequeBuffer key (slice grouped samples by unroll_len), which its advanced
+        # buffer ignores as this one does: IMPALA's train samples are whole unrolls already
+        # (dizoo's pong_impala_config sets it)
+        sliced=False,
         frame_dedup=True,  # store uint8 (stack, H, W) image stacks (Atari obs) with each frame held once
         thruput_controller=dict(
             push_sample_rate_limit=dict(

@@ -27,3 +27,26 @@ def test_cartpole_impala_config_reaches_its_stop_value(tmp_path):
     assert policy["type"] == "impala" and policy["unroll_len"] == 8
     assert policy["learn"]["discount_factor"] == 0.9 and policy["learn"]["lambda_"] == 0.95
     assert policy["other"]["replay_buffer"]["max_use"] == 16
+
+
+PONG_IMPALA = "atari/config/serial/pong/pong_impala_config.py"
+
+
+def test_pong_impala_config_runs_unchanged_on_pixels(tmp_path):
+    """dizoo's pong_impala_config.py, unchanged (its env type is already 'atari', its id
+    PongNoFrameskip-v4): 12 subprocess Pong envs stream unrolls of 64 frame-stacked uint8 steps
+    into the buffer (its ``sliced`` key is DI-engine's DequeBuffer's, which DI-engine's serial
+    buffer ignores too). 2,000 env steps: too few for a batch of 128 unrolls, so no training."""
+    os.chdir(tmp_path)
+    main, create = read_dizoo_config(PONG_IMPALA)
+    assert create.env.type == "atari" and main.env.env_id == "PongNoFrameskip-v4"
+    serial_pipeline((main, create), seed=0, max_env_step=2_000)  # into dizoo's exp_name
+    result = json.load(open("impala_log/pong_impala_seed0/result.json"))
+    assert result["env_steps"] >= 2_000 and result["pipeline"] == "serial"
+    assert result["last_eval_return"] is not None and -21 <= result["last_eval_return"] <= 21
+    cfg = json.load(open("impala_log/pong_impala_seed0/total_config.json"))
+    policy = cfg["policy"]
+    assert policy["type"] == "impala" and policy["unroll_len"] == 64
+    model = policy["model"]
+    assert model["obs_shape"] == [4, 84, 84] and model["encoder_hidden_size_list"] == [64, 128, 256]
+    assert policy["other"]["replay_buffer"]["sliced"] is False
