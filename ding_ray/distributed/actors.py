@@ -75,8 +75,8 @@ class CollectorWorker(RolloutWorker):
         n_sample: int | None = None,
     ) -> dict[str, Any]:
         """Roll out with the newest weights (None: keep the ones held). With a buffer the batch is
-        pushed into it from here (``Pusher``: the info says whether it was, was dropped or was
-        lost); without, the info's ``data`` is a reference to it, put into the object store here
+        pushed into it from here (``Pusher``: the info says whether it was dropped, and how many
+        pushes were lost); without, the info's ``data`` is a reference to it, put into the object store here
         and owned by this actor. Either way the transitions never pass through the driver.
         """
         pull(self, weights)
@@ -112,11 +112,11 @@ class Pusher:
     def push(self, batch: Batch) -> dict[str, int]:
         lost = self._take(0.0)
         if self.drop and len(self.pending) >= self.MAX_PENDING:
-            return {"pushed": 0, "dropped": 1, "lost": lost}
+            return {"dropped": 1, "lost": lost}
         self.pending.append(self.buffer.push.remote(batch))
         if not self.drop:
             lost += self._take(self.wait_s)
-        return {"pushed": 1, "dropped": 0, "lost": lost}
+        return {"dropped": 0, "lost": lost}
 
     def _take(self, timeout: float | None) -> int:
         """Wait up to ``timeout`` for the pending pushes; how many of the finished ones were lost.

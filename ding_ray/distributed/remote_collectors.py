@@ -197,10 +197,8 @@ class RemoteCollectors:
                 self._count(outcome.info)
                 self.dropped_batches += outcome.info.get("dropped", 0)
                 self.lost_pushes += outcome.info.get("lost", 0)
-                if "data" in outcome.info:
+                if "data" in outcome.info:  # none when the collector pushed into the buffer itself
                     data.append(outcome.info.pop("data"))
-                elif keep_lost:
-                    data.append(None)
                 continue
             if outcome.lost and self.limiter is not None:
                 self.limiter.cancel_insert(outcome.reserved)
