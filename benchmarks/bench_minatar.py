@@ -1,6 +1,7 @@
-"""MinAtar Breakout: ding_ray's Ape-X DQN on Ray beside a plain single-process DQN, same budget.
+"""MinAtar Breakout: ding_ray's Ape-X DQN on Ray beside a plain single-process DQN, same budget;
+with ``--sides``, also ding_ray's IMPALA and sync PPO on Ray (same encoder, collectors and budget).
 
-For each seed, one after the other (which side goes first alternates from seed to seed):
+For each seed, one after the other (the order of the sides turns around from seed to seed):
 
 - ``ding_ray``: ``ding-ray train minatar_breakout_dqn --mode ray`` (embedded Ray, the bundled config's
   2 collector actors, prioritized replay) for ``--max-env-step`` env steps. Its evaluations come
@@ -11,12 +12,14 @@ For each seed, one after the other (which side goes first alternates from seed t
   the pipeline's last evaluation falls up to ``eval_freq`` iterations before the end.
 - ``plain``: ``benchmarks/minatar_dqn_plain.py``, one process, the same network and
   hyperparameters (read from the same config), uniform replay; it evaluates at every mark.
+- ``impala`` / ``ppo``: as ``ding_ray``, with the bundled ``minatar_breakout_impala`` /
+  ``minatar_breakout_ppo`` (issue 25's comparison of the three Ray pipelines).
 
 Budgets under the config's (1M) scale ding_ray's ``eval_freq`` down with them, so a short check
 still evaluates (at 1M it is the config's, about every 20k env steps).
 
 Run:  python benchmarks/bench_minatar.py [--seeds 0 1 2] [--max-env-step 1000000]
-                                         [--only ding_ray|plain] [--set KEY=VALUE ...]
+                                         [--sides ding_ray plain impala ppo] [--set KEY=VALUE ...]
 Runs land in ``results/bench_minatar/<yymmdd_HHMMSS>/`` (logs, ding_ray's run folders).
 Prints one JSON line per run (``{"bench": "minatar", "side", "seed", "marks": {mark: return},
 "mark_env_steps", "wall_s", "env_steps_per_s"}``), then a table per seed and side, then one
@@ -36,7 +39,12 @@ import sys
 import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CONFIG = "minatar_breakout_dqn"
+# the ding_ray sides and their bundled configs (``plain`` is the single-process loop)
+CONFIGS = {
+    "ding_ray": "minatar_breakout_dqn",  # Ape-X DQN
+    "impala": "minatar_breakout_impala",
+    "ppo": "minatar_breakout_ppo",
+}
 PLAIN = os.path.join(REPO, "benchmarks", "minatar_dqn_plain.py")
 
 
@@ -61,19 +69,22 @@ def at_marks(xs: list[float], ys: list[float], marks: list[int]) -> tuple[dict, 
     return values, steps
 
 
-def run_ding_ray(seed: int, max_env_step: int, marks: list[int], workdir: str, overrides: list[str]) -> dict:
+def run_ding_ray(
+    side: str, seed: int, max_env_step: int, marks: list[int], workdir: str, overrides: list[str]
+) -> dict:
     from ding_ray.configs import load_config
     from ding_ray.entry.plot import read_curve
 
-    bundled = load_config(CONFIG)
+    config = CONFIGS[side]
+    bundled = load_config(config)
     eval_freq = bundled.main_config.policy.eval.evaluator.eval_freq
-    eval_freq = max(100, eval_freq * max_env_step // bundled.max_env_step)
-    name = f"ding_ray_seed{seed}"
+    eval_freq = max(min(100, eval_freq // 5), eval_freq * max_env_step // bundled.max_env_step)
+    name = f"{side}_seed{seed}"
     if os.path.exists(os.path.join(workdir, name)):  # ding-ray would write a renewed folder instead
         raise FileExistsError(f"{os.path.join(workdir, name)} exists: pass a fresh --workdir")
     cli = [sys.executable, "-m", "ding_ray.entry.cli"]
     sets = [f"exp_name={name}", "ray.progress_bar=False", f"policy.eval.evaluator.eval_freq={eval_freq}"]
-    cmd = [*cli, "train", CONFIG, "--mode", "ray", "--seed", str(seed), "--max-env-step", str(max_env_step)]
+    cmd = [*cli, "train", config, "--mode", "ray", "--seed", str(seed), "--max-env-step", str(max_env_step)]
     _, exit_s = run_logged([*cmd, "--set", *sets, *overrides], os.path.join(workdir, f"{name}.log"), workdir)
     run_dir = os.path.join(workdir, name)
     with open(os.path.join(run_dir, "result.json")) as f:
@@ -127,21 +138,25 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--max-env-step", type=int, default=1_000_000)
     parser.add_argument("--marks", type=int, nargs="+", help="env steps to report (default: half and all)")
-    parser.add_argument("--only", choices=("ding_ray", "plain"), help="run one side only")
+    parser.add_argument(
+        "--sides", nargs="+", choices=(*CONFIGS, "plain"), default=["ding_ray", "plain"], help="what runs"
+    )
     parser.add_argument("--workdir", help="default: results/bench_minatar/<yymmdd_HHMMSS>")
     parser.add_argument("--set", nargs="+", default=[], metavar="KEY=VALUE", help="ding_ray config overrides")
     args = parser.parse_args()
     marks = sorted(args.marks or [args.max_env_step // 2, args.max_env_step])
-    workdir = args.workdir or os.path.join(REPO, "results", "bench_minatar", time.strftime("%y%m%d_%H%M%S"))
+    workdir = os.path.abspath(
+        args.workdir or os.path.join(REPO, "results", "bench_minatar", time.strftime("%y%m%d_%H%M%S"))
+    )
     os.makedirs(workdir, exist_ok=True)
-    sides = [args.only] if args.only else ["ding_ray", "plain"]
+    sides = args.sides
     rows = []
     for i, seed in enumerate(args.seeds):
         for side in sides if i % 2 == 0 else sides[::-1]:
-            if side == "ding_ray":
-                row = run_ding_ray(seed, args.max_env_step, marks, workdir, args.set)
-            else:
+            if side == "plain":
                 row = run_plain(seed, args.max_env_step, marks, workdir)
+            else:
+                row = run_ding_ray(side, seed, args.max_env_step, marks, workdir, args.set)
             row = dict(bench="minatar", side=side, seed=seed, **row)
             rows.append(row)
             print(json.dumps(row), flush=True)
@@ -165,7 +180,7 @@ def main() -> None:
             got = [r["marks"][m] for r in rows if r["side"] == side and r["marks"][m] is not None]
             means[f"{side}@{m}"] = round(statistics.mean(got), 3) if got else None
     summary = dict(bench="minatar_summary", seeds=args.seeds, max_env_step=args.max_env_step, mean=means)
-    if len(sides) == 2:
+    if {"ding_ray", "plain"} <= set(sides):
         a, b = (means[f"ding_ray@{m}"] for m in marks), (means[f"plain@{m}"] for m in marks)
         summary["ding_ray_higher"] = {
             m: None if x is None or y is None else x > y for m, x, y in zip(marks, a, b)

@@ -23,6 +23,8 @@ _NAMES = (
     "cartpole_ppo",
     "hopper_sac",
     "minatar_breakout_dqn",
+    "minatar_breakout_impala",
+    "minatar_breakout_ppo",
     "pendulum_ppo",
     "pendulum_sac",
 )
