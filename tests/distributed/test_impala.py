@@ -87,6 +87,9 @@ def test_drop_never_holds_the_collectors_and_drops_what_a_stalled_buffer_cannot_
 
     def freeze_the_buffer_for_a_while(ctx):
         if not frozen and ctx.train_iter >= 40:
+            # every collector up first: on a loaded machine one may still be starting, and the probes
+            # below would hold the driver (and its collect calls) until it is
+            ray.get([c.__ray_call__.remote(lambda worker: None) for c in rc.actors.collectors], timeout=60)
             pid = ray.get(rc.actors.buffer.__ray_call__.remote(lambda worker: os.getpid()), timeout=60)
             frozen.update(pid=pid, at=time.monotonic(), dropped=rc.collector.dropped_batches)
             os.kill(pid, signal.SIGSTOP)
