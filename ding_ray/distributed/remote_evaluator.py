@@ -59,6 +59,7 @@ class RemoteEvaluator:
         self._evaluating: tuple = ()  # (weights, train_iter, envstep) of the evaluation in flight
         self._backlog: deque[tuple] = deque()
         self._max_backlog = int(max_backlog)
+        self._due: tuple | None = None  # (train_iter, envstep) of one due before the first weights
         self._restarting = False
         self._failures = 0
 
@@ -70,12 +71,17 @@ class RemoteEvaluator:
             return False
         self.weights = weights
         self.actors.start_evaluator()
+        if self._due is not None:
+            due, self._due = self._due, None
+            self.submit(*due)
         return True
 
     def submit(self, train_iter: int, envstep: int, **_: Any) -> None:
-        """Evaluate the latest trained weights (none before the learner trained): now, or after
-        the evaluation in flight (queued, with ``max_backlog``)."""
-        if self.weights is None or self.weights.version <= 0:
+        """Evaluate the latest weights: now, or after the evaluation in flight (queued, with
+        ``max_backlog``). The untrained ones too, as DI-engine evaluates at iteration 0: an
+        evaluation due before the learner's first publication waits for it."""
+        if self.weights is None:
+            self._due = (train_iter, envstep)
             return
         job = (self.weights, train_iter, envstep)
         if self._ref is None:

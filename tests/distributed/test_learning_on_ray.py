@@ -11,6 +11,7 @@ import pytest
 
 from ding_ray.configs import load_config
 from ding_ray.entry import ray_pipeline, serial_pipeline_onpolicy
+from ding_ray.entry.plot import read_curve
 
 pytestmark = pytest.mark.ray
 
@@ -30,7 +31,8 @@ def result(exp_name: str) -> dict:
 
 def test_ppo_on_the_sync_pipeline_learns_as_the_serial_one(ray_session, tmp_path):
     """One collector actor with the serial collector's envs: the same rounds, the same updates,
-    the same evaluations (every due version is evaluated, however late): 475 at the same step."""
+    the same evaluations (every due version is evaluated, however late, the untrained one too):
+    475 at the same step."""
     serial, ray_run = str(tmp_path / "serial"), str(tmp_path / "ray")
     serial_pipeline_onpolicy(run_config("cartpole_ppo", serial), seed=2, max_env_step=20_000)
     ray_pipeline(run_config("cartpole_ppo", ray_run), seed=2, max_env_step=20_000)
@@ -38,6 +40,11 @@ def test_ppo_on_the_sync_pipeline_learns_as_the_serial_one(ray_session, tmp_path
     assert expected["stop"] and got["stop"] and got["pipeline"] == "ray-sync"
     assert expected["env_steps"] < 5000  # seed 2 solves CartPole early: a peak a late evaluator misses
     assert got["stop_env_step"] == expected["env_steps"]
+    # evaluated at the same env steps, from the untrained weights on (DI-engine evaluates at
+    # iteration 0), to the same returns
+    serial_curve, ray_curve = read_curve(serial), read_curve(ray_run)
+    assert serial_curve.x[0] == 0 and list(ray_curve.x) == list(serial_curve.x)
+    assert list(ray_curve.y) == pytest.approx(list(serial_curve.y))
 
 
 def test_sac_on_the_async_pipeline_solves_pendulum(ray_session, tmp_path):
