@@ -1,7 +1,8 @@
-"""IMPALA on MinAtar Breakout (Ray: collectors stream unrolls into the buffer actor, the learner
-never waits for them): the MinAtar comparison's asynchronous side, beside Ape-X DQN
-(``minatar_breakout_dqn``) and sync PPO (``minatar_breakout_ppo``) with the same encoder, the same 2
-collector actors and the same 1M env steps.
+"""IMPALA on MinAtar Breakout (Ray: the collectors stream unrolls, the learner never waits for them).
+
+The MinAtar comparison's asynchronous side, beside Ape-X DQN (``minatar_breakout_dqn``) and sync PPO
+(``minatar_breakout_ppo``) with the same encoder, the same 2 collector actors and the same 1M env
+steps.
 
 Unrolls of 20 steps (the IMPALA paper's), 8 envs per collector, batches of 32 unrolls, Adam at
 5e-4, entropy weight 0.01, the paper's V-trace (lambda 1, rho and c clipped at 1) and its gradient

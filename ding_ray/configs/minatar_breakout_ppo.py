@@ -1,6 +1,8 @@
-"""PPO on MinAtar Breakout (the synchronous Ray pipeline; serial too): the MinAtar comparison's
-on-policy side, beside Ape-X DQN (``minatar_breakout_dqn``) and IMPALA (``minatar_breakout_impala``)
-with the same encoder, the same 2 collector actors and the same 1M env steps.
+"""PPO on MinAtar Breakout (the synchronous Ray pipeline; serial too).
+
+The MinAtar comparison's on-policy side, beside Ape-X DQN (``minatar_breakout_dqn``) and IMPALA
+(``minatar_breakout_impala``) with the same encoder, the same 2 collector actors and the same 1M env
+steps.
 
 Values of the common PPO recipe for small Atari-like games (CleanRL's and gymnax's MinAtar
 baselines): 16 envs x 64 steps a round, 4 epochs of minibatches of 256, lr 5e-4, clip 0.2,
