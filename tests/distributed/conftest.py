@@ -20,6 +20,22 @@ def ctrl_c_as_in_a_terminal() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
+def stop_ray_head(head: subprocess.Popen) -> None:
+    """Stop the cluster of a ``ray start --head --block`` process started in a session of its own
+    (with ``preexec_fn=ctrl_c_as_in_a_terminal``): Ctrl-C, which it answers by stopping its cluster
+    in a second or two (SIGTERM it ignores); then SIGKILL whatever of its group is left."""
+    try:
+        head.send_signal(signal.SIGINT)
+        head.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        pass
+    try:
+        os.killpg(head.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    head.wait()
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

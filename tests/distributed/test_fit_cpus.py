@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import tempfile
@@ -17,7 +16,7 @@ import pytest
 from ding_ray.distributed import ClusterError, RayComponents, RayConfig, start_run
 from ding_ray.distributed.config import fit_cpu_shares
 from tests.distributed.configs import small_config
-from tests.distributed.conftest import REPO, free_port
+from tests.distributed.conftest import REPO, ctrl_c_as_in_a_terminal, free_port, stop_ray_head
 
 
 def ray_cfg(**over) -> dict:
@@ -154,6 +153,7 @@ def test_a_cluster_too_small_still_fails_with_the_numbers(tmp_path):
         [ray_bin, "start", "--head", "--block", f"--port={port}", "--num-cpus=2",
          "--include-dashboard=false"],
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+        preexec_fn=ctrl_c_as_in_a_terminal,
     )  # fmt: skip
     address = f"127.0.0.1:{port}"
     code = (
@@ -178,12 +178,7 @@ def test_a_cluster_too_small_still_fails_with_the_numbers(tmp_path):
             [sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
         )
     finally:
-        os.killpg(head.pid, signal.SIGTERM)
-        try:
-            head.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(head.pid, signal.SIGKILL)
-            head.wait()
+        stop_ray_head(head)
     assert proc.returncode == 0, proc.stderr[-3000:]
     lines = dict(line.split(" | ", 1) for line in proc.stdout.splitlines() if " | " in line)
     for how in ("config", "env"):

@@ -16,7 +16,6 @@ import os
 import re
 import shlex
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -26,7 +25,7 @@ import urllib.request
 
 import pytest
 
-from tests.distributed.conftest import REPO, free_port
+from tests.distributed.conftest import REPO, ctrl_c_as_in_a_terminal, free_port, stop_ray_head
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
@@ -116,12 +115,13 @@ def head():
             f"--dashboard-agent-grpc-port={free_port()}", f"--runtime-env-agent-port={free_port()}",
         ],
         env=env, cwd=workdir, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+        preexec_fn=ctrl_c_as_in_a_terminal,
     )  # fmt: skip
     try:
         wait_for_job_server(ray_bin, dashboard, head, env)
         yield ray_bin, env, dashboard, client, workdir, recipe[start + 1 :]
     finally:
-        stop_group(head)
+        stop_ray_head(head)
         for folder in (home, env["RAY_TMPDIR"], workdir):
             shutil.rmtree(folder, ignore_errors=True)
 
@@ -188,16 +188,3 @@ def test_ray_client_address_joins_the_cluster_and_runs(head, tmp_path):
     assert result["pipeline"] == "ray-async" and result["env_steps"] >= 3000 and result["train_iter"] > 0
 
 
-def stop_group(head: subprocess.Popen) -> None:
-    """SIGTERM the head's process group, then SIGKILL what is left (GCS may linger)."""
-    os.killpg(head.pid, signal.SIGTERM)
-    try:
-        head.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        pass
-    time.sleep(2)
-    try:
-        os.killpg(head.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    head.wait()
