@@ -14,16 +14,26 @@ import ray
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def ctrl_c_as_in_a_terminal() -> None:
-    """``preexec_fn`` of a child that a test Ctrl-Cs: SIGINT as a terminal delivers it (a shell's
-    background job, such as a CI step started with ``&``, ignores SIGINT, and so would the child)."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
+# A child that a test Ctrl-Cs must take SIGINT as a terminal delivers it: a shell's background job
+# (a CI step started with `&`) ignores SIGINT, and its children inherit that. The shim sets SIGINT
+# back to its default and execs the command in place (same pid). A preexec_fn would do the same in
+# the forked child before exec, where a lock held by another thread of this process (Ray's threads
+# of the session fixture) can hang it.
+_CTRL_C_SHIM = (
+    "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+    "os.execvp(sys.argv[1], sys.argv[1:])"
+)
+
+
+def with_ctrl_c(cmd: list[str]) -> list[str]:
+    """``cmd`` started so that it takes Ctrl-C as in a terminal (see ``_CTRL_C_SHIM``)."""
+    return [sys.executable, "-c", _CTRL_C_SHIM, *cmd]
 
 
 def stop_ray_head(head: subprocess.Popen) -> None:
     """Stop the cluster of a ``ray start --head --block`` process started in a session of its own
-    (with ``preexec_fn=ctrl_c_as_in_a_terminal``): Ctrl-C, which it answers by stopping its cluster
-    in a second or two (SIGTERM it ignores); then SIGKILL whatever of its group is left."""
+    (through ``with_ctrl_c``): Ctrl-C, which it answers by stopping its cluster in a second or two
+    (SIGTERM it ignores); then SIGKILL whatever of its group is left."""
     try:
         head.send_signal(signal.SIGINT)
         head.wait(timeout=30)

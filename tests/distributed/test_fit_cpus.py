@@ -16,7 +16,7 @@ import pytest
 from ding_ray.distributed import ClusterError, RayComponents, RayConfig, start_run
 from ding_ray.distributed.config import fit_cpu_shares
 from tests.distributed.configs import small_config
-from tests.distributed.conftest import REPO, ctrl_c_as_in_a_terminal, free_port, stop_ray_head
+from tests.distributed.conftest import REPO, free_port, stop_ray_head, with_ctrl_c
 
 
 def ray_cfg(**over) -> dict:
@@ -150,10 +150,9 @@ def test_a_cluster_too_small_still_fails_with_the_numbers(tmp_path):
     env.update(RAY_TMPDIR=ray_tmp, RAY_AUTH_MODE="disabled", PYTHONPATH=REPO)
     port = free_port()
     head = subprocess.Popen(
-        [ray_bin, "start", "--head", "--block", f"--port={port}", "--num-cpus=2",
-         "--include-dashboard=false"],
+        with_ctrl_c([ray_bin, "start", "--head", "--block", f"--port={port}", "--num-cpus=2",
+                     "--include-dashboard=false"]),
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-        preexec_fn=ctrl_c_as_in_a_terminal,
     )  # fmt: skip
     address = f"127.0.0.1:{port}"
     code = (

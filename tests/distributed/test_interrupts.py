@@ -21,7 +21,7 @@ import pytest
 from ding_ray.distributed.monitor import RunMonitor
 from ding_ray.utils.checkpoint import CheckpointStore
 from ding_ray.worker import metrics
-from tests.distributed.conftest import REPO, ctrl_c_as_in_a_terminal
+from tests.distributed.conftest import REPO, with_ctrl_c
 
 pytestmark = pytest.mark.ray
 
@@ -42,7 +42,7 @@ def _interrupt_example(tmp_path, piped: bool) -> tuple[int, str, str]:
     env = {**os.environ, "PYTHONPATH": REPO, "RAY_TMPDIR": tempfile.mkdtemp(prefix="drint", dir="/tmp")}
     out_path = str(tmp_path / "out.txt")
     out = open(out_path, "w")
-    cmd = [sys.executable, EXAMPLE, *ARGS]
+    cmd = with_ctrl_c([sys.executable, EXAMPLE, *ARGS])
     if piped:
         proc = subprocess.Popen(
             cmd,
@@ -51,7 +51,6 @@ def _interrupt_example(tmp_path, piped: bool) -> tuple[int, str, str]:
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             process_group=0,
-            preexec_fn=ctrl_c_as_in_a_terminal,
         )
         tee = subprocess.Popen(
             ["tee", out_path + ".tee"], stdin=proc.stdout, stdout=out, process_group=proc.pid
@@ -65,7 +64,6 @@ def _interrupt_example(tmp_path, piped: bool) -> tuple[int, str, str]:
             stdout=out,
             stderr=out,
             process_group=0,
-            preexec_fn=ctrl_c_as_in_a_terminal,
         )
         tee = None
     exp = str(tmp_path / "apex_dqn_seed0")

@@ -25,7 +25,7 @@ import urllib.request
 
 import pytest
 
-from tests.distributed.conftest import REPO, ctrl_c_as_in_a_terminal, free_port, stop_ray_head
+from tests.distributed.conftest import REPO, free_port, stop_ray_head, with_ctrl_c
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
@@ -108,14 +108,13 @@ def head():
     assert re.fullmatch("[0-9a-f]{64}", token), "no token was made in the fresh HOME"
     dashboard, client = free_port(), free_port()
     head = subprocess.Popen(
-        shlex.split(recipe[start]) + [
+        with_ctrl_c(shlex.split(recipe[start]) + [
             "--block", f"--port={free_port()}", "--num-cpus=2", "--include-dashboard=true",
             f"--dashboard-port={dashboard}", f"--metrics-export-port={free_port()}",
             f"--ray-client-server-port={client}", f"--dashboard-agent-listen-port={free_port()}",
             f"--dashboard-agent-grpc-port={free_port()}", f"--runtime-env-agent-port={free_port()}",
-        ],
+        ]),
         env=env, cwd=workdir, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-        preexec_fn=ctrl_c_as_in_a_terminal,
     )  # fmt: skip
     try:
         wait_for_job_server(ray_bin, dashboard, head, env)
@@ -186,5 +185,3 @@ def test_ray_client_address_joins_the_cluster_and_runs(head, tmp_path):
     assert "joining the Ray cluster at ray://" in run.stderr
     result = json.loads((tmp_path / "client_run" / "result.json").read_text())
     assert result["pipeline"] == "ray-async" and result["env_steps"] >= 3000 and result["train_iter"] > 0
-
-

@@ -23,7 +23,7 @@ from ding_ray.entry.cli_commands import settle_run_args
 from ding_ray.errors import ConfigError
 from ding_ray.utils.checkpoint import CheckpointSchedule, CheckpointStore
 from ding_ray.utils.result import write_result
-from tests.distributed.conftest import ctrl_c_as_in_a_terminal
+from tests.distributed.conftest import with_ctrl_c
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 EXAMPLE = os.path.join(REPO, "examples", "cartpole_ppo.py")
@@ -149,14 +149,13 @@ def test_ctrl_c_ends_an_example_with_one_line_and_exit_status_130(tmp_path):
     env = {**os.environ, "PYTHONPATH": REPO}
     args = ["--max-env-step", "1000000", "--set", "env.stop_value=100000", "checkpoint.every_s=0.5"]
     proc = subprocess.Popen(
-        [sys.executable, EXAMPLE, *args],
+        with_ctrl_c([sys.executable, EXAMPLE, *args]),
         cwd=tmp_path,
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,
-        preexec_fn=ctrl_c_as_in_a_terminal,
     )
     store = CheckpointStore(str(tmp_path / "cartpole_ppo_seed0"))
     deadline = time.monotonic() + 180
