@@ -131,11 +131,14 @@ def test_the_readme_recipe_submits_the_example_and_follows_it_up(head):
     env = {**env, "RAY_ADDRESS": f"http://127.0.0.1:{dashboard}"}
     submit_line = next(line for line in after_start if line.startswith("ray job submit"))
     # The dashboard answers before its job agent has registered; on a loaded machine the
-    # first submissions are refused with "No available agent", so retry for a while.
+    # first submissions are refused with "No available agent", or the client's version check
+    # (before anything is submitted) cannot connect. Both submit nothing, so retry for a while.
+    not_yet = ("No available agent", "Failed to connect to Ray at address")
     deadline = time.monotonic() + 90
     while True:
         submit = run_line(submit_line + " " + shlex.join(SMALL_BUDGET), env, workdir, timeout=300)
-        if "No available agent" not in submit.stderr + submit.stdout or time.monotonic() > deadline:
+        said = submit.stderr + submit.stdout
+        if not any(reason in said for reason in not_yet) or time.monotonic() > deadline:
             break
         time.sleep(3)
     assert submit.returncode == 0, submit.stdout[-2000:] + submit.stderr[-2000:]
