@@ -37,6 +37,7 @@ from ding_ray.distributed.remote import RemoteBuffer, RemoteLearner
 from ding_ray.distributed.remote_collectors import RemoteCollectors
 from ding_ray.distributed.remote_evaluator import RemoteEvaluator
 from ding_ray.framework import OnlineRLContext
+from ding_ray.framework.middleware.evaluate import take_evaluation
 from ding_ray.framework.run import RunBase
 from ding_ray.utils.checkpoint import Checkpoint
 from ding_ray.utils.resume import checkpoint_store, claim_run_dir
@@ -262,6 +263,8 @@ class RayComponents(RunBase):
                 self._monitor.evaluated(self._task.ctx.eval_output["episode_info"])
             self.ctx = self._task.ctx
         try:
+            if exc_type is None:
+                self._finish_in_flight()
             if self._monitor is not None:
                 # the progress bar's stderr may be a closed pipe (Ctrl-C ended `| tee` too), the
                 # disk full: the checkpoint and result.json below must come all the same
@@ -276,6 +279,27 @@ class RayComponents(RunBase):
             self.collector.close()
         finally:
             super().__exit__(exc_type, exc, tb)
+
+    def _finish_in_flight(self) -> None:
+        """After a clean end, the learner's train calls in flight and the evaluations in flight or
+        queued are waited for (each up to ``ray.call_timeout_s``) and counted, as DI-engine's loop,
+        where both are synchronous, counts them, and a restart of the learner or the buffer not
+        noticed yet is recorded: result.json and the last checkpoint agree on ``train_iter``, and a
+        run shorter than one evaluation still reports its iteration-0 evaluation."""
+        timeout_s = float(self.cfg.ray.call_timeout_s)
+        try:
+            before = self.learner.train_iter
+            self.recovery.check(timeout_s)  # a restart not seen yet takes back the iterations it lost
+            self.learner.finish(timeout_s)
+            self.ctx.train_iter += self.learner.train_iter - before
+            evaluations = self.evaluator.finish(timeout_s)
+        except (Recovered, ray.exceptions.RayError, ActorDiedError) as err:  # the run itself is over
+            logger.warning("the calls in flight at the end of the run were not taken: %s", err)
+            return
+        for evaluation in evaluations:
+            take_evaluation(self.ctx, evaluation)
+            if self._monitor is not None:
+                self._monitor.evaluated(self.ctx.eval_output["episode_info"])
 
     def save_last(self, error: BaseException | None) -> None:
         """The last run checkpoint (resume= goes on from it); after a clean end also the weights

@@ -207,6 +207,22 @@ class Recovery:
                 self._ids[name] = now
                 self._restarted(name, now)
 
+    def check(self, timeout_s: float) -> None:
+        """``poll`` now, waiting up to ``timeout_s`` for the answers: the end of a run, whose last
+        checkpoint and result.json must count what the actors hold, not what they held before a
+        restart the 2-s polls have not seen yet."""
+        if self._failed is not None:
+            return
+        if self._probe is not None:  # sent earlier: the dead incarnation may have answered it
+            self.discard(list(self._probe.values()))
+        # retried: an actor restarting now answers once it is back
+        self._probe = {
+            n: getattr(self.actors, n).instance.options(max_task_retries=-1).remote() for n in self._names
+        }
+        refs = list(self._probe.values())
+        ray.wait(refs, num_returns=len(refs), timeout=timeout_s)
+        self.poll()  # takes the answers
+
     def _known_id(self, name: str) -> dict | None:
         """What the actor's instance answered last; None if it died before it ever answered (an
         actor still starting is waited for: it has not restarted)."""

@@ -264,6 +264,16 @@ class RemoteLearner:
         self.train_s += info["call_seconds"]
         return self._took(info)
 
+    def finish(self, timeout_s: float) -> None:
+        """The end of a run: wait up to ``timeout_s`` for the train calls in flight and take them.
+        The learner runs them before the run's last checkpoint either way, so the run's counters
+        (``train_iter``, the checkpoint's folder, result.json) count them too, as DI-engine's
+        learner, whose calls all finish, does."""
+        refs = [call.info for call in self._calls]
+        if refs:
+            ray.wait(refs, num_returns=len(refs), timeout=timeout_s)
+        self.poll()
+
     def _harvest(self) -> dict | None:
         """The merged info of the oldest calls that finished (actor calls finish in order)."""
         out, priorities, finished = None, [], 0

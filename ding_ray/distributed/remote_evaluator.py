@@ -146,6 +146,21 @@ class RemoteEvaluator:
         info["eval_episode_return_min"] = out[metrics.EVAL_RETURN_MIN]
         return bool(out["stop"]), info
 
+    def finish(self, timeout_s: float) -> list[tuple[bool, dict]]:
+        """The end of a run: the evaluation in flight and those queued behind it, waited for up to
+        ``timeout_s`` in all, as DI-engine's loop, whose evaluations are synchronous, leaves none
+        undone (a short run's iteration-0 evaluation included); their ``(stop, info)`` in order.
+        None after the stop value was reached: DI-engine's loop ends at that evaluation."""
+        deadline = time.monotonic() + timeout_s
+        results = []
+        while self._ref is not None and not self._restarting and self.stop_weights is None:
+            ray.wait([self._ref], timeout=max(0.0, deadline - time.monotonic()))
+            result = self.poll()  # launches the next one queued, unless this one reached the stop value
+            if result is None:  # not back in time, or the evaluator died
+                break
+            results.append(result)
+        return results
+
     def _note_restarts(self, died: bool = False, lost: int = 0) -> None:
         """Record the evaluator's restarts since the last call: the one whose call failed (``died``,
         ``lost`` evaluations not done), and any Ray did between two evaluations, unseen otherwise."""

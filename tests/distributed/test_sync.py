@@ -22,6 +22,7 @@ class KillingWatcher:
     def __init__(self, rc: RayComponents) -> None:
         self.rc = rc
         self.rounds, self.rejoined_at = 0, None
+        self.trained = 0  # rounds the learner trained on: one whose batch died with its collector is lost
         self.stale: list = []  # (collector, batch version, round version) that differ
         self.per_round: list[set] = []
         self._round: list[dict] = []
@@ -45,6 +46,7 @@ class KillingWatcher:
         ]
         self._round = []
         self.rounds += 1
+        self.trained += ctx.train_output is not None
         assert time.monotonic() < self._deadline, "collector-0 did not rejoin"
         pool = self.rc.collector.pool
         if self.rounds == 2:
@@ -68,6 +70,8 @@ def test_rounds_are_on_policy_and_survive_a_dead_collector(ray_session, tmp_path
     pool = rc.collector.pool
     assert pool.slots[0].restarts == 1 and pool.lost_batches <= 1
     assert all("collector-1" in names for names in watcher.per_round)  # the other one never stopped
-    # one learner call per round, as serial_pipeline_onpolicy makes per collect: DQN's is one step
-    assert task.ctx.train_iter == watcher.rounds
+    # one learner call per round, as serial_pipeline_onpolicy makes per collect: DQN's is one step.
+    # ray.kill lands late under load: collector-0's old process may still deliver a batch, which
+    # dies with it (the collector owns it) before the learner reads it; that round is lost, only that one
+    assert task.ctx.train_iter == watcher.trained >= watcher.rounds - 1
     assert rc.result["pipeline"] == "ray-sync" and rc.result["lost_batches"] == pool.lost_batches

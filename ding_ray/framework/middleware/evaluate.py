@@ -23,9 +23,28 @@ from ding_ray.framework.middleware.collect import policy_mode
 from ding_ray.framework.task_runner import current_task
 
 
-def _evaluate_stage(evaluator: Evaluator, eval_freq: int, render: bool, policy_kwargs: dict[str, Any]):
-    kwargs_str = "/".join(f"{k}({v})" for k, v in policy_kwargs.items())
+def take_evaluation(
+    ctx: Context, result: tuple[bool, dict], policy_kwargs: dict[str, Any] | None = None
+) -> bool:
+    """Write an evaluator's ``(stop, info)`` into ``ctx`` (eval_value, last_eval_value, eval_output;
+    with ``policy_kwargs``, the returns into info_for_logging under a prefix naming them); whether
+    it reached the stop value."""
+    stop, info = result
+    episode_return = float(info["eval_episode_return_mean"])
+    ctx.eval_value = episode_return
+    ctx.last_eval_value = episode_return
+    ctx.eval_output = {"episode_return": episode_return, "episode_info": info, "stop": bool(stop)}
+    if "replay_path" in info:
+        ctx.eval_output["replay_path"] = info["replay_path"]
+    if policy_kwargs:
+        kwargs_str = "/".join(f"{k}({v})" for k, v in policy_kwargs.items())
+        for stat in ("", "_min", "_max", "_std"):
+            key = "eval_episode_return" + (stat or "_mean")
+            ctx.info_for_logging[f"{kwargs_str}/eval_episode_return{stat}"] = info[key]
+    return bool(stop)
 
+
+def _evaluate_stage(evaluator: Evaluator, eval_freq: int, render: bool, policy_kwargs: dict[str, Any]):
     def _evaluate(ctx: Context) -> None:
         # an evaluator actor answers in a later iteration: first take what it finished
         result = evaluator.poll()
@@ -40,20 +59,7 @@ def _evaluate_stage(evaluator: Evaluator, eval_freq: int, render: bool, policy_k
             ctx.last_eval_iter = ctx.train_iter
             if result is None:  # a local evaluator answers now, an actor later
                 result = evaluator.poll()
-        if result is None:
-            return
-        stop, info = result
-        episode_return = float(info["eval_episode_return_mean"])
-        ctx.eval_value = episode_return
-        ctx.last_eval_value = episode_return
-        ctx.eval_output = {"episode_return": episode_return, "episode_info": info, "stop": bool(stop)}
-        if "replay_path" in info:
-            ctx.eval_output["replay_path"] = info["replay_path"]
-        if policy_kwargs:
-            for stat in ("", "_min", "_max", "_std"):
-                key = "eval_episode_return" + (stat or "_mean")
-                ctx.info_for_logging[f"{kwargs_str}/eval_episode_return{stat}"] = info[key]
-        if stop:
+        if result is not None and take_evaluation(ctx, result, policy_kwargs):
             current_task().finish = True
 
     return _evaluate

@@ -1,0 +1,91 @@
+"""What a Ray run still has in flight when its budget ends is waited for and counted, as DI-engine's
+loop, whose training and evaluations are synchronous, leaves nothing unfinished:
+
+- the learner's last train calls (it runs them before the run's last checkpoint either way):
+  result.json, the last checkpoint's folder and its meta.json agree on ``train_iter``;
+- the evaluation in flight: a run that ends before its iteration-0 evaluation comes back still
+  reports it (before, ``best_eval_return`` was None and TensorBoard had no evaluation);
+- a restart of the learner that no call has revealed yet (it died after its last call): it is
+  recorded, and the counters are the restarted learner's (before, result.json kept the iterations
+  the restart lost, and the final checkpoint held fewer than its folder's name said).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import time
+
+import pytest
+import ray
+
+from ding_ray.distributed import RayComponents, make_plan
+from ding_ray.distributed.recovery import ray_restarts
+from ding_ray.entry import compile_ray_config, ray_pipeline
+from ding_ray.entry.plot import read_curve
+from ding_ray.framework import pipelines
+from tests.distributed.configs import small_config
+
+pytestmark = pytest.mark.ray
+
+
+def test_a_run_shorter_than_its_first_evaluation_reports_it_and_counts_each_train_call(ray_session, tmp_path):
+    exp_name = str(tmp_path / "short")
+    main, create = small_config(exp_name)
+    # 40 episodes of the untrained policy take longer than the whole run's training (600 env steps)
+    main["env"].update(evaluator_env_num=2, n_evaluator_episode=40)
+    ray_pipeline((main, create), seed=0, max_env_step=600)
+    with open(os.path.join(exp_name, "result.json")) as f:
+        result = json.load(f)
+    assert result["stop"] is False and result["env_steps"] >= 600
+    assert result["best_eval_return"] is not None and result["last_eval_return"] is not None
+    curve = read_curve(exp_name)  # the evaluation reached TensorBoard, at the env step of its weights
+    assert curve.x[0] == 0 and curve.y[-1] == pytest.approx(result["last_eval_return"])
+
+    folder = result["last_checkpoint"]
+    with open(os.path.join(folder, "meta.json")) as f:
+        meta = json.load(f)
+    assert result["train_iter"] > 0
+    assert meta["train_iter"] == result["train_iter"]  # what the learner trained, counted by both
+    assert os.path.basename(folder) == f"iter_{result['train_iter']:08d}"
+    assert meta["evaluator"]["best_return"] == result["best_eval_return"]
+
+
+def _meta(folder: str) -> dict:
+    with open(os.path.join(folder, "meta.json")) as f:
+        return json.load(f)
+
+
+def test_a_learner_restart_no_call_revealed_before_the_end_is_recorded(ray_session, tmp_path):
+    from ding_ray.configs.cartpole_ppo import create_config, main_config
+
+    main = copy.deepcopy(main_config)
+    main["exp_name"], main["checkpoint"] = str(tmp_path / "ppo"), dict(freq=10)
+    main.setdefault("ray", {})["progress_bar"] = False
+    main["env"]["stop_value"] = 1e9  # the run ends at its iteration budget
+    cfg = compile_ray_config((main, create_config), seed=0, save_cfg=False)
+    killed = []
+
+    def kill_after_the_last_round(ctx):
+        if killed or ctx.train_iter < 40:
+            return
+        learner, before = rc.actors.learner, ray_restarts(rc.actors.learner)
+        ray.kill(learner, no_restart=False)
+        killed.append(ctx.train_iter)
+        deadline = time.monotonic() + 60
+        while ray_restarts(learner) == before and time.monotonic() < deadline:  # the kill has landed
+            time.sleep(0.05)
+
+    with RayComponents(cfg, make_plan(cfg)) as rc, rc.task() as task:
+        pipelines.on_policy(task, cfg, rc, max_train_iter=40)
+        task.use(kill_after_the_last_round)
+        task.run()
+    result = rc.result
+    assert killed == [40] and result.get("error") is None
+    (event,) = result["recoveries"]
+    assert event["actor"] == "learner"
+    restored = _meta(event["restored_from"])["train_iter"]
+    assert event["lost_train_iters"] == 40 - restored
+    # what the restarted learner holds, counted by result.json and written by the last checkpoint
+    assert result["train_iter"] == restored == _meta(result["last_checkpoint"])["train_iter"]
