@@ -150,7 +150,7 @@ class RemoteEvaluator:
         """The end of a run: the evaluation in flight and those queued behind it, waited for up to
         ``timeout_s`` in all, as DI-engine's loop, whose evaluations are synchronous, leaves none
         undone (a short run's iteration-0 evaluation included); their ``(stop, info)`` in order.
-        None after the stop value was reached: DI-engine's loop ends at that evaluation."""
+        Nothing once the stop value was reached: DI-engine's loop ends at that evaluation."""
         deadline = time.monotonic() + timeout_s
         results = []
         while self._ref is not None and not self._restarting and self.stop_weights is None:
