@@ -4,7 +4,10 @@ collectors (``ray.backpressure='block'``: the collectors wait instead, once they
 
 ``ding-ray train cartpole_impala --mode ray``, seeds 0-2, on the 2 cores (quiet, 2026-11-26, the
 collectors pushing into the queue themselves), two rounds: 475 reached 27.1 / 13.6 / 10.1 s and
-43.8 / 11.7 / 15.5 s after launch (medians 13.6 and 15.5 s), all six solved; learner busy 0.85-0.90
+43.8 / 11.7 / 15.5 s after launch (medians 13.6 and 15.5 s), all six solved; three later quiet
+rounds took 31.3 / 26.3 / 30.5, 18.6 / 15.3 / 20.2 and 27.0 / 18.4 / 19.6 s (19k-97k env steps; the
+first batch comes 8.5-11 s after launch). DI-engine's discount of 0.9 was no better (19.5 / 19.1 /
+14.0 s, then two rounds with seed 0 unsolved at 200k); learner busy 0.85-0.90
 over the whole run, policy lag median 40-44 learner iterations, p95 72-76. With a learning rate of
 1e-3 one round of three solved (30.3 / 11.7 / 13.3 s), the next lost seed 0 to a policy that
 collapsed onto one action (eval return 9.4 to the 300k budget), and so did a round with the
