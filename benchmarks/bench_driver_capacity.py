@@ -8,7 +8,8 @@ driver launches (``ActorMethod._remote``, patched in the driver only) over a fix
 all collectors have delivered. The figures are calls per second of that window, the driver's CPU
 use over it (1.0: one core busy all the time, saturated) and calls per CPU-second of the driver
 (what it would sustain saturated); where calls/s stops growing with N, the driver is saturated.
-Each (pipeline, N) runs in a fresh process.
+Each (pipeline, N) runs in a fresh process. Where the collectors' shares alone exceed the cores
+(N = 64 here), Ray is told of as many logical CPUs as the shares add up to.
 
 Run:  python benchmarks/bench_driver_capacity.py [--collectors 8 32 64] [--seconds 20]
         [--pipelines async sync impala]
@@ -27,6 +28,7 @@ import tempfile
 import time
 
 PIPELINES = ("async", "sync", "impala")
+COLLECTOR_CPUS = 0.05  # each collector's CPU share: they do almost no work
 # IMPALA on CartPole-v1: unrolls of 16 steps, a queue of 128 of them, each used at most 8 times
 IMPALA_CONFIG = (
     dict(
@@ -47,7 +49,7 @@ def configs(pipeline: str, n: int, exp_name: str) -> tuple[dict, dict]:
     """The run's config: a pipeline shape, N collectors of 0.05 CPU, one env step per collect call."""
     ray_cfg = dict(
         num_collectors=n,
-        collector_num_cpus=0.05,
+        collector_num_cpus=COLLECTOR_CPUS,
         progress_bar=False,
         actor_start_timeout_s=600.0,
         call_timeout_s=600.0,
@@ -72,6 +74,12 @@ def configs(pipeline: str, n: int, exp_name: str) -> tuple[dict, dict]:
         main["policy"]["learn"].update(batch_size=n, epoch_per_collect=1)
     main["policy"].pop("random_collect_size", None)
     ray_cfg.setdefault("min_replay_size", 64)  # training starts within the window
+    cores = os.cpu_count() or 1
+    if n * COLLECTOR_CPUS > cores:
+        # The collectors' shares alone exceed this machine's cores (N = 64 on 2 cores: 3.2 CPUs):
+        # Ray is told of as many CPUs as the actors' shares add up to, as on a cluster that has
+        # them; the collectors do almost no work, what is measured is the driver.
+        ray_cfg["num_cpus"] = int(n * COLLECTOR_CPUS + 1.0) + 1
     main.setdefault("ray", {}).update(ray_cfg)
     return main, json.loads(json.dumps(create_config))
 
