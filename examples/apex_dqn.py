@@ -57,7 +57,6 @@ def main(seed: int, max_env_step: int | None, dashboard: bool = False, resume: s
     with distributed.RayComponents(cfg, plan, max_env_step, resume=resume) as rc, rc.task() as task:
         task.use(random_collector(cfg, rc.collector, rc.buffer))  # first the random warm-up (once)
         task.use(interaction_evaluator(cfg, rc.evaluator))  # every eval_freq iters, on the latest weights
-        task.use(termination_checker(max_env_step=max_env_step, at_budget=True))
         task.use(eps_greedy_handler(cfg))  # epsilon by env steps, for the next collect calls
         task.use(collector(cfg, rc.collector))  # relaunch idle collectors (each pushes into the buffer)
         task.use(data_pusher(cfg, rc.buffer))  # the driver's own warm-up batches, as refs
@@ -68,6 +67,7 @@ def main(seed: int, max_env_step: int | None, dashboard: bool = False, resume: s
         task.use(rc.monitor())  # progress bar, TensorBoard, dashboard metrics
         task.use(rc.checkpoint())  # run checkpoints: resume= goes on from them, dead actors come back
         task.use(rc.wait())  # block until some actor call finishes
+        task.use(termination_checker(max_env_step=max_env_step, at_budget=True))  # after training
         task.run()
     if started_ray:
         ray.shutdown()

@@ -44,7 +44,6 @@ def main(seed: int = 0, max_env_step: int = 30_000, **env_over) -> dict:
     with run, run.task() as task:
         task.use(random_collector(cfg, run.collector, run.buffer))  # once: policy.random_collect_size
         task.use(interaction_evaluator(cfg, run.evaluator))  # every eval_freq iterations; stop value
-        task.use(termination_checker(max_env_step=max_env_step, at_budget=True))
         task.use(eps_greedy_handler(cfg))  # epsilon by env steps
         task.use(collector(cfg, run.collector))  # n_sample transitions
         task.use(data_pusher(cfg, run.buffer))
@@ -53,6 +52,7 @@ def main(seed: int = 0, max_env_step: int = 30_000, **env_over) -> dict:
         task.use(run.monitor())  # the latest context, for checkpoints and result.json
         task.use(run.checkpoint())  # run checkpoints: resume= goes on from them
         task.use(run.wait())  # nothing to wait for in one process
+        task.use(termination_checker(max_env_step=max_env_step, at_budget=True))  # after training
         task.run()
     return run.result
 

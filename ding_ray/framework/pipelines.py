@@ -4,11 +4,15 @@
 process), ``ray_pipeline`` a run of actors; the stages call the components only through the
 protocols of ``ding_ray.framework.interfaces``, so the list is the same::
 
-    off_policy: random_collector > interaction_evaluator > termination_checker > eps_greedy_handler
-                > collector > data_pusher > OffPolicyLearner > weights_publisher > monitor
-                > checkpoint > wait
-    on_policy:  weights_publisher > interaction_evaluator > termination_checker > collector
-                > gae_estimator > trainer > monitor > checkpoint
+    off_policy: random_collector > interaction_evaluator > eps_greedy_handler > collector
+                > data_pusher > OffPolicyLearner > weights_publisher > monitor > checkpoint > wait
+                > termination_checker
+    on_policy:  weights_publisher > interaction_evaluator > collector > gae_estimator > trainer
+                > monitor > checkpoint > termination_checker
+
+The budget is checked last, after training, as DI-engine's serial entries check it at the end of
+their loop: the iteration that spends the budget ends the run, and the weights it trained are not
+evaluated (the last evaluation is the last one due before it).
 
 A new pipeline shape is a new function here; a new place to run one is a new ``Run``.
 """
@@ -56,7 +60,6 @@ def off_policy(
     Ray: every call runs on an actor while the driver goes on, each iteration takes what finished)."""
     task.use(random_collector(cfg, run.collector, run.buffer))  # once, before the first evaluation
     task.use(interaction_evaluator(cfg, run.evaluator))
-    task.use(termination_checker(max_env_step, max_train_iter, at_budget=True))
     if cfg.policy.get("other", {}).get("eps"):
         task.use(eps_greedy_handler(cfg))
     task.use(collector(cfg, run.collector))
@@ -67,6 +70,7 @@ def off_policy(
     task.use(run.monitor())
     task.use(run.checkpoint())
     task.use(run.wait())
+    task.use(termination_checker(max_env_step, max_train_iter, at_budget=True))
     return task
 
 
@@ -80,10 +84,10 @@ def on_policy(
     if run.weights_sinks:
         task.use(weights_publisher(run.learner, *run.weights_sinks))
     task.use(interaction_evaluator(cfg, run.evaluator))
-    task.use(termination_checker(max_env_step, max_train_iter, at_budget=True))
     task.use(collector(cfg, run.collector))
     task.use(gae_estimator(cfg, None))  # the collectors computed the advantages
     task.use(trainer(cfg, run.learner, log_freq=1000))
     task.use(run.monitor())
     task.use(run.checkpoint())
+    task.use(termination_checker(max_env_step, max_train_iter, at_budget=True))
     return task

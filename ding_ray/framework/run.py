@@ -68,10 +68,21 @@ class RunBase:
 
     # ----- the task and its counters --------------------------------------------------------------
     def task(self) -> Task:
-        """The run's ``Task``, on a context that goes on from a resumed run's counters."""
+        """The run's ``Task``, on a context that goes on from a resumed run's counters. A resumed
+        run whose budget is spent has nothing left to do: its task is finished before it starts
+        (the stage lists check the budget after training, as DI-engine's loops do, so it would
+        otherwise collect and train once more)."""
         self._task = Task(self.context())
         self.ctx = self._task.ctx
+        if self.resumed is not None and self._budget_spent():
+            self._task.finish = True
         return self._task
+
+    def _budget_spent(self) -> bool:
+        max_env_step, max_train_iter = self.budget.get("max_env_step"), self.budget.get("max_train_iter")
+        return (max_env_step is not None and self.ctx.env_step >= max_env_step) or (
+            max_train_iter is not None and self.ctx.train_iter >= max_train_iter
+        )
 
     def context(self) -> OnlineRLContext:
         ctx = OnlineRLContext()

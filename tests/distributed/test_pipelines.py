@@ -39,7 +39,7 @@ def test_the_example_and_ray_pipeline_build_the_same_task(ray_session, tmp_path,
     main["exp_name"] = str(tmp_path / "through_ray_pipeline")
     ray_pipeline((main, create), seed=0, max_env_step=1000)
     assert len(built) == 2 and built[0] == built[1], built
-    assert "monitor_stage" in built[0] and built[0][-1] == "RayComponents.wait"
+    assert "monitor_stage" in built[0] and built[0][-1] == "termination_checker"
     # the run's record and checkpoints, from both (the drift the issue found: ckpt_final, resources)
     for exp in ("apex_dqn_seed0", str(tmp_path / "through_ray_pipeline")):
         assert os.path.isfile(os.path.join(exp, "result.json"))

@@ -52,14 +52,17 @@ def test_two_trial_sweep_reports_each_evaluation(ray_local, tmp_path):
         assert len(history) >= 3, history
         assert history["eval_return"].notna().all() and (history["eval_return"] > 0).all()
         assert history["env_step"].is_monotonic_increasing
-        assert history["env_step"].iloc[-1] >= 1500 or history["stop_value_reached"].iloc[-1]
+        # the last evaluation is the one due before the collect (32 env steps) that spent the
+        # budget: as in DI-engine's loop, the weights trained after it are not evaluated
+        assert history["env_step"].iloc[-1] >= 1500 - 32 or history["stop_value_reached"].iloc[-1]
         assert result.config["policy.nstep"] == 3
         # the serial run's own folder lives in the trial's folder, with its result.json
         run_dirs = [d for d in os.listdir(result.path) if d.startswith("cartpole_dqn")]
         assert run_dirs, os.listdir(result.path)
         with open(os.path.join(result.path, run_dirs[0], "result.json")) as f:
             record = json.load(f)
-        assert record["env_steps"] == history["env_step"].iloc[-1]
+        # the run went on to its budget after its last evaluation (one collect at most)
+        assert history["env_step"].iloc[-1] <= record["env_steps"] <= history["env_step"].iloc[-1] + 64
         # each report carries a run checkpoint of the moment it was taken
         with result.checkpoint.as_directory() as folder:
             with open(os.path.join(folder, "meta.json")) as f:

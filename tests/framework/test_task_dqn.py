@@ -32,7 +32,7 @@ def test_the_example_lists_the_stages_serial_pipeline_builds(tmp_path, monkeypat
     main["exp_name"] = "through_serial_pipeline"
     serial_pipeline((main, create_config), seed=0, max_env_step=1000)
     assert len(built) == 2 and built[0] == built[1], built
-    assert built[0][0] == "random_collector" and built[0][-1] == "SerialRun.wait"
+    assert built[0][0] == "random_collector" and built[0][-1] == "termination_checker"
 
 
 @pytest.mark.slow
