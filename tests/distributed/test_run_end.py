@@ -25,6 +25,7 @@ from ding_ray.distributed.recovery import ray_restarts
 from ding_ray.entry import compile_ray_config, ray_pipeline
 from ding_ray.entry.plot import read_curve
 from ding_ray.framework import pipelines
+from ding_ray.framework.middleware import termination_checker
 from tests.distributed.configs import small_config
 
 pytestmark = pytest.mark.ray
@@ -78,8 +79,9 @@ def test_a_learner_restart_no_call_revealed_before_the_end_is_recorded(ray_sessi
             time.sleep(0.05)
 
     with RayComponents(cfg, make_plan(cfg)) as rc, rc.task() as task:
-        pipelines.on_policy(task, cfg, rc, max_train_iter=40)
+        pipelines.on_policy(task, cfg, rc)  # no budget of its own: the checker goes after the kill
         task.use(kill_after_the_last_round)
+        task.use(termination_checker(max_train_iter=40, at_budget=True))
         task.run()
     result = rc.result
     assert killed == [40] and result.get("error") is None
