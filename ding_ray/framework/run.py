@@ -24,6 +24,7 @@ from typing import Any
 from easydict import EasyDict
 
 from ding_ray.framework.context import OnlineRLContext
+from ding_ray.framework.middleware.control import budget_spent
 from ding_ray.framework.task_runner import Task
 from ding_ray.utils.checkpoint import Checkpoint
 from ding_ray.utils.result import end_of_run, finite_or_none, write_result
@@ -74,15 +75,10 @@ class RunBase:
         otherwise collect and train once more)."""
         self._task = Task(self.context())
         self.ctx = self._task.ctx
-        if self.resumed is not None and self._budget_spent():
+        budget = (self.budget.get("max_env_step"), self.budget.get("max_train_iter"))
+        if self.resumed is not None and budget_spent(self.ctx, *budget) is not None:
             self._task.finish = True
         return self._task
-
-    def _budget_spent(self) -> bool:
-        max_env_step, max_train_iter = self.budget.get("max_env_step"), self.budget.get("max_train_iter")
-        return (max_env_step is not None and self.ctx.env_step >= max_env_step) or (
-            max_train_iter is not None and self.ctx.train_iter >= max_train_iter
-        )
 
     def context(self) -> OnlineRLContext:
         ctx = OnlineRLContext()

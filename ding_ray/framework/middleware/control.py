@@ -68,20 +68,29 @@ def termination_checker(
     Reads ctx: env_step (if the context has it), train_iter.
     Writes: the task's ``finish``.
     """
-    max_env_step = np.inf if max_env_step is None else max_env_step
-    max_train_iter = np.inf if max_train_iter is None else max_train_iter
-    past = np.greater_equal if at_budget else np.greater
 
     def _check(ctx: Context) -> None:
-        # '>' as in DI-engine: the iteration that reaches the budget still gets logged
-        if past(getattr(ctx, "env_step", -np.inf), max_env_step):
+        spent = budget_spent(ctx, max_env_step, max_train_iter, at_budget)
+        if spent is not None:
             current_task().finish = True
-            logger.info("env_step %d reached max_env_step %s: finishing", ctx.env_step, max_env_step)
-        elif past(ctx.train_iter, max_train_iter):
-            current_task().finish = True
-            logger.info("train_iter %d reached max_train_iter %s: finishing", ctx.train_iter, max_train_iter)
+            counter, limit = spent
+            logger.info("%s %d reached max_%s %s: finishing", counter, getattr(ctx, counter), counter, limit)
 
     return _check
+
+
+def budget_spent(
+    ctx: Context, max_env_step: int | None, max_train_iter: int | None, at_budget: bool = True
+) -> tuple[str, int] | None:
+    """``(counter, limit)`` of the budget ``ctx`` has spent (None: no limit), else None. Spent:
+    reached with ``at_budget`` (DI-engine's serial entries), else passed ('>' as DI-engine's
+    ``termination_checker``: the iteration that reaches the budget still gets logged)."""
+    past = np.greater_equal if at_budget else np.greater
+    if max_env_step is not None and past(getattr(ctx, "env_step", -np.inf), max_env_step):
+        return "env_step", max_env_step
+    if max_train_iter is not None and past(ctx.train_iter, max_train_iter):
+        return "train_iter", max_train_iter
+    return None
 
 
 def _learn_state_dict(policy: Any) -> dict[str, Any]:
