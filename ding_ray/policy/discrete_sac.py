@@ -24,8 +24,9 @@ from ding_ray.rl_utils import (
 )
 from ding_ray.utils.registry import POLICY_REGISTRY
 
+# DI-engine's discrete SAC log keys and meanings: q_value_1 / q_value_2 are the target critics'
+# means over all actions of the next states, target_value the soft value of the next state
 _LOG_KEYS = (
-    "critic_loss",
     "policy_loss",
     "alpha_loss",
     "alpha",
@@ -105,15 +106,17 @@ class DiscreteSACPolicy(SACPolicy):
         with torch.no_grad():
             next_log_prob = F.log_softmax(model.compute_actor(next_obs)["logit"], dim=-1)
             next_prob = next_log_prob.exp()
-            next_q = _min_q(self._target_model.compute_critic(next_obs)["q_value"])
-            target_q = (next_prob * next_q).sum(-1)
-            q_target = soft_q_target(
+            next_q = self._target_model.compute_critic(next_obs)["q_value"]
+            next_q_all = next_q if isinstance(next_q, list) else [next_q]
+            target_q = (next_prob * _min_q(next_q)).sum(-1)
+            q_target, next_value = soft_q_target(
                 target_q, (next_prob * next_log_prob).sum(-1), reward, done, self._gamma, alpha
             )
         q_all = model.compute_critic(obs)["q_value"]
         q_all = q_all if isinstance(q_all, list) else [q_all]
         q_taken = [q.gather(1, action).squeeze(1) for q in q_all]
-        critic_loss, td_error = sac_critic_loss(q_taken, q_target, weight)
+        critic_losses, td_error = sac_critic_loss(q_taken, q_target, weight)
+        critic_loss = sum(critic_losses)
         check_finite_loss(critic_loss, batch, "discrete SAC critic")
         self._optimizer_q.zero_grad(set_to_none=True)
         critic_loss.backward()
@@ -144,24 +147,24 @@ class DiscreteSACPolicy(SACPolicy):
         # DI-engine logs the entropy of the collecting actor (the transitions' logit)
         behaviour_logit = batch.get("logit", log_prob.detach())
         entropy = torch.distributions.Categorical(logits=behaviour_logit).entropy().mean()
-        q_means = [q.detach().mean() for q in q_taken]
         stats = torch.stack(
             [
-                critic_loss.detach(),
                 policy_loss.detach(),
                 alpha_loss.detach().reshape(()),
                 self._alpha.reshape(()),
-                q_target.mean(),
-                q_means[0],
-                q_means[-1],
+                next_value.mean(),
+                next_q_all[0].mean(),
+                next_q_all[-1].mean(),
                 td_error.mean(),
                 entropy,
+                *(x.detach() for x in critic_losses),
             ]
         ).tolist()
         return self._learn_output(_LOG_KEYS, stats, td_error)
 
     def _monitor_vars_learn(self) -> list[str]:
-        return ["cur_lr_q", "cur_lr_p", "total_loss", *_LOG_KEYS]
+        twin = ["twin_critic_loss"] if self._twin_critic else []
+        return ["cur_lr_q", "cur_lr_p", "total_loss", "critic_loss", *twin, *_LOG_KEYS]
 
     # ----- collect ----------------------------------------------------------------------------
     @torch.inference_mode()

@@ -117,7 +117,8 @@ class DQNPolicy(Policy):
         self._optimizer.step()
         self._learn_iter += 1
         self._update_target()
-        stats = torch.stack([loss.detach(), q.detach().mean(), next_q_target.max(-1).values.mean()]).tolist()
+        # target_q_value: the mean of the target net's whole next-state table, as DI-engine logs it
+        stats = torch.stack([loss.detach(), q.detach().mean(), next_q_target.mean()]).tolist()
         out = {
             "cur_lr": self._optimizer.param_groups[0]["lr"],
             "total_loss": stats[0],

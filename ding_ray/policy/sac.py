@@ -28,8 +28,10 @@ from ding_ray.rl_utils import (
 )
 from ding_ray.utils.registry import POLICY_REGISTRY
 
+# DI-engine's SAC log keys and meanings: critic_loss is the first critic's (twin_critic_loss the
+# second's), target_q_value the soft value of the next state, td_error the squared TD error, and
+# transformed_log_prob log pi + target_entropy when alpha is learned
 _LOG_KEYS = (
-    "critic_loss",
     "policy_loss",
     "alpha_loss",
     "alpha",
@@ -53,7 +55,7 @@ class SACPolicy(Policy):
     config = dict(
         type="sac",
         on_policy=False,
-        priority=False,  # return per-sample |TD error| as 'priority' for a prioritized buffer
+        priority=False,  # return the per-sample squared TD error as 'priority' (DI-engine's)
         priority_IS_weight=False,  # weight the critic loss by the buffer's importance-sampling weights 'IS'
         random_collect_size=10000,  # env steps with uniform random actions before training
         # DI-engine's default is True (random actions, with the policy's outputs stored beside them);
@@ -172,9 +174,10 @@ class SACPolicy(Policy):
             next_mu, next_sigma = model.compute_actor(next_obs)["logit"]
             next_action, next_log_prob = tanh_gaussian_sample(next_mu, next_sigma)
             next_q = self._target_model.compute_critic({"obs": next_obs, "action": next_action})["q_value"]
-            q_target = soft_q_target(next_q, next_log_prob, reward, done, self._gamma, alpha)
+            q_target, next_value = soft_q_target(next_q, next_log_prob, reward, done, self._gamma, alpha)
         q_value = model.compute_critic({"obs": obs, "action": action})["q_value"]
-        critic_loss, td_error = sac_critic_loss(q_value, q_target, weight)
+        critic_losses, td_error = sac_critic_loss(q_value, q_target, weight)
+        critic_loss = sum(critic_losses)
         check_finite_loss(critic_loss, batch, "SAC critic")
         self._optimizer_q.zero_grad(set_to_none=True)
         critic_loss.backward()
@@ -205,35 +208,40 @@ class SACPolicy(Policy):
 
         soft_update(self._target_params, self._source_params, float(learn.target_theta))
         q_mean = torch.stack(q_value).mean() if self._twin_critic else q_value.mean()
+        transformed_log_prob = log_prob.detach() + (self._target_entropy if self._auto_alpha else 0.0)
         stats = torch.stack(
             [
-                critic_loss.detach(),
                 policy_loss.detach(),
                 alpha_loss.detach().reshape(()),
                 self._alpha.reshape(()),
-                q_target.mean(),
+                next_value.mean(),
                 q_mean.detach(),
-                log_prob.detach().mean(),
+                transformed_log_prob.mean(),
                 td_error.mean(),
+                *(x.detach() for x in critic_losses),
             ]
         ).tolist()
         return self._learn_output(_LOG_KEYS, stats, td_error)
 
     def _learn_output(self, keys: tuple[str, ...], stats: list[float], td_error: torch.Tensor) -> dict:
-        """One learn step's log: ``stats`` under ``keys`` (critic, policy and alpha losses first),
-        the learning rates, their total, and the priorities when the buffer asks for them."""
+        """One learn step's log, as DI-engine's: ``stats`` under ``keys`` (policy and alpha losses
+        first), then each critic's loss (``critic_loss``, ``twin_critic_loss``), the learning rates,
+        the total of the losses, and the priorities when the buffer asks for them."""
         out = dict(zip(keys, stats))
+        critic_losses = stats[len(keys) :]
+        out.update(zip(("critic_loss", "twin_critic_loss"), critic_losses))
         out.update(
             cur_lr_q=self._optimizer_q.param_groups[0]["lr"],
             cur_lr_p=self._optimizer_policy.param_groups[0]["lr"],
-            total_loss=stats[0] + stats[1] + stats[2],
+            total_loss=sum(critic_losses) + stats[0] + stats[1],
         )
         if self._cfg.priority:
-            out["priority"] = td_error.abs().cpu().numpy()
+            out["priority"] = td_error.cpu().numpy()
         return out
 
     def _monitor_vars_learn(self) -> list[str]:
-        return ["cur_lr_q", "cur_lr_p", "total_loss", *_LOG_KEYS]
+        twin = ["twin_critic_loss"] if self._twin_critic else []
+        return ["cur_lr_q", "cur_lr_p", "total_loss", "critic_loss", *twin, *_LOG_KEYS]
 
     def _state_dict_learn(self) -> dict[str, Any]:
         state = {

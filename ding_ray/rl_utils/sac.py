@@ -38,33 +38,35 @@ def soft_q_target(
     done: torch.Tensor,
     gamma: float,
     alpha: float | torch.Tensor,
-) -> torch.Tensor:
-    """``r + gamma * (1 - done) * (min_i Q_i(s', a') - alpha * log pi(a'|s'))``, all [B].
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The TD target ``r + gamma * (1 - done) * V(s')`` and the soft value of the next state
+    ``V(s') = min_i Q_i(s', a') - alpha * log pi(a'|s')`` (what DI-engine logs as ``target_q_value``,
+    ``target_value`` in discrete SAC), all [B].
 
     ``next_q`` is one [B] tensor or the twin critics' list (their minimum is taken).
     """
     if not isinstance(next_q, torch.Tensor):
         next_q = torch.min(*next_q) if len(next_q) == 2 else next_q[0]
     soft_value = next_q - alpha * next_log_prob
-    return reward + gamma * (1.0 - done.to(reward.dtype)) * soft_value
+    return reward + gamma * (1.0 - done.to(reward.dtype)) * soft_value, soft_value
 
 
 def sac_critic_loss(
     q_value: torch.Tensor | Sequence[torch.Tensor],
     q_target: torch.Tensor,
     weight: torch.Tensor | None = None,
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Sum over the critics of the mean (weighted) squared TD error; also the per-sample TD error
-    averaged over the critics (a priority for a prioritized buffer)."""
+) -> tuple[list[torch.Tensor], torch.Tensor]:
+    """Each critic's mean (weighted) squared TD error (their sum is the loss to minimise), and the
+    per-sample squared TD error averaged over the critics, unweighted: DI-engine's ``td_error``
+    and the priority it gives a prioritized buffer."""
     q_values = [q_value] if isinstance(q_value, torch.Tensor) else list(q_value)
     q_target = q_target.detach()
-    loss, td_error = 0.0, 0.0
+    losses, td_error = [], 0.0
     for q in q_values:
-        delta = q - q_target
-        squared = delta.pow(2) if weight is None else delta.pow(2) * weight
-        loss = loss + squared.mean()
-        td_error = td_error + delta.detach()
-    return loss, td_error / len(q_values)
+        squared = (q - q_target).pow(2)
+        losses.append(squared.mean() if weight is None else (squared * weight).mean())
+        td_error = td_error + squared.detach()
+    return losses, td_error / len(q_values)
 
 
 def sac_policy_loss(

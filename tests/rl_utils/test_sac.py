@@ -51,29 +51,37 @@ def test_soft_q_target_takes_the_twin_minimum_and_stops_at_terminals():
     # min(Q1, Q2) = [1, 0]; minus alpha .2 * log pi [.5, -1] -> [.9, .2]
     # targets: 1 + .9 * .9 = 1.81 and (terminal) 1
     next_q = [torch.tensor([1.0, 2.0]), torch.tensor([3.0, 0.0])]
-    target = soft_q_target(
+    target, value = soft_q_target(
         next_q, torch.tensor([0.5, -1.0]), torch.ones(2), torch.tensor([0.0, 1.0]), 0.9, 0.2
     )
     assert target.tolist() == pytest.approx([1.81, 1.0])
-    single = soft_q_target(torch.tensor([1.0]), torch.tensor([0.0]), torch.zeros(1), torch.zeros(1), 0.5, 1.0)
+    assert value.tolist() == pytest.approx([0.9, 0.2])  # the soft value of s', terminal or not
+    single, _ = soft_q_target(
+        torch.tensor([1.0]), torch.tensor([0.0]), torch.zeros(1), torch.zeros(1), 0.5, 1.0
+    )
     assert single.tolist() == pytest.approx([0.5])
 
 
-def test_critic_loss_sums_the_critics_mean_squared_errors():
-    # Q1 - y = [0, 1] -> mean square .5; Q2 - y = [-1, 1] -> 1; total 1.5; TD errors averaged [-.5, 1]
+def test_critic_loss_is_each_critics_mean_squared_error():
+    # Q1 - y = [0, 1] -> mean square .5; Q2 - y = [-1, 1] -> 1; squared TD errors averaged over the
+    # critics (DI-engine's td_error and priority): [(0 + 1) / 2, (1 + 1) / 2]
     q1 = torch.tensor([1.0, 2.0], requires_grad=True)
     q2 = torch.tensor([0.0, 2.0])
     target = torch.tensor([1.0, 1.0], requires_grad=True)
-    loss, td_error = sac_critic_loss([q1, q2], target)
-    assert loss.item() == pytest.approx(1.5) and td_error.tolist() == pytest.approx([-0.5, 1.0])
+    losses, td_error = sac_critic_loss([q1, q2], target)
+    assert [x.item() for x in losses] == pytest.approx([0.5, 1.0]) and td_error.tolist() == pytest.approx(
+        [0.5, 1.0]
+    )
+    loss = sum(losses)
     loss.backward()
     assert target.grad is None  # the target is held fixed
     assert q1.grad.tolist() == pytest.approx([0.0, 1.0])  # d/dq (q - y)^2 / 2 = (q - y)
     # importance weights [2, 0]: Q1 -> (0 * 2 + 1 * 0) / 2 = 0; Q2 -> (1 * 2 + 1 * 0) / 2 = 1
-    weighted, _ = sac_critic_loss([q1, q2], target, torch.tensor([2.0, 0.0]))
-    assert weighted.item() == pytest.approx(1.0)
-    single, td = sac_critic_loss(q2, target)
-    assert single.item() == pytest.approx(1.0) and td.tolist() == [-1.0, 1.0]
+    weighted, weighted_td = sac_critic_loss([q1, q2], target, torch.tensor([2.0, 0.0]))
+    assert sum(weighted).item() == pytest.approx(1.0)
+    assert weighted_td.tolist() == pytest.approx([0.5, 1.0])  # the priority is not weighted
+    (single,), td = sac_critic_loss(q2, target)
+    assert single.item() == pytest.approx(1.0) and td.tolist() == [1.0, 1.0]
 
 
 def test_policy_loss_uses_the_smaller_critic():

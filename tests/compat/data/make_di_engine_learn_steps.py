@@ -1,0 +1,203 @@
+"""Record what DI-engine 0.5.3's learn mode does to a fixed batch, for ding_ray's learn-step tests.
+
+Run with a Python that has DI-engine 0.5.3 installed (not ding_ray's environment)::
+
+    python tests/compat/data/make_di_engine_learn_steps.py     # writes di_engine_learn_steps.json
+
+For each case below it builds DI-engine's policy from a dizoo config (seed 0) with the shipped
+checkpoint's weights (``make_di_engine_checkpoints.grid_weights``: the same seeded 1/16 grid, so a
+test loads them from ``di_engine_checkpoints/<checkpoint>.tar.xz``), makes a seeded batch whose
+behaviour outputs (PPO's logits and values) are the model's own, calls ``learn_mode.forward`` on it
+``calls`` times with ``torch.manual_seed(call)`` before each call, and records every log dict it
+returns and the model's outputs on fixed observations afterwards (target networks included).
+
+PPO runs with ``batch_size`` equal to the batch, so the minibatch shuffle, the one random draw that
+DI-engine and ding_ray make differently, cannot change the result. SAC's reparameterised samples
+are drawn from torch's global generator in the same order on both sides.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib
+import json
+import os
+import sys
+
+import numpy as np
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from make_di_engine_checkpoints import grid_weights  # noqa: E402
+
+_CARTPOLE = "dizoo.classic_control.cartpole.config."
+_PENDULUM = "dizoo.classic_control.pendulum.config."
+BATCH = 64
+NUM_OBS = 16
+# name -> (dizoo config module, checkpoint of the initial weights, policy keys changed, learn calls)
+CASES = {
+    # target_update_freq=2: the target network is synced inside the recorded calls
+    "cartpole_dqn": (
+        _CARTPOLE + "cartpole_dqn_config",
+        "cartpole_dqn",
+        dict(learn=dict(target_update_freq=2)),
+        5,
+    ),
+    "cartpole_ppo": (
+        _CARTPOLE + "cartpole_ppo_config",
+        "cartpole_ppo",
+        dict(learn=dict(batch_size=BATCH)),
+        2,
+    ),
+    "pendulum_ppo": (
+        _PENDULUM + "pendulum_ppo_config",
+        "pendulum_ppo",
+        dict(learn=dict(batch_size=BATCH, epoch_per_collect=3)),
+        2,
+    ),
+    "pendulum_sac": (
+        _PENDULUM + "pendulum_sac_config",
+        "pendulum_sac",
+        dict(learn=dict(batch_size=BATCH)),
+        4,
+    ),
+}
+
+
+def build(module: str, changes: dict):
+    from ding.config import compile_config
+    from ding.policy import create_policy
+    from ding.utils import set_pkg_seed
+    from easydict import EasyDict
+
+    config = importlib.import_module(module)
+    main, create = copy.deepcopy(config.main_config), copy.deepcopy(config.create_config)
+    for section, values in changes.items():
+        main.policy[section].update(EasyDict(values))
+    cfg = compile_config(main, create_cfg=create, auto=True, save_cfg=False, seed=0)
+    set_pkg_seed(0)
+    policy = create_policy(cfg.policy, enable_field=["learn", "collect", "eval"])
+    state = policy.learn_mode.state_dict()
+    state["model"] = grid_weights(state["model"])
+    if "target_model" in state:
+        state["target_model"] = state["model"]
+    policy.learn_mode.load_state_dict(state)
+    return policy, cfg
+
+
+def batch(policy, cfg, gen: torch.Generator) -> tuple[list[dict], dict]:
+    """A batch of ``BATCH`` transitions as DI-engine's collectors hand them over, and its columns."""
+    model, obs_shape = policy._learn_model, cfg.policy.model.obs_shape
+    obs, next_obs = torch.randn(BATCH, obs_shape, generator=gen), torch.randn(BATCH, obs_shape, generator=gen)
+    reward = torch.randn(BATCH, generator=gen) - 1.0
+    done = torch.rand(BATCH, generator=gen) < 0.1
+    cols = dict(obs=obs, next_obs=next_obs, reward=reward, done=done)
+    policy_type = cfg.policy.type
+    if policy_type == "ppo":
+        with torch.no_grad():
+            out = model.forward(obs, mode="compute_actor_critic")
+        cols["value"] = out["value"]
+        cols["traj_flag"] = done | (torch.arange(BATCH) % 16 == 15)
+        if cfg.policy.action_space == "continuous":
+            mu, sigma = out["logit"]["mu"], out["logit"]["sigma"]
+            cols["logit"] = dict(mu=mu, sigma=sigma)
+            cols["action"] = mu + sigma * torch.randn(mu.shape, generator=gen)
+        else:
+            cols["logit"] = out["logit"]
+            cols["action"] = torch.distributions.Categorical(logits=out["logit"]).sample()
+    elif policy_type == "sac":
+        cols["action"] = torch.rand(BATCH, cfg.policy.model.action_shape, generator=gen) * 2 - 1
+    else:
+        cols["action"] = torch.randint(cfg.policy.model.action_shape, (BATCH,), generator=gen)
+    rows = []
+    for i in range(BATCH):
+        row = {}
+        for key, value in cols.items():
+            if isinstance(value, dict):
+                row[key] = {k: v[i] for k, v in value.items()}
+            elif key == "reward":
+                row[key] = value[i : i + 1]
+            else:
+                row[key] = value[i]
+        rows.append(row)
+    return rows, cols
+
+
+def outputs(policy, cfg, obs: torch.Tensor, action: torch.Tensor) -> dict:
+    """What the learned model (and its target) computes on fixed inputs, as plain lists."""
+    out = {}
+    models = {"model": policy._learn_model}
+    if hasattr(policy, "_target_model"):
+        models["target"] = policy._target_model
+    with torch.no_grad():
+        for name, model in models.items():
+            if cfg.policy.type == "dqn":
+                out[f"{name}.q"] = model.forward(obs)["logit"]
+            elif cfg.policy.type == "ppo":
+                both = model.forward(obs, mode="compute_actor_critic")
+                logit = both["logit"]
+                if isinstance(logit, dict):
+                    out[f"{name}.mu"], out[f"{name}.sigma"] = logit["mu"], logit["sigma"]
+                else:
+                    out[f"{name}.logit"] = logit
+                out[f"{name}.value"] = both["value"]
+            else:
+                mu, sigma = model.forward(obs, mode="compute_actor")["logit"]
+                out[f"{name}.mu"], out[f"{name}.sigma"] = mu, sigma
+                q = model.forward({"obs": obs, "action": action}, mode="compute_critic")["q_value"]
+                for i, qi in enumerate(q if isinstance(q, list) else [q]):
+                    out[f"{name}.q{i}"] = qi
+    return {k: v.tolist() for k, v in out.items()}
+
+
+def scalars(info: dict) -> dict:
+    return {k: float(torch.as_tensor(v).detach()) for k, v in info.items() if np.ndim(v) == 0}
+
+
+def short(x):
+    """Floats with the 9 significant digits that give a float32 back exactly (a smaller file)."""
+    if isinstance(x, dict):
+        return {k: short(v) for k, v in x.items()}
+    if isinstance(x, list):
+        return [short(v) for v in x]
+    return float(f"{x:.9g}") if isinstance(x, float) else x
+
+
+def main() -> None:
+    result = {}
+    for name, (module, checkpoint, changes, calls) in CASES.items():
+        policy, cfg = build(module, changes)
+        gen = torch.Generator().manual_seed(1)
+        logs, batches = [], []
+        for call in range(calls):
+            rows, cols = batch(policy, cfg, gen)
+            batches.append(
+                {
+                    k: ({kk: vv.tolist() for kk, vv in v.items()} if isinstance(v, dict) else v.tolist())
+                    for k, v in cols.items()
+                }
+            )
+            torch.manual_seed(call)
+            info = policy.learn_mode.forward(rows)
+            logs.append([scalars(i) for i in (info if isinstance(info, list) else [info])])  # one per step
+        obs = torch.randn(NUM_OBS, cfg.policy.model.obs_shape, generator=gen)
+        action = torch.rand(NUM_OBS, cfg.policy.model.action_shape, generator=gen) * 2 - 1
+        result[name] = dict(
+            config=module.removeprefix("dizoo.").replace(".", "/") + ".py",
+            checkpoint=checkpoint,
+            changes=changes,
+            batches=batches,
+            logs=logs,
+            obs=obs.tolist(),
+            action=action.tolist(),
+            outputs=outputs(policy, cfg, obs, action),
+        )
+        print(name, "calls", calls, "log dicts", sum(len(x) for x in logs))
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "di_engine_learn_steps.json")
+    with open(path, "w") as f:
+        json.dump(short(result), f, separators=(",", ":"))
+    print("wrote", path, os.path.getsize(path), "bytes")
+
+
+if __name__ == "__main__":
+    main()
