@@ -28,7 +28,7 @@ from ding_ray.framework.middleware.control import budget_spent
 from ding_ray.framework.task_runner import Task
 from ding_ray.utils.checkpoint import Checkpoint
 from ding_ray.utils.result import end_of_run, finite_or_none, write_result
-from ding_ray.utils.runtime import sigterm_as_interrupt
+from ding_ray.utils.runtime import error_text, sigterm_as_interrupt
 
 logger = logging.getLogger(__name__)
 
@@ -114,7 +114,7 @@ class RunBase:
         ctx = self.ctx
         extra = dict(seed=self.cfg.seed, pipeline=self.pipeline, **self.summary())
         if error is not None:
-            extra["error"] = f"{type(error).__name__}: {error}"
+            extra["error"] = error_text(error)
         if self.resumed is not None:
             extra["resumed_from"] = self.resumed.folder
         before = {} if self.resumed is None else self.resumed.meta  # rates count this process's work

@@ -121,6 +121,13 @@ def interrupt_cause(err: BaseException) -> str:
     return f"stopped by signal {_last_signal}" if _last_signal else "Ctrl-C"
 
 
+def error_text(err: BaseException) -> str:
+    """``'<type>: <message>'`` of the error a run ended with (result.json's ``error``); an
+    interrupt says what stopped it (``interrupt_cause``), also when Ray handed it back bare."""
+    words = interrupt_cause(err) if isinstance(err, KeyboardInterrupt) else err
+    return f"{type(err).__name__}: {words}"
+
+
 @contextlib.contextmanager
 def sigterm_as_interrupt() -> Iterator[None]:
     """Within the block, SIGTERM (what ``kill``, ``ray job stop`` and schedulers send) raises
