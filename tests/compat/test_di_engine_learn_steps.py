@@ -1,13 +1,13 @@
 """ding_ray's learn step is DI-engine's: the same weights and batch give the same losses and weights.
 
 ``data/di_engine_learn_steps.json`` holds what DI-engine 0.5.3 did (``data/make_di_engine_learn_steps.py``,
-run with DI-engine installed): for DQN, discrete and continuous PPO and SAC on their dizoo configs, the
-initial weights of the shipped checkpoint, seeded batches, every log dict its learn mode returned
-(one per gradient step) and the model's outputs afterwards. Here ding_ray's policy, built from the
-same dizoo config and loaded from the same DI-engine checkpoint file, learns on the same batches
-with the same torch seed before each call, and must log the same losses and end with the same
-model (and target network): any difference in a loss, a normalisation, a gradient clip, an
-optimizer, a target update or an iteration count would show.
+run with DI-engine installed): for DQN, discrete and continuous PPO, IMPALA (V-trace over unrolls)
+and SAC on their dizoo configs, the initial weights (a shipped checkpoint's; IMPALA's in the json),
+seeded batches, every log dict its learn mode returned (one per gradient step) and the model's
+outputs afterwards. Here ding_ray's policy, built from the same dizoo config and loaded with the
+same weights, learns on the same batches with the same torch seed before each call, and must log
+the same losses and end with the same model (and target network): any difference in a loss, a
+normalisation, a gradient clip, an optimizer, a target update or an iteration count would show.
 
 So where ding_ray and DI-engine learn differently on a dizoo config, the cause is in the data (the
 random draws of collection, minibatch order and envs), not in the learn step.
@@ -38,6 +38,13 @@ def _policy(case: dict, tmp_path: Path):
         main.policy[section].update(values)
     cfg = compile_config(main, create_cfg=create, seed=0, save_cfg=False)
     policy = create_policy(cfg.policy, enable_field=["learn", "collect", "eval"])
+    if case["checkpoint"] is None:  # the initial weights travel in the json, in DI-engine's names
+        state = {
+            k: torch.tensor(v["sixteenths"], dtype=torch.float32).reshape(v["shape"]) / 16
+            for k, v in case["init_state"].items()
+        }
+        policy.learn_mode.load_state_dict({"model": state})
+        return policy
     ref = json.loads((DATA / "di_engine_checkpoints" / f"{case['checkpoint']}.json").read_text())
     with tarfile.open(DATA / "di_engine_checkpoints" / ref["archive"]) as tar:
         member = tar.getmember(ref["files"]["ckpt_saver"])
@@ -46,8 +53,33 @@ def _policy(case: dict, tmp_path: Path):
     return policy
 
 
+def _unrolls(columns: dict) -> list[dict]:
+    """IMPALA's batch as ding_ray's collectors hand it over: one dict of [T, ...] arrays per unroll
+    (``obs`` [T + 1, B] in the columns: each unroll's obs and next_obs), no padding."""
+    obs = np.asarray(columns["obs"], dtype=np.float32)
+    done = np.asarray(columns["done"], dtype=bool)
+    unrolls = []
+    for b in range(obs.shape[1]):
+        unrolls.append(
+            dict(
+                obs=obs[:-1, b],
+                next_obs=obs[1:, b],
+                action=np.asarray(columns["action"])[:, b],
+                logit=np.asarray(columns["logit"], dtype=np.float32)[:, b],
+                reward=np.asarray(columns["reward"], dtype=np.float32)[:, b],
+                done=done[:, b],
+                traj_flag=done[:, b],
+                null=np.zeros(len(done), dtype=bool),
+                collect_iter=0,
+            )
+        )
+    return unrolls
+
+
 def _rows(columns: dict) -> list[dict]:
     """The batch as a list of transitions, each column as DI-engine's collectors typed it."""
+    if np.ndim(columns["reward"]) == 2:  # [T, B]: IMPALA's unrolls
+        return _unrolls(columns)
     rows = []
     n = len(columns["obs"])
     for i in range(n):

@@ -6,7 +6,8 @@ Run with a Python that has DI-engine 0.5.3 installed (not ding_ray's environment
 
 For each case below it builds DI-engine's policy from a dizoo config (seed 0) with the shipped
 checkpoint's weights (``make_di_engine_checkpoints.grid_weights``: the same seeded 1/16 grid, so a
-test loads them from ``di_engine_checkpoints/<checkpoint>.tar.xz``), makes a seeded batch whose
+test loads them from ``di_engine_checkpoints/<checkpoint>.tar.xz``; IMPALA, which has no shipped
+checkpoint, gets them in the json), makes a seeded batch whose
 behaviour outputs (PPO's logits and values) are the model's own, calls ``learn_mode.forward`` on it
 ``calls`` times with ``torch.manual_seed(call)`` before each call, and records every log dict it
 returns and the model's outputs on fixed observations afterwards (target networks included).
@@ -55,6 +56,18 @@ CASES = {
         dict(learn=dict(batch_size=BATCH, epoch_per_collect=3)),
         2,
     ),
+    # IMPALA: no shipped checkpoint, so its grid weights travel in the json (a narrower VAC keeps
+    # them small); each sample is one unroll of unroll_len steps, ending its episode only at its end
+    "cartpole_impala": (
+        _CARTPOLE + "cartpole_impala_config",
+        None,
+        dict(
+            model=dict(
+                encoder_hidden_size_list=[32, 32], actor_head_hidden_size=32, critic_head_hidden_size=32
+            )
+        ),
+        3,
+    ),
     "pendulum_sac": (
         _PENDULUM + "pendulum_sac_config",
         "pendulum_sac",
@@ -85,8 +98,38 @@ def build(module: str, changes: dict):
     return policy, cfg
 
 
+def impala_batch(policy, cfg, gen: torch.Generator) -> tuple[list[dict], dict]:
+    """``batch_size`` unrolls as DI-engine's IMPALA collector hands them over (per unroll, each key
+    a list of ``unroll_len`` steps), and the columns [T(+1), B, ...]: behaviour logits the model's
+    own plus noise (so the importance weights are not 1), some unrolls ending their episode."""
+    steps, size, obs_shape = cfg.policy.unroll_len, cfg.policy.learn.batch_size, cfg.policy.model.obs_shape
+    obs = torch.randn(steps + 1, size, obs_shape, generator=gen)
+    with torch.no_grad():
+        logit = policy._learn_model.forward(obs[:-1].flatten(0, 1), mode="compute_actor")["logit"]
+    logit = logit.reshape(steps, size, -1) + 0.5 * torch.randn(steps, size, logit.shape[-1], generator=gen)
+    action = torch.distributions.Categorical(logits=logit).sample()
+    reward = torch.randn(steps, size, generator=gen)
+    done = torch.zeros(steps, size, dtype=torch.bool)
+    done[-1] = torch.rand(size, generator=gen) < 0.3
+    cols = dict(obs=obs, logit=logit, action=action, reward=reward, done=done)
+    rows = [
+        dict(
+            obs=[obs[t, b] for t in range(steps)],
+            next_obs=[obs[t + 1, b] for t in range(steps)],
+            action=[action[t, b] for t in range(steps)],
+            logit=[logit[t, b] for t in range(steps)],
+            reward=[reward[t, b] for t in range(steps)],
+            done=[done[t, b] for t in range(steps)],
+        )
+        for b in range(size)
+    ]
+    return rows, cols
+
+
 def batch(policy, cfg, gen: torch.Generator) -> tuple[list[dict], dict]:
     """A batch of ``BATCH`` transitions as DI-engine's collectors hand them over, and its columns."""
+    if cfg.policy.type == "impala":
+        return impala_batch(policy, cfg, gen)
     model, obs_shape = policy._learn_model, cfg.policy.model.obs_shape
     obs, next_obs = torch.randn(BATCH, obs_shape, generator=gen), torch.randn(BATCH, obs_shape, generator=gen)
     reward = torch.randn(BATCH, generator=gen) - 1.0
@@ -131,7 +174,10 @@ def outputs(policy, cfg, obs: torch.Tensor, action: torch.Tensor) -> dict:
         models["target"] = policy._target_model
     with torch.no_grad():
         for name, model in models.items():
-            if cfg.policy.type == "dqn":
+            if cfg.policy.type == "impala":
+                both = model.forward(obs, mode="compute_actor_critic")
+                out[f"{name}.logit"], out[f"{name}.value"] = both["logit"], both["value"]
+            elif cfg.policy.type == "dqn":
                 out[f"{name}.q"] = model.forward(obs)["logit"]
             elif cfg.policy.type == "ppo":
                 both = model.forward(obs, mode="compute_actor_critic")
@@ -167,6 +213,10 @@ def main() -> None:
     result = {}
     for name, (module, checkpoint, changes, calls) in CASES.items():
         policy, cfg = build(module, changes)
+        init_state = {
+            k: dict(shape=list(v.shape), sixteenths=(v * 16).round().int().flatten().tolist())
+            for k, v in policy._learn_model.state_dict().items()
+        }
         gen = torch.Generator().manual_seed(1)
         logs, batches = [], []
         for call in range(calls):
@@ -185,6 +235,8 @@ def main() -> None:
         result[name] = dict(
             config=module.removeprefix("dizoo.").replace(".", "/") + ".py",
             checkpoint=checkpoint,
+            # no checkpoint: the initial weights, in 1/16 units
+            init_state=None if checkpoint else init_state,
             changes=changes,
             batches=batches,
             logs=logs,
