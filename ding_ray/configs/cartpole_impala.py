@@ -2,17 +2,19 @@
 bounded queue; the learner trains on them with V-trace as they come and never waits for the
 collectors (``ray.backpressure='block'``: the collectors wait instead, once they are ahead).
 
-``ding-ray train cartpole_impala --mode ray``, seeds 0-2, on the 2 cores (quiet, 2026-11-26, the
-collectors pushing into the queue themselves), two rounds: 475 reached 27.1 / 13.6 / 10.1 s and
-43.8 / 11.7 / 15.5 s after launch (medians 13.6 and 15.5 s), all six solved; three later quiet
-rounds took 31.3 / 26.3 / 30.5, 18.6 / 15.3 / 20.2 and 27.0 / 18.4 / 19.6 s (19k-97k env steps; the
-first batch comes 8.5-11 s after launch). DI-engine's discount of 0.9 was no better (19.5 / 19.1 /
-14.0 s, then two rounds with seed 0 unsolved at 200k); learner busy 0.85-0.90
-over the whole run, policy lag median 40-44 learner iterations, p95 72-76. With a learning rate of
-1e-3 one round of three solved (30.3 / 11.7 / 13.3 s), the next lost seed 0 to a policy that
-collapsed onto one action (eval return 9.4 to the 300k budget), and so did a round with the
-gradient norm clipped at 0.5; with DI-engine's entropy weight (1e-4) seeds 0 and 2 collapsed in
-one round of two.
+``ding-ray train cartpole_impala --mode ray``, seeds 0-2, on the 2 cores (quiet, 2026-11-26
+evening, 200k env-step budget). With a learning rate of 3e-4, three rounds: 475 reached 22.3 /
+16.8 / 16.9, 23.8 / 17.3 / 17.0 and 22.8 / 23.3 / 16.3 s after launch (medians 16.9, 17.3 and
+22.8 s), all nine solved (21.8k-74.6k env steps). With 5e-4, the rate before, in the same hour:
+27.7 / 17.6 / 16.5 s, then 23.4 s for seed 1 and seeds 0 and 2 unsolved at 200k: its evaluations
+swing from 470 back to 9-11 (the greedy policy collapsed onto one action) every few hundred
+iterations; 2e-4 solved all three but slowly (31-41 s). Earlier rounds with 5e-4 (afternoon): medians
+13.6 and 15.5 s, then 30.5, 18.6 and 19.6 s. The first batch comes 8-10 s after launch (Ray's own
+start 4-5 s, then each actor imports torch); policy lag median 40-44 learner iterations, p95 72-76.
+Other settings tried, none better: a value weight of 0.05 (seed 0 unsolved), a queue of 64 with
+each unroll used at most 4 times (lag 20, but none solved in 200k), DI-engine's discount of 0.9
+(seed 0 unsolved in two rounds of three), a learning rate of 1e-3 (seed 0 collapsed), the gradient
+norm clipped at 0.5, DI-engine's entropy weight 1e-4 (seeds 0 and 2 collapsed).
 ``benchmarks/bench_impala.py`` (60-s windows at steady state, same 2 collectors, entropy weight
 1e-4): 2,744-3,028 env steps/s against 1,050-1,277 for sync PPO on Ray (2.15-2.78x), learner busy
 0.90. ``max_env_step`` and ``mode`` are the budget and pipeline ``ding-ray train`` uses by default.
@@ -32,7 +34,7 @@ main_config = dict(
         learn=dict(
             update_per_collect=8,
             batch_size=16,
-            learning_rate=5e-4,  # 1e-3 collapsed seed 0 in one round of two (see above)
+            learning_rate=3e-4,  # 5e-4 left 2 of 6 runs unsolved at 200k, 1e-3 collapsed (see above)
             discount_factor=0.99,
             # DI-engine's 1e-4 let the policy collapse to one action (eval return 9.4 to the end of
             # 300k env steps) in 2 of seeds 0-2 on 2026-11-26; 3e-3 and 1e-2 solved all three
