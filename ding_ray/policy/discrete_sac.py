@@ -157,10 +157,9 @@ class DiscreteSACPolicy(SACPolicy):
                 next_q_all[-1].mean(),
                 td_error.mean(),
                 entropy,
-                *(x.detach() for x in critic_losses),
             ]
         ).tolist()
-        return self._learn_output(_LOG_KEYS, stats, td_error)
+        return self._learn_output(_LOG_KEYS, stats, critic_losses, td_error)
 
     def _monitor_vars_learn(self) -> list[str]:
         twin = ["twin_critic_loss"] if self._twin_critic else []

@@ -218,17 +218,22 @@ class SACPolicy(Policy):
                 q_mean.detach(),
                 transformed_log_prob.mean(),
                 td_error.mean(),
-                *(x.detach() for x in critic_losses),
             ]
         ).tolist()
-        return self._learn_output(_LOG_KEYS, stats, td_error)
+        return self._learn_output(_LOG_KEYS, stats, critic_losses, td_error)
 
-    def _learn_output(self, keys: tuple[str, ...], stats: list[float], td_error: torch.Tensor) -> dict:
+    def _learn_output(
+        self,
+        keys: tuple[str, ...],
+        stats: list[float],
+        critic_losses: list[torch.Tensor],
+        td_error: torch.Tensor,
+    ) -> dict:
         """One learn step's log, as DI-engine's: ``stats`` under ``keys`` (policy and alpha losses
-        first), then each critic's loss (``critic_loss``, ``twin_critic_loss``), the learning rates,
-        the total of the losses, and the priorities when the buffer asks for them."""
+        first), each critic's loss (``critic_loss``, ``twin_critic_loss``), the learning rates, the
+        total of the losses, and the priorities when the buffer asks for them."""
         out = dict(zip(keys, stats))
-        critic_losses = stats[len(keys) :]
+        critic_losses = torch.stack(critic_losses).detach().tolist()
         out.update(zip(("critic_loss", "twin_critic_loss"), critic_losses))
         out.update(
             cur_lr_q=self._optimizer_q.param_groups[0]["lr"],
