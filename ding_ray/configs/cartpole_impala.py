@@ -5,7 +5,8 @@ collectors (``ray.backpressure='block'``: the collectors wait instead, once they
 ``ding-ray train cartpole_impala --mode ray``, seeds 0-2, on the 2 cores (quiet, 2026-11-26
 evening, 200k env-step budget). With a learning rate of 3e-4, three rounds: 475 reached 22.3 /
 16.8 / 16.9, 23.8 / 17.3 / 17.0 and 22.8 / 23.3 / 16.3 s after launch (medians 16.9, 17.3 and
-22.8 s), all nine solved (21.8k-74.6k env steps). With 5e-4, the rate before, in the same hour:
+22.8 s), all nine solved (21.8k-74.6k env steps); three more rounds at 20:00-20:30: medians
+28.6, 21.7 and 16.6 s (23.8k-117k env steps). With 5e-4, the rate before, beside the first three:
 27.7 / 17.6 / 16.5 s, then 23.4 s for seed 1 and seeds 0 and 2 unsolved at 200k: its evaluations
 swing from 470 back to 9-11 (the greedy policy collapsed onto one action) every few hundred
 iterations; 2e-4 solved all three but slowly (31-41 s). Earlier rounds with 5e-4 (afternoon): medians
