@@ -10,7 +10,7 @@ evening, 200k env-step budget). With a learning rate of 3e-4, three rounds: 475 
 27.7 / 17.6 / 16.5 s, then 23.4 s for seed 1 and seeds 0 and 2 unsolved at 200k: its evaluations
 swing from 470 back to 9-11 (the greedy policy collapsed onto one action) every few hundred
 iterations; 2e-4 solved all three but slowly (31-41 s). Earlier rounds with 5e-4 (afternoon): medians
-13.6 and 15.5 s, then 30.5, 18.6 and 19.6 s. The first batch comes 8-10 s after launch (Ray's own
+13.6 and 15.5 s, then 30.5, 18.6 and 19.6 s. The first batch comes 6.4-10 s after launch (Ray's own
 start 4-5 s, then each actor imports torch); policy lag median 40-44 learner iterations, p95 72-76.
 Other settings tried, none better: a value weight of 0.05 (seed 0 unsolved), a queue of 64 with
 each unroll used at most 4 times (lag 20, but none solved in 200k), DI-engine's discount of 0.9
