@@ -19,8 +19,9 @@ norm clipped at 0.5, DI-engine's entropy weight 1e-4 (seeds 0 and 2 collapsed).
 A collapsed run's policy is saturated (the other action below probability 2e-3 in every state,
 2e-5 on average) and stays so. Separate actor and critic encoders with an entropy weight of 1e-3
 and rho_pg_clip_ratio=10 (unclipped, a policy gradient on stale data no longer drifts away from
-the behaviour policy): twelve runs on Ray, all solved, median 20.7 s, beside the config below at
-25.5 s (nine runs): within the spread of the rounds, so not adopted (the README has the rounds).
+the behaviour policy): eighteen runs on Ray, one unsolved, median 21.2 s, beside the config below
+at 24.9 s (fifteen runs, one unsolved): within the spread of the rounds, so not adopted (the README
+has the rounds).
 ``benchmarks/bench_impala.py`` (60-s windows at steady state, same 2 collectors, entropy weight
 1e-4): 2,744-3,028 env steps/s against 1,050-1,277 for sync PPO on Ray (2.15-2.78x), learner busy
 0.90. ``max_env_step`` and ``mode`` are the budget and pipeline ``ding-ray train`` uses by default.
