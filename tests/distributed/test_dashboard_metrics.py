@@ -134,8 +134,14 @@ def test_prometheus_with_rays_config_scrapes_every_actors_ding_ray_series(live_r
         series = f'ray_ding_ray_learner_train_iter_total{{experiment="{experiment}"}}'
         (learner,) = query(url, series)
         assert learner["metric"]["actor"] == "learner" and float(learner["value"][1]) > 0, learner
-        (samples,) = query(url, f"count_over_time({series}[5m])")
-        assert float(samples["value"][1]) >= 2, samples
+        # scraped every second, but a loaded machine can be a scrape behind: wait for the second one
+        samples, deadline = [], time.monotonic() + 60
+        while time.monotonic() < deadline:
+            samples = query(url, f"count_over_time({series}[5m])")
+            if samples and float(samples[0]["value"][1]) >= 2:
+                break
+            time.sleep(1)
+        assert samples and float(samples[0]["value"][1]) >= 2, samples
         steps = query(url, f'ray_ding_ray_collector_env_steps_total{{experiment="{experiment}"}}')
         assert {s["metric"]["actor"] for s in steps} == {"collector-0", "collector-1"}, steps
         assert all(float(s["value"][1]) > 0 for s in steps), steps
