@@ -78,6 +78,10 @@ class IMPALAPolicy(Policy):
             rho_clip_ratio=1.0,  # clip of the importance weights in the value targets
             c_clip_ratio=1.0,  # clip of the importance weights in the traces
             rho_pg_clip_ratio=1.0,  # clip of the importance weights in the policy-gradient advantage
+            # ding_ray's addition, off (None) as in DI-engine: eps of APPO's clipped surrogate, a
+            # trust region around the behaviour policy for unrolls used many times or collected by
+            # older weights (vtrace_error_discrete_action)
+            surrogate_clip_ratio=None,
             grad_clip_type=None,  # None, 'clip_norm' (global norm) or 'clip_value'
             clip_value=0.5,  # the norm or value bound of grad_clip_type
             optim="adam",  # 'adam' or 'rmsprop'
@@ -156,6 +160,7 @@ class IMPALAPolicy(Policy):
             learn.rho_clip_ratio,
             learn.c_clip_ratio,
             learn.rho_pg_clip_ratio,
+            learn.surrogate_clip_ratio,
         )
         total_loss = (
             loss.policy_loss + learn.value_weight * loss.value_loss - learn.entropy_weight * loss.entropy_loss

@@ -62,7 +62,7 @@ def vtrace(
     lambda_: float = 1.0,
     rho_clip_ratio: float = 1.0,
     c_clip_ratio: float = 1.0,
-    rho_pg_clip_ratio: float = 1.0,
+    rho_pg_clip_ratio: float | None = 1.0,
 ) -> vtrace_returns:
     """V-trace targets of one batch of unrolls (no gradient flows through them).
 
@@ -72,7 +72,8 @@ def vtrace(
         rewards, values: [T, B]; ``bootstrap_value`` [B]: ``V(x_T)``, the state after the last step.
         lambda_: scales every trace coefficient ``c`` (1: the paper's V-trace).
         rho_clip_ratio, c_clip_ratio, rho_pg_clip_ratio: the clips of ``rho`` in the targets, of
-            ``c`` in the traces and of ``rho`` in the policy-gradient advantage.
+            ``c`` in the traces and of ``rho`` in the policy-gradient advantage (None: the
+            advantage without ``rho``, for a loss that weighs it itself, as APPO's surrogate).
     """
     rhos = torch.exp(log_rhos)
     clipped_rhos = torch.clamp(rhos, max=rho_clip_ratio)
@@ -82,7 +83,9 @@ def vtrace(
     deltas = clipped_rhos * (rewards + discounts * next_values - values)
     vs = values + _discounted_sums(deltas, discounts * cs)
     next_vs = torch.cat([vs[1:], bootstrap_value.expand_as(values[:1])], dim=0)
-    pg_advantages = torch.clamp(rhos, max=rho_pg_clip_ratio) * (rewards + discounts * next_vs - values)
+    pg_advantages = rewards + discounts * next_vs - values
+    if rho_pg_clip_ratio is not None:
+        pg_advantages = torch.clamp(rhos, max=rho_pg_clip_ratio) * pg_advantages
     return vtrace_returns(vs, pg_advantages)
 
 
@@ -147,12 +150,14 @@ def _vtrace_error(
     rho_clip_ratio: float,
     c_clip_ratio: float,
     rho_pg_clip_ratio: float,
+    surrogate_clip_ratio: float | None = None,
 ) -> vtrace_loss:
     target_output, behaviour_output, action, value, reward, weight, done = data
     dist_target = _distribution(target_output, action_space)
     log_prob = dist_target.log_prob(action)
     with torch.no_grad():
-        log_rhos = log_prob - _distribution(behaviour_output, action_space).log_prob(action)
+        behaviour_log_prob = _distribution(behaviour_output, action_space).log_prob(action)
+        log_rhos = log_prob - behaviour_log_prob
         discounts = torch.full_like(reward, gamma) if done is None else gamma * (1.0 - done.to(reward.dtype))
         vs, adv = vtrace(
             log_rhos,
@@ -163,11 +168,18 @@ def _vtrace_error(
             lambda_,
             rho_clip_ratio,
             c_clip_ratio,
-            rho_pg_clip_ratio,
+            rho_pg_clip_ratio if surrogate_clip_ratio is None else None,  # the surrogate weighs it
         )
     if weight is None:
         weight = torch.ones_like(reward)
-    policy_loss = -(log_prob * adv * weight).mean()
+    if surrogate_clip_ratio is None:
+        policy_loss = -(log_prob * adv * weight).mean()
+    else:
+        # APPO's trust region on stale data: the ratio to the behaviour policy is clipped to
+        # [1 - eps, 1 + eps], so no step moves the policy far from the one that collected an unroll
+        ratio = torch.exp(log_prob - behaviour_log_prob)
+        clipped = ratio.clamp(1.0 - surrogate_clip_ratio, 1.0 + surrogate_clip_ratio)
+        policy_loss = -(torch.min(ratio * adv, clipped * adv) * weight).mean()
     value_loss = (F.mse_loss(value[:-1], vs, reduction="none") * weight).mean()
     entropy_loss = (dist_target.entropy() * weight).mean()
     return vtrace_loss(policy_loss, value_loss, entropy_loss)
@@ -180,11 +192,20 @@ def vtrace_error_discrete_action(
     rho_clip_ratio: float = 1.0,
     c_clip_ratio: float = 1.0,
     rho_pg_clip_ratio: float = 1.0,
+    surrogate_clip_ratio: float | None = None,
 ) -> vtrace_loss:
     """IMPALA's three losses for categorical policies (``target_output`` logits [T, B, A]):
     ``policy_loss = -mean(log pi(a_t) * A_t * w_t)``, ``value_loss = mean((V(x_t) - vs_t)^2 * w_t)``,
-    ``entropy_loss = mean(H(pi(.|x_t)) * w_t)`` (a bonus: subtract it, weighted)."""
-    return _vtrace_error(data, "discrete", gamma, lambda_, rho_clip_ratio, c_clip_ratio, rho_pg_clip_ratio)
+    ``entropy_loss = mean(H(pi(.|x_t)) * w_t)`` (a bonus: subtract it, weighted).
+
+    ``surrogate_clip_ratio`` eps (ding_ray's addition; None, DI-engine's loss, by default): APPO's
+    policy loss instead, ``-mean(min(r_t * A_t, clip(r_t, 1 - eps, 1 + eps) * A_t) * w_t)`` with
+    ``r_t = pi(a_t) / mu(a_t)`` against the behaviour policy and ``A_t`` the V-trace advantage
+    without ``rho`` (``rho_pg_clip_ratio`` is then unused)."""
+    return _vtrace_error(
+        data, "discrete", gamma, lambda_, rho_clip_ratio, c_clip_ratio, rho_pg_clip_ratio,
+        surrogate_clip_ratio,
+    )  # fmt: skip
 
 
 def vtrace_error_continuous_action(
@@ -194,7 +215,11 @@ def vtrace_error_continuous_action(
     rho_clip_ratio: float = 1.0,
     c_clip_ratio: float = 1.0,
     rho_pg_clip_ratio: float = 1.0,
+    surrogate_clip_ratio: float | None = None,
 ) -> vtrace_loss:
     """``vtrace_error_discrete_action`` for diagonal Gaussian policies: outputs are
     ``{'mu', 'sigma'}`` dicts of [T, B, A], ``action`` [T, B, A]."""
-    return _vtrace_error(data, "continuous", gamma, lambda_, rho_clip_ratio, c_clip_ratio, rho_pg_clip_ratio)
+    return _vtrace_error(
+        data, "continuous", gamma, lambda_, rho_clip_ratio, c_clip_ratio, rho_pg_clip_ratio,
+        surrogate_clip_ratio,
+    )  # fmt: skip

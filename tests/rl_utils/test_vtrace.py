@@ -168,3 +168,38 @@ def test_continuous_losses():
     assert all(torch.isfinite(x) for x in loss)
     loss.policy_loss.backward()
     assert mu.grad is not None and mu.grad.abs().sum() > 0
+
+
+def test_the_clipped_surrogate_worked_by_hand():
+    """APPO's loss: fresh data gives the plain policy gradient; a stale step whose ratio left
+    [1 - eps, 1 + eps] in the direction its advantage favours gives none, the other way it does."""
+    torch.manual_seed(0)
+    steps, batch, eps = 3, 4, 0.2
+    value = torch.randn(steps + 1, batch)
+    action, reward = torch.zeros(steps, batch, dtype=torch.long), torch.randn(steps, batch)
+
+    def grads(target, behaviour, surrogate):
+        logits = target.clone().requires_grad_(True)
+        data = vtrace_data(logits, behaviour, action, value, reward, None, torch.zeros(steps, batch))
+        vtrace_error_discrete_action(data, 0.9, 1.0, surrogate_clip_ratio=surrogate).policy_loss.backward()
+        return logits.grad
+
+    logits = torch.randn(steps, batch, 2)
+    # fresh data (rho = 1): the surrogate's gradient is IMPALA's
+    assert torch.allclose(grads(logits, logits, eps), grads(logits, logits, None), atol=1e-7)
+    # the learner's pi(a=0) is now 0.9 where the behaviour's was 0.5: ratio 1.8, outside 1.2
+    learner = torch.tensor([math.log(9.0), 0.0]).expand(steps, batch, 2)
+    behaviour = torch.zeros(steps, batch, 2)
+    data = vtrace_data(learner, behaviour, action, value, reward, None, torch.zeros(steps, batch))
+    advantage = vtrace(
+        torch.full((steps, batch), math.log(1.8)), torch.full((steps, batch), 0.9), reward,
+        value[:-1], value[-1], 1.0, rho_pg_clip_ratio=None,
+    ).pg_advantages  # fmt: skip
+    loss = vtrace_error_discrete_action(data, 0.9, 1.0, surrogate_clip_ratio=eps)
+    expected = -torch.where(advantage > 0, 1.2 * advantage, 1.8 * advantage).mean()
+    assert loss.policy_loss.item() == pytest.approx(expected.item(), rel=1e-5)
+    g = grads(learner, behaviour, eps)
+    positive = advantage > 0
+    assert positive.any() and (~positive).any()
+    assert g[positive].abs().sum() == 0  # already moved past the trust region the way A wants
+    assert (g[~positive].abs().sum(-1) > 0).all()  # moved the wrong way: pulled back
