@@ -1,36 +1,28 @@
-"""IMPALA on CartPole-v1 (Ray pipeline): collector actors stream unrolls into the buffer actor, the
-bounded queue; the learner trains on them with V-trace as they come and never waits for the
-collectors (``ray.backpressure='block'``: the collectors wait instead, once they are ahead).
+"""IMPALA on CartPole-v1 (Ray pipeline): one collector actor of 16 envs streams unrolls into the
+buffer actor, the bounded queue; the learner trains on them with V-trace as they come and never
+waits for the collector (``ray.backpressure='block'``: the collector waits instead, once ahead).
 
-``ding-ray train cartpole_impala --mode ray``, seeds 0-2, on the 2 cores (quiet, 2026-11-26
-evening, 200k env-step budget). With a learning rate of 3e-4, three rounds: 475 reached 22.3 /
-16.8 / 16.9, 23.8 / 17.3 / 17.0 and 22.8 / 23.3 / 16.3 s after launch (medians 16.9, 17.3 and
-22.8 s), all nine solved (21.8k-74.6k env steps); three more rounds at 20:00-20:30: medians
-28.6, 21.7 and 16.6 s (23.8k-117k env steps). With 5e-4, the rate before, beside the first three:
-27.7 / 17.6 / 16.5 s, then 23.4 s for seed 1 and seeds 0 and 2 unsolved at 200k: its evaluations
-swing from 470 back to 9-11 (the greedy policy collapsed onto one action) every few hundred
-iterations; 2e-4 solved all three but slowly (31-41 s). Earlier rounds with 5e-4 (afternoon): medians
-13.6 and 15.5 s, then 30.5, 18.6 and 19.6 s. The first batch comes 6.4-10 s after launch (Ray's own
-start 4-5 s, then each actor imports torch); policy lag median 40-44 learner iterations, p95 72-76.
-Other settings tried, none better: a value weight of 0.05 (seed 0 unsolved), a queue of 64 with
-each unroll used at most 4 times (lag 20, but none solved in 200k), DI-engine's discount of 0.9
-(seed 0 unsolved in two rounds of three), a learning rate of 1e-3 (seed 0 collapsed), the gradient
-norm clipped at 0.5, DI-engine's entropy weight 1e-4 (seeds 0 and 2 collapsed).
-A collapsed run's policy is saturated (the other action below probability 2e-3 in every state,
-2e-5 on average) and stays so. Separate actor and critic encoders with an entropy weight of 1e-3
-and rho_pg_clip_ratio=10 (unclipped, a policy gradient on stale data no longer drifts away from
-the behaviour policy): eighteen runs on Ray, one unsolved, median 21.2 s, beside the config below
-at 24.9 s (fifteen runs, one unsolved): within the spread of the rounds, so not adopted (the README
-has the rounds).
-``benchmarks/bench_impala.py`` (60-s windows at steady state, same 2 collectors, entropy weight
-1e-4): 2,744-3,028 env steps/s against 1,050-1,277 for sync PPO on Ray (2.15-2.78x), learner busy
-0.90. ``max_env_step`` and ``mode`` are the budget and pipeline ``ding-ray train`` uses by default.
+The policy loss is APPO's clipped surrogate (``learn.surrogate_clip_ratio=0.2``, ding_ray's
+addition; DI-engine's IMPALA has the plain V-trace policy gradient): each unroll is sampled about 8
+times and trained on 40-odd learner iterations after it was collected, and the trust region keeps
+those steps from pushing the policy away from the one that collected it. Without it a run could
+saturate onto one action and stay at a return of 9 (1 run in 15 with the config before this one).
+
+``ding-ray train cartpole_impala --mode ray``, seeds 0-2, on the 2 cores (2026-11-27, 01:20-01:45,
+seven rounds, all 21 runs solved): 475 reached 10.4-21.2 s after launch, median 13.0 s (per-round
+medians 14.1, 16.0, 13.8, 13.0, 11.6, 11.6, 13.2 s), at 17k-75k env steps (median 27k); policy lag
+median 40-48 learner iterations, p95 72-96. In the same hour the config before (2 collectors of 8
+envs, learning rate 3e-4, no surrogate): 21.5 / 12.0 / unsolved at 200k and 20.1 / 13.8 / 24.4 s;
+ding_ray's sync PPO on Ray (``cartpole_ppo``): 13.2 / 12.3 / 12.1 and 14.0 / 11.0 / 12.3 s. The
+first batch comes 6-9 s after launch (Ray's own start takes 4-5 s of it). The README's IMPALA
+section has the variants measured. ``max_env_step`` and ``mode`` are the budget and pipeline
+``ding-ray train`` uses by default.
 """
 
 main_config = dict(
     exp_name="cartpole_impala",
     env=dict(
-        env_id="CartPole-v1", collector_env_num=8, evaluator_env_num=5, n_evaluator_episode=5, stop_value=475
+        env_id="CartPole-v1", collector_env_num=16, evaluator_env_num=5, n_evaluator_episode=5, stop_value=475
     ),
     policy=dict(
         model=dict(obs_shape=4, action_shape=2, encoder_hidden_size_list=[64, 64]),
@@ -41,11 +33,12 @@ main_config = dict(
         learn=dict(
             update_per_collect=8,
             batch_size=16,
-            learning_rate=3e-4,  # 5e-4 left 2 of 6 runs unsolved at 200k, 1e-3 collapsed (see above)
+            # interleaved with 1e-3 (9 runs each): median 23.6k env steps against 29.9k (wall time
+            # 13.0 s against 11.7 s: the first batch came 1 s sooner in 1e-3's rounds)
+            learning_rate=2e-3,
             discount_factor=0.99,
-            # DI-engine's 1e-4 let the policy collapse to one action (eval return 9.4 to the end of
-            # 300k env steps) in 2 of seeds 0-2 on 2026-11-26; 3e-3 and 1e-2 solved all three
             entropy_weight=0.003,
+            surrogate_clip_ratio=0.2,  # APPO's clipped surrogate (see above)
         ),
         collect=dict(n_sample=16),  # unrolls per collect call
         eval=dict(evaluator=dict(eval_freq=100)),  # learner iterations between evaluations
@@ -54,8 +47,11 @@ main_config = dict(
         other=dict(replay_buffer=dict(replay_buffer_size=128, max_use=16)),
     ),
     ray=dict(
-        num_collectors=2,
-        backpressure="block",  # the learner never waits on data; the collectors wait when ahead
+        # one collector of 16 envs: a second actor process costs the 2 cores its start-up (torch
+        # import) and its share of them. With learning rate 1e-3, in the same hour, 12 runs each:
+        # 2 collectors of 8 envs median 17.3 s, 1 collector of 16 envs 15.3 s
+        num_collectors=1,
+        backpressure="block",  # the learner never waits on data; the collector waits when ahead
         train_iters_per_call=4,  # gradient steps per learner call (64 unrolls sampled per call)
     ),
 )
