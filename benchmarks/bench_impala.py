@@ -62,6 +62,7 @@ def config(pipeline: str, collectors: int, exp_name: str) -> tuple[dict, dict]:
     main["exp_name"] = exp_name
     main["env"]["stop_value"] = 10**9  # never reached: the window decides when the run ends
     main.setdefault("ray", {}).update(num_collectors=collectors, progress_bar=False)
+    main["env"]["collector_env_num"] = 8  # the same collectors for both: 8 envs each (PPO's own)
     return main, json.loads(json.dumps(create_config))
 
 
