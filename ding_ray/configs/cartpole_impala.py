@@ -8,7 +8,7 @@ times and trained on 40-odd learner iterations after it was collected, and the t
 those steps from pushing the policy away from the one that collected it. Without it a run could
 saturate onto one action and stay at a return of 9 (1 run in 15 with the config before this one).
 
-``ding-ray train cartpole_impala --mode ray``, seeds 0-2, on the 2 cores (2026-11-27, 01:20-01:45,
+``ding-ray train cartpole_impala --mode ray``, seeds 0-2, on the 2 cores (2026-11-27, 01:14-01:27,
 seven rounds, all 21 runs solved): 475 reached 10.4-21.2 s after launch, median 13.0 s (per-round
 medians 14.1, 16.0, 13.8, 13.0, 11.6, 11.6, 13.2 s), at 17k-75k env steps (median 27k); policy lag
 median 40-48 learner iterations, p95 72-96. In the same hour the config before (2 collectors of 8
