@@ -213,6 +213,8 @@ def test_unsupported_options_are_refused_by_name():
         (dict(learn=dict(grad_clip_type="clip_momentum_norm")), "grad_clip_type"),
         (dict(learn=dict(optim="sgd")), "optim"),
         (dict(action_space="hybrid"), "action_space"),
+        (dict(learn=dict(surrogate_clip_ratio=0)), "surrogate_clip_ratio"),
+        (dict(learn=dict(surrogate_clip_ratio="0.2")), "surrogate_clip_ratio"),
     ]:
         with pytest.raises(ConfigError, match=match):
             IMPALAPolicy(dict(model=MODEL, **cfg), enable_field=["learn"])
