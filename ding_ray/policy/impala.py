@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from ding_ray.config.ranges import Range
 from ding_ray.data.columnar import stack_items
 from ding_ray.errors import ConfigError, ShapeError
 from ding_ray.policy.base import Policy
@@ -312,9 +313,9 @@ def _check_supported(cfg: dict) -> None:
         raise ConfigError(
             f"policy.learn.optim={learn.get('optim')!r} is not supported; choose from {_OPTIMS}."
         )
-    eps = learn.get("surrogate_clip_ratio")
-    if eps is not None and (isinstance(eps, bool) or not isinstance(eps, (int, float)) or not eps > 0):
+    problem = Range(0, open_low=True).problem(learn.get("surrogate_clip_ratio"))
+    if problem is not None:
         raise ConfigError(
-            f"policy.learn.surrogate_clip_ratio={eps!r}: the surrogate's ratio is clipped to "
+            f"policy.learn.surrogate_clip_ratio {problem}: the surrogate's ratio is clipped to "
             "[1 - eps, 1 + eps]; set a number > 0 (APPO uses 0.1-0.4), or None for DI-engine's loss."
         )
