@@ -151,6 +151,7 @@ def _train_reporting(tune: Any, run: Any, max_env_step: int | None, max_train_it
         stages(task, run.cfg, run, max_env_step, max_train_iter)
         task.use(report)
         task.run()
+        run.ctx = task.ctx  # the last iteration's (report saw the one before if it ended early)
         if run.stopped():  # the iteration that reached the stop value ended at its evaluation
             report(task.ctx)
 

@@ -75,6 +75,33 @@ def test_two_trial_sweep_reports_each_evaluation(ray_local, tmp_path):
     assert best.metrics["eval_return"] == max(r.metrics["eval_return"] for r in grid)
 
 
+def test_the_evaluation_that_reaches_the_stop_value_is_the_trial_s_last_report(ray_local, tmp_path):
+    """That evaluation ends its iteration before the report stage runs: it is reported after the
+    run (it was lost before, when the report stage had last seen an earlier iteration)."""
+    grid = tune_pipeline(
+        "cartpole_dqn",
+        param_space={
+            "env.stop_value": 12,  # within a few evaluations of the start
+            "policy.eval.evaluator.eval_freq": 8,
+            "env.n_evaluator_episode": 2,
+            "env.evaluator_env_num": 2,
+            "env.collector_env_num": 2,
+        },
+        max_env_step=3000,
+        storage_path=str(tmp_path / "tune"),
+        name="cartpole_stop",
+    )
+    assert grid.num_errors == 0, [r.error for r in grid]
+    (result,) = grid
+    history = result.metrics_dataframe
+    assert history["stop_value_reached"].iloc[-1] and history["eval_return"].iloc[-1] >= 12, history
+    assert not history["stop_value_reached"].iloc[:-1].any()
+    run_dirs = [d for d in os.listdir(result.path) if d.startswith("cartpole_dqn")]
+    with open(os.path.join(result.path, run_dirs[0], "result.json")) as f:
+        record = json.load(f)
+    assert record["stop"] and history["env_step"].iloc[-1] == record["env_steps"]
+
+
 def test_a_ray_pipeline_trial_reports_evaluations_with_checkpoints(ray_local, tmp_path):
     grid = tune_pipeline(
         "apex_dqn",
