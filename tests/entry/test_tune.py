@@ -28,6 +28,23 @@ def ray_local():
     ray.shutdown()
 
 
+# small CartPole DQN trials: an evaluation every half collect, 2 episodes, 2 envs a side
+SMALL = {
+    "policy.eval.evaluator.eval_freq": 8,
+    "env.n_evaluator_episode": 2,
+    "env.evaluator_env_num": 2,
+    "env.collector_env_num": 2,
+}
+
+
+def run_record(result) -> dict:
+    """The result.json of the serial run in a trial's folder."""
+    run_dirs = [d for d in os.listdir(result.path) if d.startswith("cartpole_dqn")]
+    assert run_dirs, os.listdir(result.path)
+    with open(os.path.join(result.path, run_dirs[0], "result.json")) as f:
+        return json.load(f)
+
+
 def test_two_trial_sweep_reports_each_evaluation(ray_local, tmp_path):
     learning_rates = [1e-3, 3e-4]
     grid = tune_pipeline(
@@ -35,10 +52,7 @@ def test_two_trial_sweep_reports_each_evaluation(ray_local, tmp_path):
         param_space={
             "policy.learn.learning_rate": {"grid_search": learning_rates},
             "policy.nstep": 3,
-            "policy.eval.evaluator.eval_freq": 8,  # an evaluation every half collect
-            "env.n_evaluator_episode": 2,
-            "env.evaluator_env_num": 2,
-            "env.collector_env_num": 2,
+            **SMALL,
         },
         max_env_step=1500,
         storage_path=str(tmp_path / "tune"),
@@ -57,10 +71,7 @@ def test_two_trial_sweep_reports_each_evaluation(ray_local, tmp_path):
         assert history["env_step"].iloc[-1] >= 1500 - 32 or history["stop_value_reached"].iloc[-1]
         assert result.config["policy.nstep"] == 3
         # the serial run's own folder lives in the trial's folder, with its result.json
-        run_dirs = [d for d in os.listdir(result.path) if d.startswith("cartpole_dqn")]
-        assert run_dirs, os.listdir(result.path)
-        with open(os.path.join(result.path, run_dirs[0], "result.json")) as f:
-            record = json.load(f)
+        record = run_record(result)
         # the run went on to its budget after its last evaluation (one collect at most)
         assert history["env_step"].iloc[-1] <= record["env_steps"] <= history["env_step"].iloc[-1] + 64
         # each report carries a run checkpoint of the moment it was taken
@@ -82,10 +93,7 @@ def test_the_evaluation_that_reaches_the_stop_value_is_the_trial_s_last_report(r
         "cartpole_dqn",
         param_space={
             "env.stop_value": 12,  # within a few evaluations of the start
-            "policy.eval.evaluator.eval_freq": 8,
-            "env.n_evaluator_episode": 2,
-            "env.evaluator_env_num": 2,
-            "env.collector_env_num": 2,
+            **SMALL,
         },
         max_env_step=3000,
         storage_path=str(tmp_path / "tune"),
@@ -96,9 +104,7 @@ def test_the_evaluation_that_reaches_the_stop_value_is_the_trial_s_last_report(r
     history = result.metrics_dataframe
     assert history["stop_value_reached"].iloc[-1] and history["eval_return"].iloc[-1] >= 12, history
     assert not history["stop_value_reached"].iloc[:-1].any()
-    run_dirs = [d for d in os.listdir(result.path) if d.startswith("cartpole_dqn")]
-    with open(os.path.join(result.path, run_dirs[0], "result.json")) as f:
-        record = json.load(f)
+    record = run_record(result)
     assert record["stop"] and history["env_step"].iloc[-1] == record["env_steps"]
 
 
