@@ -3,8 +3,10 @@
 actor's ding_ray series, and a real browser (headless ``chromium``) logs in with the cluster's
 token and shows the run's actors on the dashboard's Actors page.
 
-The run is a driver subprocess with its own Ray (``RAY_TMPDIR``) and token; its actors stay up
-until the test has looked at them. Set ``DING_RAY_SCREENSHOT=docs/img/dashboard_actors.png`` to
+The run is a driver subprocess with its own Ray (``RAY_TMPDIR``) and token. It trains until the
+test has seen every actor's series (a busy machine can start the last actors late, and a series
+is only exported while its owner records it), and its actors stay up until the test has looked
+at them. Set ``DING_RAY_SCREENSHOT=docs/img/dashboard_actors.png`` to
 keep the browser's screenshot (the one the README shows).
 """
 
@@ -33,7 +35,7 @@ pytestmark = [pytest.mark.ray, pytest.mark.slow]
 ACTORS = ("learner", "buffer", "evaluator", "collector-0", "collector-1", "driver")
 
 DRIVER = """
-import json, sys
+import json, os, sys
 import ray
 from ding_ray import distributed
 from ding_ray.framework import pipelines
@@ -41,10 +43,12 @@ from tests.distributed.configs import small_config
 
 main, create = small_config(sys.argv[1], include_dashboard=True)
 cfg, plan, started = distributed.start_run((main, create), 0)
+stop_file = sys.argv[3]  # the test creates it once it has seen what it looks for
 with distributed.RayComponents(cfg, plan) as rc, rc.task() as task:
     node = ray._private.worker._global_node
     print(json.dumps({"session": node.get_session_dir_path(), "dashboard": node.webui_url}), flush=True)
     pipelines.off_policy(task, cfg, rc, max_train_iter=int(sys.argv[2]))
+    task.use(lambda ctx: setattr(task, "finish", task.finish or os.path.exists(stop_file)))
     task.run()
     print("trained", flush=True)
     sys.stdin.readline()  # the actors stay up until the test has looked at them
@@ -66,15 +70,20 @@ def live_run():
     }
     exp_dir = tempfile.mkdtemp(prefix="drdm_exp")
     out = os.path.join(exp_dir, "driver.out")  # a file, not a pipe: workers' prints reach it too
+    stop_file = os.path.join(exp_dir, "stop")
     with open(out, "w") as stdout:
         driver = subprocess.Popen(
-            [sys.executable, "-c", DRIVER, os.path.join(exp_dir, "dashboard_run"), "200"],
+            [sys.executable, "-c", DRIVER, os.path.join(exp_dir, "dashboard_run"), "20000", stop_file],
             cwd=REPO, env=env, stdin=subprocess.PIPE, stdout=stdout, text=True,
         )  # fmt: skip
     try:
         started = json.loads(wait_for_line(driver, out, '{"session"', timeout_s=180))
-        yield "dashboard_run", started["session"], f"http://{started['dashboard']}", token, (driver, out)
+        yield (
+            "dashboard_run", started["session"], f"http://{started['dashboard']}", token,
+            (driver, out), stop_file,
+        )  # fmt: skip
     finally:
+        open(stop_file, "w").close()
         driver.stdin.close()
         try:
             driver.wait(timeout=60)
@@ -105,7 +114,7 @@ def query(prometheus: str, promql: str) -> list[dict]:
 
 
 def test_prometheus_with_rays_config_scrapes_every_actors_ding_ray_series(live_run, tmp_path):
-    experiment, session, _, _, driver = live_run
+    experiment, session, _, _, driver, stop_file = live_run
     with open(f"{session}/metrics/prometheus/prometheus.yml") as f:
         config = yaml.safe_load(f)
     config["global"].update(scrape_interval="1s", evaluation_interval="1s")  # Ray writes 10 s
@@ -120,21 +129,28 @@ def test_prometheus_with_rays_config_scrapes_every_actors_ding_ray_series(live_r
     )  # fmt: skip
     url = f"http://127.0.0.1:{port}"
     try:
+        # while the run trains: on a busy machine the last actors start minutes late
         per_actor = f'count by (actor) ({{__name__=~"ray_ding_ray_.+", experiment="{experiment}"}})'
-        actors, deadline = set(), time.monotonic() + 120
+        actors, deadline = set(), time.monotonic() + 300
         while time.monotonic() < deadline and not set(ACTORS) <= actors:
             time.sleep(2)
+            assert driver[0].poll() is None, f"the driver exited with {driver[0].returncode}"
             try:
                 actors = {r["metric"]["actor"] for r in query(url, per_actor)}
             except OSError:  # Prometheus not listening yet
                 assert prometheus.poll() is None, "prometheus exited"
         assert set(ACTORS) <= actors, actors
+        (ratio,) = query(url, f'ray_ding_ray_buffer_samples_per_insert{{experiment="{experiment}"}}')
+        assert ratio["metric"]["actor"] == "driver", ratio  # what only the driver knows
+        evaluated = query(url, f'ray_ding_ray_evaluator_call_seconds_count{{experiment="{experiment}"}}')
+        assert [e["metric"]["actor"] for e in evaluated] == ["evaluator"], evaluated
+        steps = query(url, f'ray_ding_ray_collector_env_steps_total{{experiment="{experiment}"}}')
+        assert {s["metric"]["actor"] for s in steps} == {"collector-0", "collector-1"}, steps
+        assert all(float(s["value"][1]) > 0 for s in steps), steps
+        (size,) = query(url, f'ray_ding_ray_buffer_size{{experiment="{experiment}"}}')
+        assert size["metric"]["actor"] == "buffer" and float(size["value"][1]) > 0, size
         # the learner's counter, scraped more than once while the run went on
-        wait_for_line(*driver, "trained", timeout_s=120)
         series = f'ray_ding_ray_learner_train_iter_total{{experiment="{experiment}"}}'
-        (learner,) = query(url, series)
-        assert learner["metric"]["actor"] == "learner" and float(learner["value"][1]) > 0, learner
-        # scraped every second, but a loaded machine can be a scrape behind: wait for the second one
         samples, deadline = [], time.monotonic() + 60
         while time.monotonic() < deadline:
             samples = query(url, f"count_over_time({series}[5m])")
@@ -142,15 +158,10 @@ def test_prometheus_with_rays_config_scrapes_every_actors_ding_ray_series(live_r
                 break
             time.sleep(1)
         assert samples and float(samples[0]["value"][1]) >= 2, samples
-        steps = query(url, f'ray_ding_ray_collector_env_steps_total{{experiment="{experiment}"}}')
-        assert {s["metric"]["actor"] for s in steps} == {"collector-0", "collector-1"}, steps
-        assert all(float(s["value"][1]) > 0 for s in steps), steps
-        (size,) = query(url, f'ray_ding_ray_buffer_size{{experiment="{experiment}"}}')
-        assert size["metric"]["actor"] == "buffer" and float(size["value"][1]) > 0, size
-        (ratio,) = query(url, f'ray_ding_ray_buffer_samples_per_insert{{experiment="{experiment}"}}')
-        assert ratio["metric"]["actor"] == "driver", ratio  # what only the driver knows
-        evaluated = query(url, f'ray_ding_ray_evaluator_call_seconds_count{{experiment="{experiment}"}}')
-        assert [e["metric"]["actor"] for e in evaluated] == ["evaluator"], evaluated
+        open(stop_file, "w").close()
+        wait_for_line(*driver, "trained", timeout_s=120)
+        (learner,) = query(url, series)
+        assert learner["metric"]["actor"] == "learner" and float(learner["value"][1]) > 0, learner
     finally:
         prometheus.terminate()
         prometheus.wait(timeout=30)
@@ -179,7 +190,7 @@ class DevTools:
 
 
 def test_chromium_shows_the_runs_actors_on_the_dashboards_actors_page(live_run, tmp_path):
-    _, _, dashboard, token, _ = live_run
+    _, _, dashboard, token, _, _ = live_run
     port = free_port()
     chromium = subprocess.Popen(
         [
