@@ -129,6 +129,7 @@ class BaseEnvManager:
         self._step_failures = [0] * len(self._env_fn)  # failed steps in a row, per env
         self._seeds: list[int] | None = None
         self._dynamic_seed = True
+        self._unseeded: set[int] = set()  # envs whose seed waits for their next reset
         self._replay_path: str | None = None
         self._closed = False
         self._launched = False
@@ -178,16 +179,18 @@ class BaseEnvManager:
 
     # ----- lifecycle ------------------------------------------------------------------------------
     def seed(self, seed: int | Sequence[int], dynamic_seed: bool = True) -> None:
-        """Env i gets ``seed + i``. ``dynamic_seed=False`` reseeds at every ``reset`` (evaluators)."""
+        """Env i gets ``seed + i``, given to it once, at its next ``reset`` (as DI-engine's managers
+        do). ``dynamic_seed=False`` (evaluators): the env starts every episode from its seed."""
         seeds = [seed + i for i in range(self.env_num)] if isinstance(seed, int) else list(seed)
         self._seeds, self._dynamic_seed = seeds, dynamic_seed
-        for env, s in zip(self._envs, seeds):
-            env.seed(s, dynamic_seed)
+        self._unseeded = set(range(self.env_num))
+        for env, s in zip(self._envs, seeds):  # random_action is seeded from now on
+            env.action_space.seed(s)
 
     def launch(self, reset_param: dict | None = None) -> None:
         if self._closed:
             self._start_envs()
-            if self._seeds is not None:
+            if self._seeds is not None:  # new envs: seeded again, at the reset below
                 self.seed(self._seeds, self._dynamic_seed)
             self._closed = False
         self._launched = True
@@ -198,13 +201,15 @@ class BaseEnvManager:
         self._envs = [self._make_env(i) for i in range(self.env_num)]
 
     def reset(self, reset_param: dict | None = None) -> None:
-        """Reset every env (or those named in ``reset_param``) and make them ready."""
+        """Reset every env (or those named in ``reset_param``) and make them ready. Envs with a seed
+        not given yet get it first, all of them before any resets, as DI-engine's manager does."""
         if not self._launched:
             return self.launch(reset_param)
         ids = range(self.env_num) if reset_param is None else reset_param.keys()
-        if self._seeds is not None and not self._dynamic_seed:
-            for i in ids:
-                self._envs[i].seed(self._seeds[i], False)
+        for i in ids:
+            if i in self._unseeded:
+                self._envs[i].seed(self._seeds[i], self._dynamic_seed)
+                self._unseeded.discard(i)
         self._episode_count = [0] * self.env_num
         for i in ids:
             self._ready_obs[i] = self._reset_env(i)

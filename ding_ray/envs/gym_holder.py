@@ -4,6 +4,7 @@ videos, close."""
 from __future__ import annotations
 
 import gymnasium as gym
+import numpy as np
 
 from ding_ray.errors import EnvError
 
@@ -16,20 +17,25 @@ class GymEnvHolder:
     action_space: gym.Space
     _seed: int | None = None
     _dynamic_seed = True
-    _seeded_once = False
     _replay_path: str | None = None
 
     def seed(self, seed: int, dynamic_seed: bool = True) -> None:
-        """With ``dynamic_seed`` only the first reset is seeded; otherwise every ``reset`` is."""
-        self._seed, self._dynamic_seed, self._seeded_once = int(seed), dynamic_seed, False
-        self.action_space.seed(int(seed))
+        """Seeded as dizoo's envs are: ``dynamic_seed`` starts each episode from ``seed + 100 * k``,
+        ``k`` in [1, 1000) drawn from numpy's global generator, so each reset gives a new episode;
+        without it every ``reset`` starts from ``seed``. Like dizoo's envs, this also seeds numpy's
+        global generator with ``seed``: a seeded run draws the episodes DI-engine's does."""
+        self._seed, self._dynamic_seed = int(seed), dynamic_seed
+        np.random.seed(self._seed)
+        self.action_space.seed(self._seed)
 
     def _reset_seed(self) -> int | None:
-        """The seed the next ``self._env.reset`` takes (None: the env's generator goes on)."""
-        if self._seed is not None and (not self._dynamic_seed or not self._seeded_once):
-            self._seeded_once = True
-            return self._seed
-        return None
+        """The seed the next ``self._env.reset`` takes (None: unseeded, the env's generator goes on);
+        the action space is reseeded with it, as dizoo's envs do."""
+        if self._seed is None:
+            return None
+        seed = self._seed + 100 * int(np.random.randint(1, 1000)) if self._dynamic_seed else self._seed
+        self.action_space.seed(seed)
+        return seed
 
     def _record(self, env: gym.Env, replay_path: str) -> None:
         """Hold ``env`` wrapped to record every episode as a video under ``replay_path``."""

@@ -232,7 +232,11 @@ class GymnasiumEnv(GymEnvHolder):
             unit = np.clip(np.asarray(action, dtype=np.float64).reshape(center.shape), -1.0, 1.0)
             action = center + half * unit
         if isinstance(action, np.ndarray):
-            action = action.astype(self._env.action_space.dtype)
+            # A float action goes at full precision: under numpy 2 a float32 one would make the env
+            # compute in float32 (NEP 50: Pendulum's torque, for one), where gym under numpy 1, as
+            # DI-engine runs it, computes in float64.
+            dtype = self._env.action_space.dtype
+            action = action.astype(np.float64 if np.issubdtype(dtype, np.floating) else dtype)
         return action
 
     def random_action(self) -> Any:

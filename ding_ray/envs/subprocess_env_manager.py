@@ -445,7 +445,9 @@ class AsyncSubprocessEnvManager(SpacesOnlyEnvManager):
 @ENV_MANAGER_REGISTRY.register("subprocess")
 class SyncSubprocessEnvManager(AsyncSubprocessEnvManager):
     """Each env in its own process; ``step`` waits for every env it was given, as
-    ``BaseEnvManager`` does, with the same observations for the same seeds."""
+    ``BaseEnvManager`` does, with the same observations for the same static seeds. (A dynamic seed
+    draws each episode's seed from numpy's global generator, as dizoo's envs do: the base manager's
+    envs share the driver's, each worker here has its own, as with DI-engine's managers.)"""
 
     config = dict(
         type="subprocess",

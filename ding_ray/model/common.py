@@ -286,7 +286,7 @@ class ReparameterizationHead(nn.Module):
         if self.bound_type == "tanh":
             mu = torch.tanh(mu)
         if self.sigma_type == "independent":
-            sigma = self.log_sigma_param.exp().expand_as(mu)
+            sigma = (self.log_sigma_param + torch.zeros_like(mu)).exp()
         elif self.sigma_type == "conditioned":
             log_sigma = F.linear(x, self.log_sigma_layer.weight, self.log_sigma_layer.bias)
             sigma = log_sigma.clamp(-20.0, 2.0).exp()

@@ -74,6 +74,15 @@ class VAC(nn.Module):
         else:
             self.actor_encoder, self.critic_encoder = encoder(), encoder()
             feature = self.actor_encoder.output_size
+        # the critic before the actor, as DI-engine's VAC: the parameters (and the optimizer's list,
+        # and the global norm that clips their gradients) come in DI-engine's order
+        self.critic_head = MLP(
+            feature,
+            [critic_head_hidden_size] * critic_head_layer_num + [1],
+            activation,
+            last_activation=False,
+            norm_type=norm_type,
+        )
         if action_space == "continuous":
             self.actor_head = ReparameterizationHead(
                 feature,
@@ -94,13 +103,6 @@ class VAC(nn.Module):
                 last_activation=False,
                 norm_type=norm_type,
             )
-        self.critic_head = MLP(
-            feature,
-            [critic_head_hidden_size] * critic_head_layer_num + [1],
-            activation,
-            last_activation=False,
-            norm_type=norm_type,
-        )
 
     @property
     def _actor_encoder(self) -> nn.Module:

@@ -16,7 +16,7 @@ import torch
 from easydict import EasyDict
 
 from ding_ray.config.merge import checked_config, default_config_of
-from ding_ray.errors import ConfigError, EnvError
+from ding_ray.errors import ConfigError, DataFormatError, EnvError
 from ding_ray.model import create_model
 from ding_ray.model.di_engine_names import learn_state_from_di_engine
 from ding_ray.policy.common import obs_batch, outputs_to_numpy, per_env, set_mode
@@ -339,6 +339,7 @@ class Policy:
             # torch keeps CPU tensors of a loaded optimizer state as they are: without the copy, a
             # state dict taken from a live policy would share Adam's moments with it.
             self._optimizer.load_state_dict(copy.deepcopy(state_dict["optimizer"]))
+            check_optimizer_fits(self._optimizer)
 
     def _state_dict_collect(self) -> dict[str, Any]:
         return {"model": self._collect_model.state_dict()}
@@ -387,3 +388,21 @@ def create_policy(cfg: dict, **kwargs: Any) -> Policy:
 
 def get_policy_cls(cfg: dict) -> type:
     return POLICY_REGISTRY.get(cfg["type"])
+
+
+def check_optimizer_fits(optimizer: torch.optim.Optimizer) -> None:
+    """Each parameter's loaded moments have its shape; else a ``DataFormatError`` (torch would fail
+    later, inside the update). A PPO or IMPALA checkpoint written before ding_ray listed VAC's critic
+    head before its actor head (DI-engine's order, 2026-11-27) holds them in the other order."""
+    for group in optimizer.param_groups:
+        for param in group["params"]:
+            moments = optimizer.state.get(param, {})
+            for key, value in moments.items():
+                if isinstance(value, torch.Tensor) and value.dim() and value.shape != param.shape:
+                    raise DataFormatError(
+                        f"The checkpoint's optimizer state does not fit this model: its {key!r} has shape "
+                        f"{tuple(value.shape)} where the parameter has {tuple(param.shape)}. A PPO or "
+                        "IMPALA checkpoint saved before 2026-11-27 lists the actor head before the "
+                        "critic head; load it without its 'optimizer' entry (the weights load by name) "
+                        "to go on with fresh Adam moments."
+                    )

@@ -22,18 +22,24 @@ import torch
 _prepared: bool | None = None  # None: not tried yet; True: the wrappers are skipped
 
 
-def make_adam(params: Any, lr: float, weight_decay: float = 0.0) -> torch.optim.Optimizer:
-    """Adam with the fused kernel where this torch build has one for the device (CPU since torch 2.4).
+def make_adam(params: Any, lr: float, weight_decay: float = 0.0, fused: bool = True) -> torch.optim.Optimizer:
+    """Adam with the fused kernel where this torch build has one for the device (CPU since torch 2.4):
+    for the small networks of classic-control tasks the optimizer step is a large share of a
+    training iteration, and the fused kernel does it in one pass instead of a dozen tensor ops.
 
-    For the small networks of classic-control tasks the optimizer step is a large share of a
-    training iteration; the fused kernel does it in one pass instead of a dozen tensor ops.
+    ``fused=False``: the multi-tensor (``foreach``) kernel, whose arithmetic is that of torch's
+    for-loop Adam, which DI-engine's optimizer steps with, so weights update as DI-engine's do, to
+    the bit (the fused kernel rounds differently). PPO asks for it: its seeded runs on dizoo's
+    configs reproduce DI-engine's.
     """
     params = list(params)
     cls = _EagerAdam if _skip_compiler_wrappers() else torch.optim.Adam
-    try:
-        return cls(params, lr=lr, weight_decay=weight_decay, fused=True)
-    except (RuntimeError, TypeError):
-        return cls(params, lr=lr, weight_decay=weight_decay, foreach=True)
+    if fused:
+        try:
+            return cls(params, lr=lr, weight_decay=weight_decay, fused=True)
+        except (RuntimeError, TypeError):
+            pass
+    return cls(params, lr=lr, weight_decay=weight_decay, foreach=True)
 
 
 class _EagerAdam(torch.optim.Adam):

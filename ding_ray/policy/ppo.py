@@ -141,7 +141,7 @@ class PPOPolicy(Policy):
         ``next_obs`` of non-terminal ends); without it the critic values every obs and next_obs.
         """
         device = self._device if value is None else value.device
-        reward = data["reward"].reshape(-1).to(device)
+        reward = data["reward"].reshape(-1).to(device, torch.float32)  # as DI-engine: GAE in float32
         done = data["done"].reshape(-1).to(device)
         if self._cfg.learn.ignore_done:  # bootstrap through terminations too
             done = torch.zeros_like(reward)
@@ -172,7 +172,8 @@ class PPOPolicy(Policy):
             if self._continuous:
                 _continuous_param_init(self._model)
         self._learn_model = self._model
-        self._optimizer = make_adam(self._model.parameters(), learn.learning_rate)
+        # DI-engine's Adam arithmetic (not the fused kernel): a seeded run trains as DI-engine's
+        self._optimizer = make_adam(self._model.parameters(), learn.learning_rate, fused=False)
         self._lr_scheduler = None
         schedule = learn.lr_scheduler
         if schedule:
@@ -181,7 +182,6 @@ class PPOPolicy(Policy):
                 self._optimizer, lambda epoch: max(1.0 - epoch * (1.0 - min_lambda) / epoch_num, min_lambda)
             )
         self._running_mean_std = RunningMeanStd() if learn.value_norm else None
-        self._generator = torch.Generator().manual_seed(int(np.random.randint(2**31)))
 
     def _forward_learn(self, data: Any) -> list[dict[str, Any]]:
         """``epoch_per_collect`` passes over ``data`` in minibatches; one log dict per gradient step
@@ -202,7 +202,7 @@ class PPOPolicy(Policy):
                 return_ = (adv + value_old * scale) / scale
                 if self._running_mean_std is not None:
                     self._running_mean_std.update((adv + value_old * scale).cpu().numpy())
-            for index in _minibatches(n, learn.batch_size, self._generator):
+            for index in _minibatches(n, learn.batch_size):
                 rows = [x[index] for x in (obs, action, value_old, adv, return_)]
                 logs.append(self._train_minibatch(_rows(batch["logit"], index), *rows))
         if self._lr_scheduler is not None:
@@ -276,6 +276,9 @@ class PPOPolicy(Policy):
     def _get_train_sample(self, transitions: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Each transition with its GAE advantage ``adv`` and ``traj_flag`` (True on the last step):
         ``transitions`` is one env's consecutive steps, and only the last one can end its episode."""
+        last = transitions[-1]
+        if self._cfg.learn.ignore_done or not last["done"]:
+            self._draw_as_di_engine_bootstraps(last["next_obs"])
         traj_flag = [False] * (len(transitions) - 1) + [True]
         next_obs = stack_obs([t["next_obs"] for t in transitions])
         columns = {
@@ -287,6 +290,16 @@ class PPOPolicy(Policy):
         value = torch.tensor([t["value"] for t in transitions], dtype=torch.float32)
         _, adv, _ = self._compute_advantages(columns, value)
         return [{**t, "adv": a, "traj_flag": f} for t, a, f in zip(transitions, adv.tolist(), traj_flag)]
+
+    @torch.inference_mode()
+    def _draw_as_di_engine_bootstraps(self, next_obs: Any) -> None:
+        """DI-engine's PPO bootstraps a trajectory whose last step is not ``done`` (all of them with
+        ``ignore_done``) by running its collect model on the last ``next_obs``, and that model samples
+        an action each time it runs. The same draw here (the action is not used: the critic gives
+        the value) keeps a seeded run on DI-engine's random stream, so it collects what DI-engine's
+        does. (A time limit is ``done`` for DI-engine, not here: after one, the streams part.)"""
+        _, obs = self._obs_tensor({0: next_obs}, self._collect_model)
+        sample_action(self._collect_model(self._normalize(obs), "compute_actor")["logit"], self._continuous)
 
     # ----- eval (and the collect and eval state dicts: the model plus the observation statistics) --
     def _eval_tensors(self, obs: torch.Tensor) -> dict[str, Any]:
@@ -335,10 +348,12 @@ def _continuous_param_init(model: torch.nn.Module) -> None:
                 module.weight.mul_(0.01)
 
 
-def _minibatches(n: int, batch_size: int, generator: torch.Generator) -> list[torch.Tensor]:
+def _minibatches(n: int, batch_size: int) -> list[torch.Tensor]:
     """Shuffled index sets of ``batch_size`` covering all ``n`` rows; the last one takes the final
-    ``batch_size`` of the permutation (overlapping the one before) so that every set is full."""
-    order = torch.randperm(n, generator=generator)
+    ``batch_size`` of the permutation (overlapping the one before) so that every set is full. The
+    permutation is drawn from numpy's global generator, as DI-engine's PPO draws it: a seeded run
+    shuffles as DI-engine's does."""
+    order = torch.as_tensor(np.random.permutation(n))
     if n <= batch_size:
         return [order]
     starts = list(range(0, n - batch_size + 1, batch_size))

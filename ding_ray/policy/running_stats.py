@@ -27,11 +27,13 @@ class RunningMeanStd:
         """Merge a batch: rows of ``shape`` (any leading dimensions)."""
         if isinstance(x, torch.Tensor):
             x = x.detach().cpu().numpy()
-        x = np.asarray(x, dtype=np.float64).reshape(-1, *self.shape)
+        x = np.asarray(x)
+        x = (x if np.issubdtype(x.dtype, np.floating) else x.astype(np.float64)).reshape(-1, *self.shape)
         n = len(x)
         if n == 0:
             return
-        batch_mean, batch_var = x.mean(axis=0), x.var(axis=0)
+        # the batch's moments in its own precision, the merge in float64: DI-engine's arithmetic
+        batch_mean, batch_var = x.mean(axis=0).astype(np.float64), x.var(axis=0).astype(np.float64)
         total = self.count + n
         delta = batch_mean - self.mean
         self.mean = self.mean + delta * n / total
@@ -40,8 +42,8 @@ class RunningMeanStd:
 
     @property
     def std(self) -> np.ndarray:
-        """``sqrt(var) + 1e-8`` (DI-engine's), never 0."""
-        return np.sqrt(self.var) + 1e-8
+        """``sqrt(var + 1e-8)`` (DI-engine's), never 0."""
+        return np.sqrt(self.var + 1e-8)
 
     def state_dict(self) -> dict[str, Any]:
         """Plain floats (lists for a vector), as a checkpoint's ``value_norm`` entry holds them."""

@@ -229,3 +229,17 @@ def check_adam_moments(policy, ref: dict) -> None:
                 )
                 checked += 1
     assert checked == sum(len(m) for m in ref["optimizer_moments"].values())
+
+
+# VAC without norm layers (ding_ray's MLP registers its norm layers after its linear layers)
+@pytest.mark.parametrize("name", ["cartpole_ppo", "pendulum_ppo"])
+def test_parameters_come_in_di_engine_s_order(name, tmp_path):
+    """The model's parameters, named as DI-engine names them, in the order of DI-engine's state dict:
+    the optimizer steps them in that order and the gradient clip sums their norms in it, so a seeded
+    run rounds as DI-engine's does (VAC: the critic head before the actor head)."""
+    ref, paths = unpack(SHIPPED, name, tmp_path)
+    di_order = list(load_checkpoint(paths["ckpt_saver"])["model"])
+    model = policy_for(ref).learn_mode.get_attribute("model")
+    sources = layout(model).sources
+    ours = [source for n, _ in model.named_parameters() for source in sources[n]]
+    assert ours == [k for k in di_order if k in set(ours)], (ours, di_order)

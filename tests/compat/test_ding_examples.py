@@ -17,8 +17,8 @@ No budget is added: dqn and ppo run until the evaluator reaches CartPole's stop 
 until Pendulum's (-250) or the script's own ``termination_checker(max_train_iter=10000)``. The
 INFO lines the test reads appear because the script sets the root level to INFO (DI-engine's
 idiom). Measured here (2 shared cores), beside DI-engine 0.5.3 running the unedited scripts
-(torch 1 thread): dqn.py 1,016 env steps, ~5 s (DI-engine 1,016); ppo.py 6,656, ~7 s (DI-engine
-6,656); sac.py 33,990, ~45 s (DI-engine 33,990).
+(torch 1 thread; 2026-11-27): dqn.py 952 env steps, ~5 s (DI-engine 1,016); ppo.py 6,656, ~7 s (DI-engine
+6,656); sac.py 32,990, ~45 s (DI-engine 33,990).
 """
 
 from __future__ import annotations

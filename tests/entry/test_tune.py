@@ -115,6 +115,7 @@ def test_a_ray_pipeline_trial_reports_evaluations_with_checkpoints(ray_local, tm
             "policy.learn.learning_rate": 1e-3,
             "policy.eval.evaluator.eval_freq": 50,
             "policy.random_collect_size": 512,
+            "env.stop_value": 1000,  # out of CartPole's reach: the trial runs to max_train_iter
             "env.n_evaluator_episode": 2,
             "env.evaluator_env_num": 2,
             "ray.num_collectors": 1,

@@ -133,7 +133,7 @@ def test_retry_type_reset_retries_the_same_env_and_renew_builds_new_ones(kind):
 
 def test_base_step_timeout_interrupts_renews_and_goes_on():
     m = make_manager("HangCountdown-v0", n=2, step_timeout=0.3)
-    m.seed(0)  # env 0 hangs at step 3; its replacement is seeded 1000 and does not
+    m.seed(0, dynamic_seed=False)  # env 0 hangs at step 3; its replacement is seeded 1000 and does not
     m.launch()
     start = time.monotonic()
     history = run_steps(m, 8)
@@ -145,7 +145,7 @@ def test_base_step_timeout_interrupts_renews_and_goes_on():
 
 def test_base_reset_timeout_and_its_main_thread_rule():
     m = create_env_manager(dict(type="base", reset_timeout=0.3), env_fns("HangCountdown-v0", 2, on="reset"))
-    m.seed(0)
+    m.seed(0, dynamic_seed=False)
     m.launch()  # env 0's first reset hangs: interrupted, renewed
     assert sorted(m.ready_obs) == [0, 1] and m.error_count == 1
     errors = []

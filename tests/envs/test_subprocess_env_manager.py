@@ -33,7 +33,9 @@ from tests.fakes import CountdownEnv
 
 class HangEnv(CountdownEnv):
     """Countdown that never returns from step ``hang_at`` (or from its first reset) of an episode
-    seeded with ``hang_seed``: a replacement worker, seeded apart, runs normally."""
+    seeded with ``hang_seed``: a replacement worker, seeded apart, runs normally. The tests seed it
+    with ``dynamic_seed=False``, so that each episode's seed is the env's own (a dynamic seed starts
+    each episode from ``seed + 100 * k``)."""
 
     def __init__(self, length: int = 5, hang_at: int = 3, hang_seed: int = 0, on: str = "step"):
         super().__init__(length)
@@ -110,11 +112,13 @@ def worker_pids(manager):
 
 
 def test_sync_subprocess_matches_base_on_cartpole():
-    """Same seeds, same actions: the same observations, rewards, dones and next observations."""
+    """Same static seeds, same actions: the same observations, rewards, dones and next observations.
+    (Dynamic seeds draw episode seeds from numpy's global generator, one per process: see the
+    manager's docstring.)"""
     runs = {}
     for kind in ("base", "subprocess"):
         m = make(kind, "CartPole-v1", n=3)
-        m.seed(5)
+        m.seed(5, dynamic_seed=False)
         m.launch()
         rng = np.random.default_rng(0)
         history = []
@@ -200,7 +204,7 @@ def test_crashing_env_is_reset_counted_and_others_continue(kind):
 
 def test_worker_that_dies_is_replaced_and_counted():
     m = make("subprocess", "HangCountdown-v0", n=2, env_kwargs=dict(on="exit"))
-    m.seed(0)  # env 0 is seeded 0: its worker exits at step 3
+    m.seed(0, dynamic_seed=False)  # env 0 is seeded 0: its worker exits at step 3
     m.launch()
     before = worker_pids(m)
     history = run(m, 6)
@@ -214,7 +218,7 @@ def test_worker_that_dies_is_replaced_and_counted():
 
 def test_hanging_env_is_killed_after_step_timeout_and_replaced():
     m = make("subprocess", "HangCountdown-v0", n=2, step_timeout=0.5)
-    m.seed(0)  # env 0 hangs at step 3 of its first episode; its replacement is seeded 1000
+    m.seed(0, dynamic_seed=False)  # env 0 hangs at step 3 of its first episode; its replacement: seed 1000
     m.launch()
     hung_pid = worker_pids(m)[0]
     start = time.monotonic()
@@ -231,7 +235,7 @@ def test_hanging_env_is_killed_after_step_timeout_and_replaced():
 
 def test_hanging_reset_is_killed_after_reset_timeout():
     m = make("subprocess", "HangCountdown-v0", n=2, reset_timeout=0.5, env_kwargs=dict(on="reset"))
-    m.seed(0)
+    m.seed(0, dynamic_seed=False)
     m.launch()  # env 0's first reset hangs; a new worker (seeded 1000) resets fine
     assert sorted(m.ready_obs) == [0, 1] and m.error_count == 1
     m.close()
@@ -258,7 +262,7 @@ def test_async_returns_early_and_keeps_slow_envs_in_flight():
 
 def test_async_hanging_env_does_not_stop_the_others():
     m = make("async_subprocess", "HangCountdown-v0", n=2, step_timeout=1.0, wait_num=1)
-    m.seed(0)
+    m.seed(0, dynamic_seed=False)
     m.launch()
     steps = {0: 0, 1: 0}
     abnormal_after = None

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from ding_ray.envs import BaseEnvTimestep
-from ding_ray.errors import ConfigError
+from ding_ray.errors import ConfigError, DataFormatError
 from ding_ray.policy import PPOPolicy, create_policy
 from tests.policy.fakes import StubActorCritic
 
@@ -222,3 +222,24 @@ def test_continuous_learn_trains_and_default_model_follows_the_action_space():
 
     with pytest.raises(EnvError, match="continuous action space, but the env's is discrete"):
         policy.check_spaces((4,), "discrete", 2)
+
+
+def test_an_optimizer_state_in_the_old_head_order_is_refused_with_what_to_do():
+    """Before VAC listed the critic head first (DI-engine's order), a checkpoint's Adam moments came
+    actor head first: loaded as they are they would not fit; the error says how to go on."""
+    policy = create_policy(dict(type="ppo", model=MODEL), enable_field=["learn"])
+    policy.learn_mode.forward(rollout())
+    state = policy.learn_mode.state_dict()
+    names = [n for n, _ in policy._model.named_parameters()]
+    heads = [i for i, n in enumerate(names) if n.startswith(("critic_head", "actor_head"))]
+    critic = [i for i in heads if names[i].startswith("critic_head")]
+    encoder = [i for i in range(len(names)) if i not in heads]
+    old_order = encoder + [i for i in heads if i not in critic] + critic
+    moments = state["optimizer"]["state"]
+    state["optimizer"]["state"] = {new: moments[old] for new, old in enumerate(old_order)}
+    other = create_policy(dict(type="ppo", model=MODEL), enable_field=["learn"])
+    with pytest.raises(DataFormatError, match="without its 'optimizer' entry"):
+        other.learn_mode.load_state_dict(state)
+    del state["optimizer"]
+    other.learn_mode.load_state_dict(state)  # the weights alone load by name
+    assert all(torch.equal(a, b) for a, b in zip(other._model.parameters(), policy._model.parameters()))
