@@ -69,7 +69,14 @@ def run_ding_ray(relpath: str, seed: int, max_env_step: int) -> None:
             json.dump(dict(evaluations=evaluations, wall_s=time.perf_counter() - start), f)
 
 
-def measure(system: str, relpath: str, seed: int, max_env_step: int, python: dict[str, str]) -> dict:
+def measure(
+    system: str,
+    relpath: str,
+    seed: int,
+    max_env_step: int,
+    python: dict[str, str],
+    di_engine_env_id: str | None = None,
+) -> dict:
     """One run in a fresh folder; its evaluations and the wall time from launching python."""
     workdir = tempfile.mkdtemp(prefix=f"parity_{system}_")
     if system == "ding_ray":
@@ -78,6 +85,8 @@ def measure(system: str, relpath: str, seed: int, max_env_step: int, python: dic
         module = "dizoo." + relpath.removesuffix(".py").replace("/", ".")
         runner = os.path.join(REPO, "benchmarks", "di_engine_runner.py")
         cmd = [python[system], runner, module, str(seed), str(max_env_step)]
+        if di_engine_env_id is not None:
+            cmd.append(di_engine_env_id)
     else:
         from tests.compat.dizoo import read_dizoo_config
 
@@ -122,6 +131,7 @@ def main() -> None:
     parser.add_argument("--only", choices=["ding_ray", "di_engine", "sb3"], nargs="+", default=None)
     default_python = os.environ.get("DI_ENGINE_PYTHON", "/work/dienv/bin/python")
     parser.add_argument("--di-engine-python", default=default_python, help="python of DI-engine's venv")
+    parser.add_argument("--di-engine-env-id", default=None, help="DI-engine's env id, e.g. Hopper-v4")
     parser.add_argument("--sb3-python", default=os.environ.get("SB3_PYTHON", "/work/sb3env/bin/python"))
     parser.add_argument("--child", nargs=2, type=int, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -133,7 +143,7 @@ def main() -> None:
     solved: dict[str, list] = {s: [] for s in systems}
     for seed in args.seeds:
         for system in systems:
-            result = measure(system, args.config, seed, args.max_env_step, python)
+            result = measure(system, args.config, seed, args.max_env_step, python, args.di_engine_env_id)
             line = dict(system=system, config=args.config, seed=seed)
             line.update(summary(result["evaluations"], args.at))
             line["exit_s"] = result["exit_s"]

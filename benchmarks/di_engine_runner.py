@@ -6,7 +6,10 @@ exactly as a DI-engine user runs it: the file from DI-engine's own ``dizoo`` pac
 through the entry its ``__main__`` block calls. The evaluator is only watched: each evaluation's
 train_iter, env step and mean return are written to ``evaluations.json``.
 
-Run:  python di_engine_runner.py dizoo.classic_control.cartpole.config.cartpole_ppo_config SEED MAX_ENV_STEP
+Run:  python di_engine_runner.py dizoo.classic_control.cartpole.config.cartpole_ppo_config SEED MAX_ENV_STEP \
+          [ENV_ID]
+ENV_ID, if given, replaces the config's ``env.env_id`` and nothing else: dizoo's MuJoCo configs name
+``Hopper-v3``, which needs mujoco-py; gym 0.25's ``Hopper-v4`` runs on the ``mujoco`` bindings.
 """
 
 import importlib
@@ -48,9 +51,11 @@ def _watched_eval(self, *args, **kwargs):
     return stop, info
 
 
-def main(module_name: str, seed: int, max_env_step: int) -> None:
+def main(module_name: str, seed: int, max_env_step: int, env_id: str | None = None) -> None:
     InteractionSerialEvaluator.eval = _watched_eval
     module = importlib.import_module(module_name)
+    if env_id is not None:
+        module.main_config.env.env_id = env_id
     on_policy = "serial_pipeline_onpolicy" in inspect.getsource(module)
     entry = serial_pipeline_onpolicy if on_policy else serial_pipeline
     try:
@@ -61,4 +66,4 @@ def main(module_name: str, seed: int, max_env_step: int) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]))
+    main(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), *sys.argv[4:5])
