@@ -14,7 +14,13 @@ main_config = dict(
         nstep=1,
         discount_factor=0.99,
         # one gradient step per env step: Acrobot's sparse progress needs a high replay ratio
-        learn=dict(update_per_collect=32, batch_size=128, learning_rate=6.3e-4, target_update_freq=250),
+        learn=dict(
+            bootstrap_on_truncation=True,  # targets bootstrap at a time limit (rl-zoo3); DI-engine's: False
+            update_per_collect=32,
+            batch_size=128,
+            learning_rate=6.3e-4,
+            target_update_freq=250,
+        ),
         collect=dict(n_sample=32),
         eval=dict(evaluator=dict(eval_freq=2000)),
         other=dict(

@@ -21,7 +21,13 @@ main_config = dict(
         priority_IS_weight=True,  # and weights its loss by the buffer's importance-sampling weights
         # A batch of 128 costs the learner no more time than one of 64 on a small MLP.
         # Huber loss: no seed stalled with it (with the squared error one run in six did not solve).
-        learn=dict(batch_size=128, learning_rate=1e-3, target_update_freq=100, huber_kappa=1.0),
+        learn=dict(
+            bootstrap_on_truncation=True,  # targets bootstrap at a time limit (rl-zoo3); DI-engine's: False
+            batch_size=128,
+            learning_rate=1e-3,
+            target_update_freq=100,
+            huber_kappa=1.0,
+        ),
         collect=dict(n_sample=128),  # transitions per collect call
         eval=dict(evaluator=dict(eval_freq=200)),  # learner iterations between evaluations
         other=dict(

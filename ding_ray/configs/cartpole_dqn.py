@@ -21,6 +21,7 @@ main_config = dict(
         discount_factor=0.99,
         # 16 gradient steps per 32 env steps: a replay ratio of 0.5 updates per env step
         learn=dict(
+            bootstrap_on_truncation=True,  # targets bootstrap at a time limit (rl-zoo3); DI-engine's: False
             update_per_collect=16,
             batch_size=64,
             learning_rate=1e-3,

@@ -31,6 +31,7 @@ main_config = dict(
         # times (the serial pipeline's replay ratio); a serial sweep solved in the fewest env steps
         # with 8 against 4
         learn=dict(
+            bootstrap_on_truncation=True,  # targets bootstrap at a time limit (rl-zoo3); DI-engine's: False
             update_per_collect=8,
             batch_size=16,
             # interleaved with 1e-3 (9 runs each): median 23.6k env steps against 29.9k (wall time

@@ -30,6 +30,7 @@ main_config = dict(
             critic_head_layer_num=0,
         ),
         learn=dict(
+            bootstrap_on_truncation=True,  # targets bootstrap at a time limit (rl-zoo3); DI-engine's: False
             epoch_per_collect=20,
             batch_size=256,
             learning_rate=1e-3,

@@ -32,6 +32,7 @@ main_config = dict(
             critic_head_layer_num=1,
         ),
         learn=dict(
+            bootstrap_on_truncation=True,  # targets bootstrap at a time limit (rl-zoo3); DI-engine's: False
             update_per_collect=1,  # one gradient step per env step (SB3's train_freq=1)
             batch_size=256,
             learning_rate_q=3e-4,

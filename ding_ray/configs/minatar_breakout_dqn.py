@@ -37,6 +37,7 @@ main_config = dict(
         priority=True,  # Ape-X: the learner returns |TD error| as new priorities
         priority_IS_weight=True,  # and weights its loss by the importance-sampling weights
         learn=dict(
+            bootstrap_on_truncation=True,  # targets bootstrap at a time limit (rl-zoo3); DI-engine's: False
             # 8 gradient steps per 32 env steps: one per 4 env steps (serial), and on Ray a
             # samples-per-insert ratio of 8 x 32 / 32 = 8 (batch 32 every 4 env steps)
             update_per_collect=8,

@@ -26,6 +26,7 @@ main_config = dict(
         model=dict(obs_shape=[4, 10, 10], action_shape=3),
         unroll_len=20,
         learn=dict(
+            bootstrap_on_truncation=True,  # targets bootstrap at a time limit (rl-zoo3); DI-engine's: False
             # on Ray a samples-per-insert ratio of 1 x 32 / 8 = 4: each unroll is sampled ~4 times
             update_per_collect=1,
             batch_size=32,  # unrolls per gradient step

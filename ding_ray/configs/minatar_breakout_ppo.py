@@ -26,6 +26,7 @@ main_config = dict(
         # linear 128), shared by the actor and critic heads.
         model=dict(obs_shape=[4, 10, 10], action_shape=3),
         learn=dict(
+            bootstrap_on_truncation=True,  # targets bootstrap at a time limit (rl-zoo3); DI-engine's: False
             epoch_per_collect=4,
             batch_size=256,  # 4 minibatches of a 1,024-step round, 16 gradient steps a round
             learning_rate=5e-4,

@@ -34,6 +34,7 @@ main_config = dict(
             activation="tanh",
         ),
         learn=dict(
+            bootstrap_on_truncation=True,  # targets bootstrap at a time limit (rl-zoo3); DI-engine's: False
             epoch_per_collect=10,
             batch_size=64,
             learning_rate=1e-3,

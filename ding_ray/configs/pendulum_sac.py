@@ -27,6 +27,7 @@ main_config = dict(
             critic_head_hidden_size=128,
         ),
         learn=dict(
+            bootstrap_on_truncation=True,  # targets bootstrap at a time limit (rl-zoo3); DI-engine's: False
             # one gradient step per env step (a replay ratio of 1, as SB3's train_freq=1)
             update_per_collect=1,
             batch_size=256,

@@ -19,7 +19,7 @@ from ding_ray.config.merge import checked_config, default_config_of
 from ding_ray.errors import ConfigError, DataFormatError, EnvError
 from ding_ray.model import create_model
 from ding_ray.model.di_engine_names import learn_state_from_di_engine
-from ding_ray.policy.common import obs_batch, outputs_to_numpy, per_env, set_mode
+from ding_ray.policy.common import obs_batch, outputs_to_numpy, per_env, set_mode, transition
 from ding_ray.utils.registry import POLICY_REGISTRY
 
 
@@ -75,6 +75,10 @@ class Policy:
         model=dict(),  # kwargs of the model; 'type' defaults to default_model()
         learn=dict(
             resume_training=False,  # continue train_iter and envstep of load_ckpt_before_run's checkpoint
+            # False (DI-engine): a time limit ends the episode as a termination does ('done' is the
+            # env's done), so targets do not bootstrap there. True: 'done' marks real terminations
+            # only and targets bootstrap from next_obs at a time limit (SB3's and rl-zoo3's handling)
+            bootstrap_on_truncation=False,
         ),
         collect=dict(
             n_episode=None,  # episodes per collect call, for an episode collector (create_config collector)
@@ -307,6 +311,11 @@ class Policy:
 
     def _get_train_sample(self, transitions: list[dict[str, Any]]) -> list[dict[str, Any]]:
         raise NotImplementedError
+
+    def _transition(self, obs: Any, policy_output: dict[str, Any], timestep: Any, *keys: str) -> dict:
+        """``common.transition`` with this policy's ``learn.bootstrap_on_truncation``."""
+        bootstrap = self._cfg.learn.bootstrap_on_truncation
+        return transition(obs, policy_output, timestep, *keys, bootstrap_on_truncation=bootstrap)
 
     def _reset_learn(self, data_id: list[int] | None = None) -> None:
         pass

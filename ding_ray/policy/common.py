@@ -68,19 +68,25 @@ def sample_action(logit: Any, continuous: bool) -> torch.Tensor:
     return torch.multinomial(torch.softmax(logit, dim=-1), 1).squeeze(-1)
 
 
-def transition(obs: Any, policy_output: Mapping[str, Any], timestep: Any, *keys: str) -> dict[str, Any]:
+def transition(
+    obs: Any, policy_output: Mapping[str, Any], timestep: Any, *keys: str, bootstrap_on_truncation: bool
+) -> dict[str, Any]:
     """One step as the policies record it, with the policy output's ``action`` and ``keys``.
 
-    A time-limit truncation is not a terminal state: ``done`` marks real terminations only, so
-    targets still bootstrap from ``next_obs`` through truncated episodes.
+    ``done`` is the env's, as in DI-engine: the episode ended, by a termination or a time limit.
+    With ``bootstrap_on_truncation`` (``policy.learn.bootstrap_on_truncation``) it marks real
+    terminations only, so targets bootstrap from ``next_obs`` through time-limit truncations.
     """
+    done = bool(timestep.done)
+    if bootstrap_on_truncation and done and timestep.info.get("truncated", False):
+        done = False
     return {
         "obs": obs,
         "next_obs": timestep.obs,
         "action": policy_output["action"],
         **{key: policy_output[key] for key in keys},
         "reward": timestep.reward,
-        "done": bool(timestep.done and not timestep.info.get("truncated", False)),
+        "done": done,
     }
 
 

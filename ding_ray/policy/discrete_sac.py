@@ -13,7 +13,7 @@ import torch.nn.functional as F
 
 from ding_ray.errors import ConfigError
 from ding_ray.policy.base import Policy
-from ding_ray.policy.common import check_finite_loss, set_mode, to_tensor_batch, transition
+from ding_ray.policy.common import check_finite_loss, set_mode, to_tensor_batch
 from ding_ray.policy.sac import SACPolicy
 from ding_ray.rl_utils import (
     discrete_sac_policy_loss,
@@ -178,7 +178,7 @@ class DiscreteSACPolicy(SACPolicy):
         return env_ids, {"logit": logit, "action": action}
 
     def _process_transition(self, obs: Any, policy_output: dict[str, Any], timestep: Any) -> dict[str, Any]:
-        return transition(obs, policy_output, timestep, "logit")
+        return self._transition(obs, policy_output, timestep, "logit")
 
     # ----- eval -------------------------------------------------------------------------------
     def _eval_tensors(self, obs: torch.Tensor) -> dict[str, Any]:

@@ -11,7 +11,7 @@ import torch
 
 from ding_ray.policy.action_mask import explore, mask_q, split_obs, split_obs_tensor
 from ding_ray.policy.base import Policy
-from ding_ray.policy.common import check_finite_loss, set_mode, to_tensor_batch, transition
+from ding_ray.policy.common import check_finite_loss, set_mode, to_tensor_batch
 from ding_ray.policy.optim import make_adam
 from ding_ray.rl_utils import q_nstep_td_error
 from ding_ray.rl_utils.adder import nstep_return_data
@@ -177,7 +177,7 @@ class DQNPolicy(Policy):
         return env_ids, {"action": action, "logit": q}
 
     def _process_transition(self, obs: Any, policy_output: dict[str, Any], timestep: Any) -> dict[str, Any]:
-        return transition(obs, policy_output, timestep)
+        return self._transition(obs, policy_output, timestep)
 
     def _get_train_sample(self, transitions: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """One sample per transition of one env's consecutive steps; with nstep > 1 rewards become

@@ -13,11 +13,12 @@ per sample, time first:
 - ``obs`` [T, *obs_shape], ``next_obs`` [T, *obs_shape] (only the last row and the rows flagged in
   ``traj_flag`` are read), ``action`` [T] int (or [T, A] float), ``reward`` [T];
 - ``logit`` [T, A] (or ``{'mu': [T, A], 'sigma': [T, A]}``): the behaviour policy's outputs;
-- ``done`` [T]: the episode terminated at that step (no bootstrap); ``traj_flag`` [T] (optional,
-  default ``done``): the episode ended there for any reason (termination, time limit, a crash) or
-  the unroll's real steps stop there, so nothing is traced across it and, short of a termination,
-  its value is bootstrapped from ``V(next_obs)``; ``null`` [T] (optional): padding, left out of
-  the losses. Unrolls may cross episode boundaries (the asynchronous form streams them so).
+- ``done`` [T]: the episode ended at that step, not bootstrapped (a time limit too, as in
+  DI-engine, unless ``learn.bootstrap_on_truncation``); ``traj_flag`` [T] (optional, default
+  ``done``): the episode ended there for any reason (termination, time limit, a crash) or the
+  unroll's real steps stop there, so nothing is traced across it and, short of ``done``, its value
+  is bootstrapped from ``V(next_obs)``; ``null`` [T] (optional): padding, left out of the losses.
+  Unrolls may cross episode boundaries (the asynchronous form streams them so).
 """
 
 from __future__ import annotations
@@ -37,7 +38,6 @@ from ding_ray.policy.common import (
     sample_action,
     set_mode,
     to_tensor_batch,
-    transition,
 )
 from ding_ray.policy.grad_clip import check_grad_clip_type, clip_grads
 from ding_ray.policy.optim import make_adam
@@ -216,8 +216,8 @@ class IMPALAPolicy(Policy):
         return env_ids, {"action": action, "logit": logit}
 
     def _process_transition(self, obs: Any, policy_output: dict[str, Any], timestep: Any) -> dict[str, Any]:
-        # 'traj_flag' marks every episode end, truncated ones too ('done' only real terminations).
-        return {**transition(obs, policy_output, timestep, "logit"), "traj_flag": bool(timestep.done)}
+        # 'traj_flag' marks every episode end ('done' may leave out truncations: bootstrap_on_truncation).
+        return {**self._transition(obs, policy_output, timestep, "logit"), "traj_flag": bool(timestep.done)}
 
     def _get_train_sample(self, transitions: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Unrolls of ``unroll_len`` steps (dicts of arrays with a leading time axis) from one env's

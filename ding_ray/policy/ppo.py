@@ -27,7 +27,6 @@ from ding_ray.policy.common import (
     set_mode,
     stack_obs,
     to_tensor_batch,
-    transition,
 )
 from ding_ray.policy.grad_clip import check_grad_clip_type, clip_grads
 from ding_ray.policy.obs_norm import ObsNormalizer, load_model_state, with_obs_norm
@@ -135,7 +134,7 @@ class PPOPolicy(Policy):
         sees normalised observations and its values are scaled by value_norm's std; ``adv`` is in
         return units, ``value`` and ``return`` (the critic's target) in the critic's.
 
-        ``data``: columns ``obs``, ``next_obs`` (raw), ``reward``, ``done`` (a termination) and
+        ``data``: columns ``obs``, ``next_obs`` (raw), ``reward``, ``done`` (no bootstrap there) and
         ``traj_flag`` (a termination, time limit or cut; None: ``done``). ``value``: the collect
         forward's (then a trajectory's next value is the next row's, and the critic values only the
         ``next_obs`` of non-terminal ends); without it the critic values every obs and next_obs.
@@ -271,7 +270,7 @@ class PPOPolicy(Policy):
         return env_ids, {"action": action, "logit": logit, "value": output["value"]}
 
     def _process_transition(self, obs: Any, policy_output: dict[str, Any], timestep: Any) -> dict[str, Any]:
-        return transition(obs, policy_output, timestep, "logit", "value")
+        return self._transition(obs, policy_output, timestep, "logit", "value")
 
     def _get_train_sample(self, transitions: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Each transition with its GAE advantage ``adv`` and ``traj_flag`` (True on the last step):

@@ -16,7 +16,7 @@ import torch
 
 from ding_ray.errors import ConfigError
 from ding_ray.policy.base import Policy
-from ding_ray.policy.common import check_finite_loss, set_mode, to_tensor_batch, transition
+from ding_ray.policy.common import check_finite_loss, set_mode, to_tensor_batch
 from ding_ray.policy.optim import make_adam
 from ding_ray.rl_utils import (
     sac_alpha_loss,
@@ -295,7 +295,7 @@ class SACPolicy(Policy):
         return env_ids, {"action": torch.tanh(mu + sigma * noise), "logit": [mu, sigma]}
 
     def _process_transition(self, obs: Any, policy_output: dict[str, Any], timestep: Any) -> dict[str, Any]:
-        step = transition(obs, policy_output, timestep)
+        step = self._transition(obs, policy_output, timestep)
         if self._cfg.collect.collector_logit and "logit" in policy_output:
             step["logit"] = policy_output["logit"]
         return step

@@ -34,18 +34,23 @@ from ding_ray.utils.checkpoint import (
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def _config(exp_name: str, freq: int = 500) -> dict:
+def _config(exp_name: str, freq: int = 500, stop_value: float | None = None) -> dict:
     cfg = copy.deepcopy(main_config)
     cfg["exp_name"] = exp_name
     cfg["checkpoint"] = dict(freq=freq)
+    if stop_value is not None:
+        cfg["env"] = {**cfg["env"], "stop_value": stop_value}
     return cfg
 
 
-def _start(exp_name: str, freq: int) -> subprocess.Popen:
+def _start(exp_name: str, freq: int, stop_value: float | None = None) -> subprocess.Popen:
+    """A serial CartPole DQN run in a subprocess; a ``stop_value`` out of reach keeps it running
+    until a signal lands (CartPole solves in a few seconds: a loaded machine could miss it)."""
     code = (
         "from ding_ray.entry import serial_pipeline; from tests.entry.test_resume import _config; "
         "from ding_ray.configs.cartpole_dqn import create_config; "
-        f"serial_pipeline((_config({exp_name!r}, {freq}), create_config), seed=0, max_env_step=30000)"
+        f"serial_pipeline((_config({exp_name!r}, {freq}, {stop_value!r}), create_config), seed=0, "
+        "max_env_step=30000)"
     )
     env = {**os.environ, "PYTHONPATH": REPO}
     return subprocess.Popen(
@@ -70,7 +75,7 @@ def _wait_for_checkpoint(
 def test_a_sigkilled_serial_run_resumes_where_its_checkpoint_left_it_and_solves(tmp_path):
     exp = str(tmp_path / "killed")
     store = CheckpointStore(exp)
-    proc = _start(exp, freq=500)
+    proc = _start(exp, freq=500, stop_value=1e9)
     ckpt = _wait_for_checkpoint(proc, store, 1000)
     proc.send_signal(signal.SIGKILL)  # no chance to save anything more
     proc.wait(timeout=30)
@@ -99,7 +104,7 @@ def test_a_sigkilled_serial_run_resumes_where_its_checkpoint_left_it_and_solves(
 def test_sigterm_saves_a_checkpoint_that_resume_continues(tmp_path):
     exp = str(tmp_path / "stopped")
     store = CheckpointStore(exp)
-    proc = _start(exp, freq=200)
+    proc = _start(exp, freq=200, stop_value=1e9)
     _wait_for_checkpoint(proc, store, 200)
     proc.send_signal(signal.SIGTERM)
     err = proc.communicate(timeout=60)[1]

@@ -135,13 +135,16 @@ def test_soft_target_update_moves_by_theta():
         assert torch.allclose(value, 0.5 * before[key] + 0.5 * online[key], atol=1e-6)
 
 
-def test_truncation_is_not_terminal_in_transitions():
-    policy = make_policy()
+def test_a_time_limit_is_terminal_as_in_di_engine_unless_bootstrap_on_truncation():
     obs = np.zeros(4, np.float32)
     truncated = BaseEnvTimestep(obs, 1.0, True, {"truncated": True})
     terminated = BaseEnvTimestep(obs, 1.0, True, {"truncated": False})
-    assert policy.collect_mode.process_transition(obs, {"action": 0}, truncated)["done"] is False
-    assert policy.collect_mode.process_transition(obs, {"action": 0}, terminated)["done"] is True
+    running = BaseEnvTimestep(obs, 1.0, False, {})
+    for bootstrap, done_at_time_limit in ((False, True), (True, False)):
+        collect = make_policy(learn=dict(bootstrap_on_truncation=bootstrap)).collect_mode
+        assert collect.process_transition(obs, {"action": 0}, truncated)["done"] is done_at_time_limit
+        assert collect.process_transition(obs, {"action": 0}, terminated)["done"] is True
+        assert collect.process_transition(obs, {"action": 0}, running)["done"] is False
 
 
 def test_nstep_train_samples_by_hand():

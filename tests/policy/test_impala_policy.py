@@ -99,7 +99,11 @@ def test_collect_forward_and_transition_carry_the_behaviour_logit():
     assert set(out) == {0, 3} and out[3]["logit"].shape == (2,) and out[3]["action"].dim() == 0
     timestep = BaseEnvTimestep(np.ones(4, np.float32), 1.0, True, {"truncated": True})
     t = policy.collect_mode.process_transition(obs[0], out[0], timestep)
-    assert t["done"] is False and t["traj_flag"] is True  # a time limit ends the episode, not the value
+    assert t["done"] is True and t["traj_flag"] is True  # DI-engine's: a time limit is terminal
+    cfg = dict(model=MODEL, unroll_len=4, learn=dict(bootstrap_on_truncation=True))
+    bootstrap = IMPALAPolicy(cfg, enable_field=["collect"])
+    t = bootstrap.collect_mode.process_transition(obs[0], out[0], timestep)
+    assert t["done"] is False and t["traj_flag"] is True  # the episode ends; its value bootstraps
     assert policy.eval_mode.forward(obs)[0]["action"].item() in (0, 1)
 
 

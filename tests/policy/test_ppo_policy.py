@@ -53,15 +53,19 @@ def test_gae_per_chunk_truncation_or_cut_bootstraps_from_next_obs():
     assert [s["adv"] for s in policy.collect_mode.get_train_sample(chunk)] == pytest.approx([1.125, 0.5, 0.0])
 
 
-def test_process_transition_marks_only_real_terminations():
-    policy = collect_policy()
+def test_a_time_limit_is_terminal_as_in_di_engine_unless_bootstrap_on_truncation():
     out = {"action": 1, "logit": np.zeros(2), "value": 0.5}
     obs = np.zeros(4, np.float32)
     truncated = BaseEnvTimestep(obs, 1.0, True, {"truncated": True})
     terminated = BaseEnvTimestep(obs, 1.0, True, {})
-    assert policy.collect_mode.process_transition(obs, out, truncated)["done"] is False
+    policy = collect_policy()  # DI-engine's transition: done = timestep.done
+    assert policy.collect_mode.process_transition(obs, out, truncated)["done"] is True
     t = policy.collect_mode.process_transition(obs, out, terminated)
     assert t["done"] is True and t["value"] == 0.5 and t["action"] == 1
+    cfg = dict(model=MODEL, learn=dict(bootstrap_on_truncation=True))
+    bootstrap = PPOPolicy(cfg, model=StubActorCritic(), enable_field=["collect"])
+    assert bootstrap.collect_mode.process_transition(obs, out, truncated)["done"] is False
+    assert bootstrap.collect_mode.process_transition(obs, out, terminated)["done"] is True
 
 
 def test_collect_samples_from_the_categorical_and_eval_takes_argmax():

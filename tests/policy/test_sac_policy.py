@@ -64,15 +64,18 @@ def test_collect_samples_in_minus_one_one_and_eval_is_tanh_mu():
     assert np.array_equal(policy.eval_mode.forward(obs)[5]["action"], evaluated[5]["action"])
 
 
-def test_process_transition_marks_only_real_terminations():
-    policy = make()
+def test_a_time_limit_is_terminal_as_in_di_engine_unless_bootstrap_on_truncation():
     obs, out = np.zeros(3, np.float32), {"action": np.zeros(2, np.float32)}
     truncated = BaseEnvTimestep(np.ones(3), -1.0, True, {"truncated": True})
     terminated = BaseEnvTimestep(np.ones(3), -1.0, True, {"truncated": False})
-    assert policy.collect_mode.process_transition(obs, out, truncated)["done"] is False
+    policy = make()  # DI-engine's SAC: done = timestep.done
+    assert policy.collect_mode.process_transition(obs, out, truncated)["done"] is True
     assert policy.collect_mode.process_transition(obs, out, terminated)["done"] is True
     transitions = [policy.collect_mode.process_transition(obs, out, terminated)]
     assert policy.collect_mode.get_train_sample(transitions) == transitions
+    bootstrap = make(learn=dict(bootstrap_on_truncation=True))
+    assert bootstrap.collect_mode.process_transition(obs, out, truncated)["done"] is False
+    assert bootstrap.collect_mode.process_transition(obs, out, terminated)["done"] is True
 
 
 def test_learn_step_changes_actor_and_critics_and_moves_targets_by_theta():

@@ -56,12 +56,13 @@ def test_transitions_follow_the_env_and_mark_termination():
     assert sum(t["done"] for t in data) == 6
 
 
-def test_truncated_episodes_are_not_terminal():
-    collector = SampleSerialCollector(
-        dict(n_sample=12), env_manager("CountdownTrunc-v0", n=1), policy().collect_mode
-    )
-    data = collector.collect()
-    assert not any(t["done"] for t in data)  # the 4-step time limit cuts a 50-step episode
+def test_a_time_limit_is_done_as_in_di_engine_unless_bootstrap_on_truncation():
+    # the 4-step time limit cuts a 50-step episode: DI-engine's transitions mark it done
+    for bootstrap, dones in ((False, [3, 7, 11]), (True, [])):
+        learn = dict(bootstrap_on_truncation=bootstrap)
+        manager = env_manager("CountdownTrunc-v0", n=1)
+        data = SampleSerialCollector(dict(n_sample=12), manager, policy(learn=learn).collect_mode).collect()
+        assert [i for i, t in enumerate(data) if t["done"]] == dones
 
 
 def test_nstep_samples_never_cross_episode_boundaries():

@@ -28,9 +28,9 @@ logger = logging.getLogger(__name__)
 class TransitionList:
     """Transitions kept per env, in the order each env produced them.
 
-    ``append`` takes ``episode_end`` apart from the transition's ``done``: ding_ray's transitions
-    set ``done`` only on a real termination (a time limit is not terminal), yet a truncated
-    episode still ends there.
+    ``append`` takes ``episode_end`` apart from the transition's ``done``: with
+    ``policy.learn.bootstrap_on_truncation`` a transition's ``done`` marks real terminations only,
+    yet a truncated episode still ends there.
     """
 
     def __init__(self, env_num: int) -> None:
