@@ -14,6 +14,7 @@ evaluation at or before ``--at`` env steps, and the wall seconds from launching 
 
 Run:  python benchmarks/bench_dizoo_parity.py classic_control/cartpole/config/cartpole_ppo_config.py \
           --seeds 0 1 2 --max-env-step 30000 [--at 24000] [--only ding_ray|di_engine|sb3]
+          [--di-engine-env-id ID] [--ding-ray-env-id ID]  (another env id on one side, e.g. Hopper-v4)
 Prints one ``bench_dizoo_parity ...`` line per run and one ``bench_dizoo_parity_median`` line per system.
 Any dizoo config of a policy both sides have runs, e.g. IMPALA (serial, a ``max_use`` replay buffer):
       python benchmarks/bench_dizoo_parity.py classic_control/cartpole/config/cartpole_impala_config.py \
@@ -35,8 +36,9 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
 
-def run_ding_ray(relpath: str, seed: int, max_env_step: int) -> None:
-    """In this process (started by ``measure``): the config through ding_ray's serial entry."""
+def run_ding_ray(relpath: str, seed: int, max_env_step: int, env_id: str | None = None) -> None:
+    """In this process (started by ``measure``): the config through ding_ray's serial entry
+    (on ``env_id`` instead of the config's, when given)."""
     start = time.perf_counter()
     from ding_ray.entry import serial_pipeline, serial_pipeline_onpolicy
     from ding_ray.entry.serial_entry_onpolicy import is_on_policy
@@ -61,6 +63,8 @@ def run_ding_ray(relpath: str, seed: int, max_env_step: int) -> None:
 
     InteractionSerialEvaluator.eval = watched
     main, create = read_dizoo_config(relpath)
+    if env_id is not None:
+        main.env.env_id = env_id
     entry = serial_pipeline_onpolicy if is_on_policy(main, create) else serial_pipeline
     try:
         entry((main, create), seed=seed, max_env_step=max_env_step)
@@ -76,11 +80,14 @@ def measure(
     max_env_step: int,
     python: dict[str, str],
     di_engine_env_id: str | None = None,
+    ding_ray_env_id: str | None = None,
 ) -> dict:
     """One run in a fresh folder; its evaluations and the wall time from launching python."""
     workdir = tempfile.mkdtemp(prefix=f"parity_{system}_")
     if system == "ding_ray":
         cmd = [sys.executable, os.path.abspath(__file__), relpath, "--child", str(seed), str(max_env_step)]
+        if ding_ray_env_id is not None:
+            cmd += ["--ding-ray-env-id", ding_ray_env_id]
     elif system == "di_engine":
         module = "dizoo." + relpath.removesuffix(".py").replace("/", ".")
         runner = os.path.join(REPO, "benchmarks", "di_engine_runner.py")
@@ -132,18 +139,27 @@ def main() -> None:
     default_python = os.environ.get("DI_ENGINE_PYTHON", "/work/dienv/bin/python")
     parser.add_argument("--di-engine-python", default=default_python, help="python of DI-engine's venv")
     parser.add_argument("--di-engine-env-id", default=None, help="DI-engine's env id, e.g. Hopper-v4")
+    parser.add_argument("--ding-ray-env-id", default=None, help="ding_ray's env id, e.g. Hopper-v4")
     parser.add_argument("--sb3-python", default=os.environ.get("SB3_PYTHON", "/work/sb3env/bin/python"))
     parser.add_argument("--child", nargs=2, type=int, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child is not None:
-        run_ding_ray(args.config, *args.child)
+        run_ding_ray(args.config, *args.child, env_id=args.ding_ray_env_id)
         return
     systems = args.only or ["ding_ray", "di_engine"]
     python = {"di_engine": args.di_engine_python, "sb3": args.sb3_python}
     solved: dict[str, list] = {s: [] for s in systems}
     for seed in args.seeds:
         for system in systems:
-            result = measure(system, args.config, seed, args.max_env_step, python, args.di_engine_env_id)
+            result = measure(
+                system,
+                args.config,
+                seed,
+                args.max_env_step,
+                python,
+                args.di_engine_env_id,
+                args.ding_ray_env_id,
+            )
             line = dict(system=system, config=args.config, seed=seed)
             line.update(summary(result["evaluations"], args.at))
             line["exit_s"] = result["exit_s"]
