@@ -79,21 +79,22 @@ def measure(
     seed: int,
     max_env_step: int,
     python: dict[str, str],
-    di_engine_env_id: str | None = None,
-    ding_ray_env_id: str | None = None,
+    env_ids: dict[str, str | None],
 ) -> dict:
-    """One run in a fresh folder; its evaluations and the wall time from launching python."""
+    """One run in a fresh folder; its evaluations and the wall time from launching python.
+    ``env_ids[system]``, when set, replaces the config's env id on that side."""
+    env_id = env_ids.get(system)
     workdir = tempfile.mkdtemp(prefix=f"parity_{system}_")
     if system == "ding_ray":
         cmd = [sys.executable, os.path.abspath(__file__), relpath, "--child", str(seed), str(max_env_step)]
-        if ding_ray_env_id is not None:
-            cmd += ["--ding-ray-env-id", ding_ray_env_id]
+        if env_id is not None:
+            cmd += ["--ding-ray-env-id", env_id]
     elif system == "di_engine":
         module = "dizoo." + relpath.removesuffix(".py").replace("/", ".")
         runner = os.path.join(REPO, "benchmarks", "di_engine_runner.py")
         cmd = [python[system], runner, module, str(seed), str(max_env_step)]
-        if di_engine_env_id is not None:
-            cmd.append(di_engine_env_id)
+        if env_id is not None:
+            cmd.append(env_id)
     else:
         from tests.compat.dizoo import read_dizoo_config
 
@@ -148,18 +149,11 @@ def main() -> None:
         return
     systems = args.only or ["ding_ray", "di_engine"]
     python = {"di_engine": args.di_engine_python, "sb3": args.sb3_python}
+    env_ids = {"ding_ray": args.ding_ray_env_id, "di_engine": args.di_engine_env_id}
     solved: dict[str, list] = {s: [] for s in systems}
     for seed in args.seeds:
         for system in systems:
-            result = measure(
-                system,
-                args.config,
-                seed,
-                args.max_env_step,
-                python,
-                args.di_engine_env_id,
-                args.ding_ray_env_id,
-            )
+            result = measure(system, args.config, seed, args.max_env_step, python, env_ids)
             line = dict(system=system, config=args.config, seed=seed)
             line.update(summary(result["evaluations"], args.at))
             line["exit_s"] = result["exit_s"]
