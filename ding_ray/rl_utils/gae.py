@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import namedtuple
 
+import numpy as np
 import torch
 
 gae_data = namedtuple("gae_data", ["value", "next_value", "reward", "done", "traj_flag"])
@@ -32,9 +33,13 @@ def gae(data: gae_data, gamma: float = 0.99, lambda_: float = 0.97) -> torch.Ten
         reward, done, traj_flag = reward.unsqueeze(-1), done.unsqueeze(-1), traj_flag.unsqueeze(-1)
     delta = reward + gamma * (1.0 - done) * next_value - value
     factor = gamma * lambda_ * (1.0 - traj_flag)
-    adv = torch.empty_like(delta)
-    running = torch.zeros_like(delta[0])
-    for t in reversed(range(delta.shape[0])):
-        running = delta[t] + factor[t] * running
+    # The recurrence runs backwards over time in numpy: one step costs ~0.3 us there and ~5 us as
+    # torch ops. Same dtype and the same two roundings per step (multiply, then add), so the result
+    # equals the torch loop's bit for bit.
+    delta_np, factor_np = delta.detach().cpu().numpy(), factor.detach().cpu().numpy()
+    adv = np.empty_like(delta_np)
+    running = np.zeros_like(delta_np[0])
+    for t in range(len(delta_np) - 1, -1, -1):
+        running = delta_np[t] + factor_np[t] * running
         adv[t] = running
-    return adv
+    return torch.from_numpy(adv).to(delta.device)

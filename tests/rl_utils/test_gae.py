@@ -33,3 +33,29 @@ def test_batch_columns_and_per_agent_values():
     assert adv[:, 0].tolist() == pytest.approx([1.0, 0.0, -2.0]) and torch.equal(adv[:, 0], adv[:, 1])
     per_agent = gae(gae_data(value.unsqueeze(-1), next_value.unsqueeze(-1), reward, done, None), 0.5, 0.5)
     assert per_agent.shape == (3, 2, 1) and torch.allclose(per_agent.squeeze(-1), adv)
+
+
+def _torch_loop(data, gamma, lambda_):  # the recurrence written the plain way, as torch ops
+    value, next_value, reward, done, traj_flag = data
+    if value.dim() == reward.dim() + 1:
+        reward, done, traj_flag = reward.unsqueeze(-1), done.unsqueeze(-1), traj_flag.unsqueeze(-1)
+    delta = reward + gamma * (1.0 - done) * next_value - value
+    factor = gamma * lambda_ * (1.0 - traj_flag)
+    adv, running = torch.empty_like(delta), torch.zeros_like(delta[0])
+    for t in reversed(range(len(delta))):
+        running = delta[t] + factor[t] * running
+        adv[t] = running
+    return adv
+
+
+@pytest.mark.parametrize("shape, per_agent", [((257,), False), ((64, 5), False), ((40, 3), True)])
+def test_equals_a_plain_torch_loop_bit_for_bit_on_random_inputs(shape, per_agent):
+    gen = torch.Generator().manual_seed(0)
+    value_shape = (*shape, 2) if per_agent else shape
+    value, next_value = torch.randn(value_shape, generator=gen), torch.randn(value_shape, generator=gen)
+    reward = torch.randn(shape, generator=gen)
+    done = (torch.rand(shape, generator=gen) < 0.05).float()
+    traj_flag = torch.maximum(done, (torch.rand(shape, generator=gen) < 0.05).float())  # time limits, cuts
+    data = gae_data(value, next_value, reward, done, traj_flag)
+    adv = gae(data, 0.99, 0.95)
+    assert adv.dtype == torch.float32 and torch.equal(adv, _torch_loop(data, 0.99, 0.95))
