@@ -110,7 +110,8 @@ def stack_items(items: Sequence[Mapping]) -> Batch:
                 out[key] = _stack_leaf((key,), [item[key] for item in items])
         except (KeyError, TypeError) as err:
             raise _structure_error(items, paths) from err
-        _check_same_keys(items, len(paths))
+        if any(len(item) != len(paths) for item in items) or any(map(_holds_mappings, out.values())):
+            raise _structure_error(items, paths)
         return out
     flats = [flatten(item) for item in items]
     for path in paths:
@@ -194,10 +195,10 @@ def _set(tree: dict, path: Path, value: Any) -> None:
     tree[path[-1]] = value
 
 
-def _check_same_keys(items: Sequence[Mapping], n_keys: int) -> None:
-    for item in items:
-        if len(item) != n_keys or any(isinstance(v, Mapping) for v in item.values()):
-            raise _structure_error(items, [(k,) for k in items[0]])
+def _holds_mappings(column: np.ndarray) -> bool:
+    """A dict among a flat column's values (an item nested where item 0 is not): only an object
+    column can hold one, so numeric columns cost nothing to check."""
+    return column.dtype == object and any(isinstance(v, Mapping) for v in column)
 
 
 def _structure_error(items: Sequence[Mapping], paths: list[Path]) -> ShapeError:

@@ -46,6 +46,10 @@ def test_strings_become_object_columns():
 def test_errors():
     with pytest.raises(ShapeError, match="same fields"):
         stack_items([{"a": 1}, {"b": 1}])
+    with pytest.raises(ShapeError, match="same fields"):  # nested in item 1, a leaf in item 0
+        stack_items([{"a": 1.0, "b": 2.0}, {"a": 1.0, "b": {"c": 2.0}}])
+    with pytest.raises(ShapeError, match="same fields"):
+        stack_items([{"a": 1.0}, {"a": 1.0, "b": 2.0}])
     with pytest.raises(ShapeError, match="different shapes"):
         stack_items([{"a": np.zeros(2)}, {"a": np.zeros(3)}])
     with pytest.raises(ShapeError, match="rows"):
