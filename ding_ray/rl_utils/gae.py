@@ -20,7 +20,8 @@ def gae(data: gae_data, gamma: float = 0.99, lambda_: float = 0.97) -> torch.Ten
     ``delta_t = r_t + gamma * (1 - done_t) * V(s_{t+1}) - V(s_t)``. Same shape as ``value``.
 
     ``value`` may carry one more trailing dimension than ``reward`` (several agents sharing a
-    reward); the inputs are not modified.
+    reward); the inputs are not modified. The advantages are targets: no gradient flows back
+    through them.
     """
     value, next_value, reward, done, traj_flag = data
     if done is None:
