@@ -11,8 +11,13 @@ use over it (1.0: one core busy all the time, saturated) and calls per CPU-secon
 Each (pipeline, N) runs in a fresh process. Where the collectors' shares alone exceed the cores
 (N = 64 here), Ray is told of as many logical CPUs as the shares add up to.
 
+The reference, ``raw``: Ray alone on the same machine, N actors of 0.05 CPU whose method returns its
+one small argument, one call in flight per actor, relaunched as soon as ``ray.wait`` hands it back:
+the most calls/s a driver gets from Ray here, with no pipeline around the calls. Each pipeline's
+line gives its calls/s as a fraction of the raw line's for the same N (``of_raw``).
+
 Run:  python benchmarks/bench_driver_capacity.py [--collectors 8 32 64] [--seconds 20]
-        [--pipelines async sync impala]
+        [--pipelines raw async sync impala]
 Prints one ``bench_driver_capacity pipeline=... collectors=N calls_per_s=...`` line per run.
 """
 
@@ -27,7 +32,7 @@ import sys
 import tempfile
 import time
 
-PIPELINES = ("async", "sync", "impala")
+PIPELINES = ("raw", "async", "sync", "impala")
 COLLECTOR_CPUS = 0.05  # each collector's CPU share: they do almost no work
 # IMPALA on CartPole-v1: unrolls of 16 steps, a queue of 128 of them, each used at most 8 times
 IMPALA_CONFIG = (
@@ -88,6 +93,42 @@ def cpu_s() -> float:
     """CPU seconds this process (the driver) has used, all its threads."""
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return usage.ru_utime + usage.ru_stime
+
+
+def raw_run(n: int, seconds: float) -> dict:
+    """The reference: Ray alone, N actors of 0.05 CPU echoing a small argument, one call in flight
+    each, over a window of ``seconds`` after every actor answered once."""
+    import ray
+
+    cores = os.cpu_count() or 1
+    num_cpus = int(n * COLLECTOR_CPUS + 1.0) + 1 if n * COLLECTOR_CPUS > cores else cores
+    ray.init(num_cpus=num_cpus, include_dashboard=False)
+
+    @ray.remote(num_cpus=COLLECTOR_CPUS)
+    class Echo:
+        def step(self, x: bytes) -> bytes:
+            return x
+
+    actors = [Echo.remote() for _ in range(n)]
+    ray.get([a.step.remote(b"x") for a in actors], timeout=600)
+    in_flight = {a.step.remote(b"x"): a for a in actors}
+    calls, start, cpu = 0, time.monotonic(), cpu_s()
+    while (now := time.monotonic()) - start < seconds:
+        for ref in ray.wait(list(in_flight), num_returns=1)[0]:
+            actor = in_flight.pop(ref)
+            ray.get(ref)
+            in_flight[actor.step.remote(b"x")] = actor
+            calls += 1
+    cpu = cpu_s() - cpu
+    ray.shutdown()
+    return {
+        "pipeline": "raw",
+        "collectors": n,
+        "calls_per_s": round(calls / (now - start), 1),
+        "driver_cpu": round(cpu / (now - start), 2),
+        "calls_per_driver_cpu_s": round(calls / max(cpu, 1e-9), 1),
+        "window_s": round(now - start, 1),
+    }
 
 
 def one_run(pipeline: str, n: int, seconds: float) -> dict:
@@ -158,9 +199,12 @@ def main() -> None:
     parser.add_argument("--one", nargs=2, metavar=("PIPELINE", "N"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
-        print("RESULT " + json.dumps(one_run(args.one[0], int(args.one[1]), args.seconds)), flush=True)
+        pipeline, n = args.one[0], int(args.one[1])
+        result = raw_run(n, args.seconds) if pipeline == "raw" else one_run(pipeline, n, args.seconds)
+        print("RESULT " + json.dumps(result), flush=True)
         return
-    for pipeline in args.pipelines:
+    raw: dict[int, float] = {}  # calls/s of the reference, per N
+    for pipeline in sorted(args.pipelines, key=PIPELINES.index):  # the reference first
         for n in args.collectors:
             cmd = [sys.executable, __file__, "--one", pipeline, str(n), "--seconds", str(args.seconds)]
             out = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
@@ -171,6 +215,10 @@ def main() -> None:
                 )
                 continue
             result = json.loads(lines[-1][len("RESULT ") :])
+            if pipeline == "raw":
+                raw[n] = result["calls_per_s"]
+            elif n in raw:
+                result["of_raw"] = round(result["calls_per_s"] / raw[n], 3)
             print("bench_driver_capacity " + " ".join(f"{k}={v}" for k, v in result.items()), flush=True)
 
 
