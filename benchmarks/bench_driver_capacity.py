@@ -79,14 +79,21 @@ def configs(pipeline: str, n: int, exp_name: str) -> tuple[dict, dict]:
         main["policy"]["learn"].update(batch_size=n, epoch_per_collect=1)
     main["policy"].pop("random_collect_size", None)
     ray_cfg.setdefault("min_replay_size", 64)  # training starts within the window
-    cores = os.cpu_count() or 1
-    if n * COLLECTOR_CPUS > cores:
-        # The collectors' shares alone exceed this machine's cores (N = 64 on 2 cores: 3.2 CPUs):
-        # Ray is told of as many CPUs as the actors' shares add up to, as on a cluster that has
-        # them; the collectors do almost no work, what is measured is the driver.
-        ray_cfg["num_cpus"] = int(n * COLLECTOR_CPUS + 1.0) + 1
+    if declared_cpus(n) is not None:
+        ray_cfg["num_cpus"] = declared_cpus(n)
     main.setdefault("ray", {}).update(ray_cfg)
     return main, json.loads(json.dumps(create_config))
+
+
+def declared_cpus(n: int) -> int | None:
+    """The logical CPUs Ray is told of for N collectors; None: this machine's cores.
+
+    Where the collectors' shares alone exceed the cores (N = 64 on 2 cores: 3.2 CPUs), Ray is told
+    of as many CPUs as the actors' shares add up to, as on a cluster that has them; the collectors
+    do almost no work, what is measured is the driver."""
+    if n * COLLECTOR_CPUS > (os.cpu_count() or 1):
+        return int(n * COLLECTOR_CPUS + 1.0) + 1
+    return None
 
 
 def cpu_s() -> float:
@@ -100,9 +107,7 @@ def raw_run(n: int, seconds: float) -> dict:
     each, over a window of ``seconds`` after every actor answered once."""
     import ray
 
-    cores = os.cpu_count() or 1
-    num_cpus = int(n * COLLECTOR_CPUS + 1.0) + 1 if n * COLLECTOR_CPUS > cores else cores
-    ray.init(num_cpus=num_cpus, include_dashboard=False)
+    ray.init(num_cpus=declared_cpus(n), include_dashboard=False)
 
     @ray.remote(num_cpus=COLLECTOR_CPUS)
     class Echo:
