@@ -20,6 +20,7 @@ main_config = dict(
     policy=dict(
         cuda=False,
         random_collect_size=10000,  # rl-zoo3's learning_starts
+        transition_with_policy_data=False,  # uniform warm-up actions, as SB3's (SAC's default: the policy)
         model=dict(
             obs_shape=11,
             action_shape=3,

@@ -29,13 +29,15 @@ class GymEnvHolder:
         self.action_space.seed(self._seed)
 
     def _reset_seed(self) -> int | None:
-        """The seed the next ``self._env.reset`` takes (None: unseeded, the env's generator goes on);
-        the action space is reseeded with it, as dizoo's envs do."""
+        """The seed the next ``self._env.reset`` takes (None: unseeded, the env's generator goes on).
+
+        The action space keeps the one stream ``seed`` started: reseeded with each episode's seed
+        (there are 999 of them), an episode whose seed came up again would repeat its random actions
+        too, step for step (a fifth of a Hopper warm-up's 10k transitions were such copies).
+        DI-engine's random policy draws from one action space that no reset reseeds."""
         if self._seed is None:
             return None
-        seed = self._seed + 100 * int(np.random.randint(1, 1000)) if self._dynamic_seed else self._seed
-        self.action_space.seed(seed)
-        return seed
+        return self._seed + 100 * int(np.random.randint(1, 1000)) if self._dynamic_seed else self._seed
 
     def _record(self, env: gym.Env, replay_path: str) -> None:
         """Hold ``env`` wrapped to record every episode as a video under ``replay_path``."""

@@ -67,7 +67,8 @@ class Policy:
         multi_gpu=False,  # data-parallel training: on Ray a learner group of ray.num_learners (>= 2)
         bp_update_sync=True,  # with multi_gpu: all-reduce gradients before the optimizer step
         traj_len_inf=False,  # collectors keep whole episodes before calling get_train_sample
-        transition_with_policy_data=False,  # random_collect_size steps use the policy, not uniform actions
+        # True: the random_collect_size steps use the policy itself, not uniform random actions
+        transition_with_policy_data=False,
         load_path=None,  # checkpoint the eval entry loads (training ignores it, as DI-engine does)
         # the command-mode section of DI-engine's '<type>_command' configs (dizoo's SAC configs set
         # command=dict()); DI-engine 0.5.3 reads nothing from it and neither does ding_ray

@@ -57,11 +57,10 @@ class SACPolicy(Policy):
         on_policy=False,
         priority=False,  # return the per-sample squared TD error as 'priority' (DI-engine's)
         priority_IS_weight=False,  # weight the critic loss by the buffer's importance-sampling weights 'IS'
-        random_collect_size=10000,  # env steps with uniform random actions before training
-        # DI-engine's default is True (random actions, with the policy's outputs stored beside them);
-        # SAC stores no policy outputs, and in ding_ray True means "use the policy's own actions", so
-        # False is what gives DI-engine's behaviour here: uniform random actions.
-        transition_with_policy_data=False,
+        random_collect_size=10000,  # env steps collected before training, with the untrained policy
+        # True (DI-engine's SAC): the random_collect_size steps are the policy's own collect forward
+        # with its initial weights (tanh of a sample of about N(0, 1)), not uniform random actions
+        transition_with_policy_data=True,
         multi_agent=False,  # MASAC (not supported; True is an error)
         # kwargs of the model (free-form); unless given, twin_critic=True (two critics, the minimum in
         # targets and policy loss) and action_space='reparameterization', DI-engine's SAC defaults

@@ -98,6 +98,28 @@ def test_random_action_in_space():
     assert isinstance(env.reset(), np.ndarray)
 
 
+@pytest.mark.parametrize("kind", ["base", "subprocess"])
+def test_random_actions_go_on_across_episodes_whose_seed_comes_again(kind):
+    """An env's random actions are one stream from its seed, not restarted by a reset: an episode
+    whose seed comes up again (dynamic seeds have 999 values; an evaluator's never change) does not
+    repeat the random actions of the first one, in either manager (DI-engine's random policy draws
+    from one action space that no reset reseeds)."""
+    m = create_env_manager(dict(type=kind), env_fns("Pendulum-v1", 1))
+    m.seed(3, dynamic_seed=False)  # every episode starts from the same seed
+    m.launch()
+    first = [m.random_action(0) for _ in range(20)]
+    m.reset()
+    again = [m.random_action(0) for _ in range(20)]
+    assert not np.allclose(first, again)
+    env = GymnasiumEnv(dict(env_id="Pendulum-v1"))
+    env.seed(3, dynamic_seed=False)
+    env.reset()
+    first = [env.random_action() for _ in range(20)]
+    env.reset()
+    assert not np.allclose(first, [env.random_action() for _ in range(20)])
+    m.close()
+
+
 # ----- DI-engine's retry and timeout keys ------------------------------------------------------------
 class FailFirstResetEnv(CountdownEnv):
     """Raises in the first reset of each env object: retrying on the same env ('reset') works,

@@ -42,6 +42,7 @@ def test_defaults_are_di_engine_s():
     assert cfg.learn.learning_rate_q == 3e-4 and cfg.learn.target_theta == 0.005
     assert cfg.learn.auto_alpha and cfg.learn.log_space and cfg.learn.init_w == 3e-3
     assert cfg.random_collect_size == 10000 and cfg.other.replay_buffer.replay_buffer_size == 1000000
+    assert cfg.transition_with_policy_data  # the warm-up acts with the untrained policy
     assert policy._model.twin_critic and len(policy._model.critic) == 2  # twin_critic defaults to True
     assert policy._target_entropy == -2.0  # -action_dim
     # init_w: the actor's output layers start within [-3e-3, 3e-3]
@@ -159,3 +160,51 @@ def test_unsupported_configs_and_spaces_are_refused_by_name():
     with pytest.raises(EnvError, match="action_shape=1"):
         policy.check_spaces((3,), "continuous", 1)
     policy.check_spaces((3,), "continuous", 2)
+
+
+@pytest.mark.parametrize("with_policy", [True, False])
+def test_the_warm_up_is_the_untrained_policy_unless_told_otherwise(with_policy):
+    """DI-engine's SAC sets ``transition_with_policy_data=True``, so its ``random_collect_size``
+    steps are the policy's own collect forward (``get_random_policy`` hands back the policy); False
+    gives uniform actions. The serial collector and the task-style ``StepCollector`` agree."""
+    from functools import partial
+
+    from easydict import EasyDict
+
+    from ding_ray.envs import create_env_manager, get_vec_env_setting
+    from ding_ray.framework.context import OnlineRLContext
+    from ding_ray.framework.middleware.collect import StepCollector
+    from ding_ray.worker import SampleSerialCollector
+
+    policy = make(model=dict(obs_shape=3, action_shape=1), transition_with_policy_data=with_policy)
+    assert policy.collect_mode.get_attribute("transition_with_policy_data") is with_policy
+    with torch.no_grad():  # an actor that pushes hard and does not explore: tanh(3) = 0.995
+        policy._model.actor.mu.bias.fill_(3.0)
+        policy._model.actor.log_sigma_layer.bias.fill_(-20.0)
+    env_fn, cfgs, _ = get_vec_env_setting(
+        dict(env_id="Pendulum-v1", act_scale=True, collector_env_num=2, evaluator_env_num=1)
+    )
+
+    def manager():
+        m = create_env_manager(dict(type="base"), [partial(env_fn, cfg=c) for c in cfgs])
+        m.seed(0)
+        return m
+
+    serial = SampleSerialCollector(dict(n_sample=200), manager(), policy.collect_mode)
+    step = StepCollector(
+        EasyDict(seed=0, policy=dict(policy._cfg, collect=dict(n_sample=1))),
+        policy,
+        manager(),
+        random_collect_size=200,
+    )
+    ctx = OnlineRLContext()
+    step(ctx)
+    for actions in (
+        np.array([float(t["action"][0]) for t in serial.collect(random_collect=True)]),
+        np.array([float(t["action"][0]) for t in ctx.trajectories]),
+    ):
+        assert len(actions) >= 200
+        if with_policy:
+            assert (actions > 0.99).all()
+        else:  # uniform on [-1, 1]
+            assert 0.3 < (actions < 0).mean() < 0.7 and actions.min() > -1 and actions.max() < 1

@@ -181,7 +181,8 @@ class _RandomPolicy:
 class StepCollector:
     """Step-wise collection of ``policy.collect.n_sample * unroll_len`` env steps per call.
 
-    The first ``random_collect_size`` env steps use uniform random actions.
+    The first ``random_collect_size`` env steps use uniform random actions, or the policy itself
+    where ``policy.transition_with_policy_data`` is set (SAC, PPO: DI-engine's ``get_random_policy``).
 
     Reads ctx: collect_kwargs, train_iter, env_step.
     Writes ctx: env_step, env_episode, trajectories, trajectory_end_idx.
@@ -194,7 +195,10 @@ class StepCollector:
         self.random_collect_size = random_collect_size
         self._transitions = TransitionList(env.env_num)
         self._inferencer = inferencer(cfg.seed, self.policy, env)
-        self._random_inferencer = inferencer(cfg.seed, _RandomPolicy(self.policy, env), env)
+        if cfg.policy.get("transition_with_policy_data", False):
+            self._random_inferencer = self._inferencer
+        else:
+            self._random_inferencer = inferencer(cfg.seed, _RandomPolicy(self.policy, env), env)
         self._rolloutor = rolloutor(self.policy, env, self._transitions)
 
     def __call__(self, ctx: OnlineRLContext) -> None:
@@ -234,8 +238,9 @@ class EpisodeCollector(StepCollector):
 
 def random_collector(cfg: Any, collector: Collector, buffer_: Buffer):
     """Once, on a fresh run: ``cfg.policy.random_collect_size`` transitions of uniform random actions
-    into the buffer (DI-engine's serial entry does this before its loop). Collector actors roll
-    them out with their next calls (the driver starts while they start).
+    (of the untrained policy where ``transition_with_policy_data`` is set) into the buffer
+    (DI-engine's serial entry does this before its loop). Collector actors roll them out with their
+    next calls (the driver starts while they start).
 
     Reads ctx: env_step (a resumed run has some: its buffer is filled already).
     Writes ctx: env_step, env_episode (+ the random transitions' steps and episodes).
