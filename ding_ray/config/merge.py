@@ -96,12 +96,19 @@ def merge_config(
     """Merge ``user`` over ``defaults``, raising ``ConfigError`` on unknown keys or wrong types.
 
     A default that is an empty dict is free-form: any keys are accepted below it (model kwargs,
-    env kwargs). ``cfg_type`` and ``import_names`` are bookkeeping keys and always accepted.
+    env kwargs); so is a policy's ``model`` section, whose defaults (SAC's ``twin_critic``, as
+    DI-engine's) are some of its model's kwargs. ``cfg_type`` and ``import_names`` are bookkeeping
+    keys and always accepted.
     ``root``: the whole tree of defaults (``defaults`` sits at ``path`` in it), searched for an
     unknown key's name at another level ('policy.batch_size' -> 'policy.learn.batch_size').
     """
     merged = _without_extra_entries(EasyDict(copy.deepcopy(dict(defaults))))
-    open_section = len(defaults) == 0 or (len(defaults) == 1 and "cfg_type" in defaults)
+    open_section = (
+        len(defaults) == 0
+        or (len(defaults) == 1 and "cfg_type" in defaults)
+        or path == "model"
+        or path.endswith(".model")
+    )
     check_extra = defaults.get(EXTRA_ENTRIES)
     for key, value in (user or {}).items():
         full = f"{path}.{key}" if path else str(key)

@@ -57,7 +57,7 @@ class DiscreteSACPolicy(SACPolicy):
         # True: the first random_collect_size steps are the policy's own (DI-engine keeps the
         # policy's outputs, which discrete SAC's transitions carry, in them)
         transition_with_policy_data=True,
-        model=dict(),  # kwargs of DiscreteQAC; unless given, twin_critic=True
+        model=dict(twin_critic=True),  # kwargs of DiscreteQAC (free-form); two critics, as DI-engine's
         learn=dict(
             target_entropy=None,  # None: -action_shape (DI-engine's choice)
             init_w=3e-3,  # DI-engine's key; its discrete SAC does not use it either
@@ -77,6 +77,12 @@ class DiscreteSACPolicy(SACPolicy):
     def default_model(self) -> tuple[str, list[str]]:
         return "discrete_qac", ["ding_ray.model.discrete_qac"]
 
+    @classmethod
+    def default_config(cls) -> Any:
+        cfg = super().default_config()
+        cfg.model.pop("action_space")  # SAC's reparameterization actor; a categorical one has no such key
+        return cfg
+
     def _create_model(self, cfg: Any, model: torch.nn.Module | None) -> torch.nn.Module:
         if cfg.multi_agent:
             raise ConfigError(
@@ -87,7 +93,7 @@ class DiscreteSACPolicy(SACPolicy):
             raise ConfigError(
                 f"policy.collect.unroll_len={cfg.collect.unroll_len} is not supported by discrete SAC; use 1."
             )
-        cfg.model.setdefault("twin_critic", True)
+        cfg.model.setdefault("twin_critic", True)  # a config compiled before it was a default
         return Policy._create_model(self, cfg, model)  # SAC's would give the model action_space
 
     # ----- learn (set up by SACPolicy._init_learn) -----------------------------------------

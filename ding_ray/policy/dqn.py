@@ -47,7 +47,7 @@ class DQNPolicy(Policy):
             num_threads=1,  # torch intra-op threads of the process that trains
         ),
         collect=dict(
-            n_sample=None,  # transitions per collect call
+            n_sample=8,  # transitions per collect call
             unroll_len=1,
         ),
         eval=dict(),
@@ -58,6 +58,7 @@ class DQNPolicy(Policy):
                 end=0.1,
                 decay=10000,  # env steps
             ),
+            replay_buffer=dict(replay_buffer_size=10000),  # DI-engine's DQN default, over the buffer's own
         ),
     )
 

@@ -47,6 +47,7 @@ class PPOPolicy(Policy):
     continuous actions ``action`` is a float32 [A] sample and ``logit`` is ``{'mu', 'sigma'}``.
     """
 
+    initial_log_sigma = -0.5  # a Gaussian actor's log std after ppo_param_init (DI-engine's PPO)
     config = dict(
         type="ppo",
         on_policy=True,  # train only on data of the current weights (serial_pipeline_onpolicy)
@@ -169,7 +170,7 @@ class PPOPolicy(Policy):
                     torch.nn.init.orthogonal_(module.weight)
                     torch.nn.init.zeros_(module.bias)
             if self._continuous:
-                _continuous_param_init(self._model)
+                _continuous_param_init(self._model, self.initial_log_sigma)
         self._learn_model = self._model
         # DI-engine's Adam arithmetic (not the fused kernel): a seeded run trains as DI-engine's
         self._optimizer = make_adam(self._model.parameters(), learn.learning_rate, fused=False)
@@ -328,13 +329,13 @@ def _rows(x: Any, index: torch.Tensor) -> Any:
     return {k: v[index] for k, v in x.items()} if isinstance(x, dict) else x[index]
 
 
-def _continuous_param_init(model: torch.nn.Module) -> None:
-    """DI-engine's extra init for Gaussian actors: log std -0.5, orthogonal gain sqrt(2) in actor and
-    critic, then the actor's layers scaled by 0.01 so that the first actions have mean near 0
+def _continuous_param_init(model: torch.nn.Module, log_sigma: float) -> None:
+    """DI-engine's extra init for Gaussian actors: log std ``log_sigma``, orthogonal gain sqrt(2) in
+    actor and critic, then the actor's layers scaled by 0.01 so that the first actions have mean near 0
     (Andrychowicz et al. 2020, arXiv:2006.05990)."""
     head = getattr(model, "actor_head", None)
     if head is not None and hasattr(head, "log_sigma_param"):
-        torch.nn.init.constant_(head.log_sigma_param, -0.5)
+        torch.nn.init.constant_(head.log_sigma_param, log_sigma)
     if not (hasattr(model, "actor") and hasattr(model, "critic")):
         return
     for module in list(model.critic.modules()) + list(model.actor.modules()):

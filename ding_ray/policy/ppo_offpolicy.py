@@ -18,6 +18,7 @@ class PPOOffPolicy(PPOPolicy):
     values and logits stored at collection (none are recomputed: the data may be several
     updates old, and the clipped ratio against the stored logit bounds each step)."""
 
+    initial_log_sigma = -2.0  # DI-engine's PPOOffPolicy starts its Gaussian actor narrower than PPO's
     # Over PPOPolicy's config, DI-engine's PPOOffPolicy defaults:
     config = dict(
         type="ppo_offpolicy",

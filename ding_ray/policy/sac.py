@@ -62,9 +62,10 @@ class SACPolicy(Policy):
         # with its initial weights (tanh of a sample of about N(0, 1)), not uniform random actions
         transition_with_policy_data=True,
         multi_agent=False,  # MASAC (not supported; True is an error)
-        # kwargs of the model (free-form); unless given, twin_critic=True (two critics, the minimum in
-        # targets and policy loss) and action_space='reparameterization', DI-engine's SAC defaults
-        model=dict(),
+        # kwargs of the model (free-form); DI-engine's SAC defaults: two critics (the minimum in targets
+        # and policy loss) and the reparameterization actor, in the compiled config as in DI-engine's
+        # (a script that builds ContinuousQAC(**cfg.policy.model) itself gets them too)
+        model=dict(twin_critic=True, action_space="reparameterization"),
         learn=dict(
             update_per_collect=1,  # gradient steps per collect call (serial pipeline)
             batch_size=256,
@@ -112,6 +113,7 @@ class SACPolicy(Policy):
                 "policy.learn.reparameterization=False is not supported: ding_ray's SAC always uses "
                 "the reparameterized policy gradient. Set it to True."
             )
+        # defaults now; a config compiled (and saved with a run) before they were lacks them
         cfg.model.setdefault("twin_critic", True)
         cfg.model.setdefault("action_space", "reparameterization")
         return super()._create_model(cfg, model)
