@@ -83,7 +83,7 @@ class IMPALAPolicy(Policy):
             # trust region around the behaviour policy for unrolls used many times or collected by
             # older weights (vtrace_error_discrete_action)
             surrogate_clip_ratio=None,
-            grad_clip_type=None,  # None, 'clip_norm' (global norm) or 'clip_value'
+            grad_clip_type=None,  # None, 'clip_norm' (global norm) or 'clip_value'; with optim='adam' only
             clip_value=0.5,  # the norm or value bound of grad_clip_type
             optim="adam",  # 'adam' or 'rmsprop'
             num_threads=1,  # torch intra-op threads of the process that trains
@@ -169,7 +169,8 @@ class IMPALAPolicy(Policy):
         check_finite_loss(total_loss, {"obs": obs, "reward": batch["reward"]}, "IMPALA learn")
         self._optimizer.zero_grad(set_to_none=True)
         total_loss.backward()
-        clip_grads(self._learn_model.parameters(), learn.grad_clip_type, learn.clip_value)
+        if learn.optim == "adam":  # DI-engine's IMPALA gives the clip to its Adam only, not to RMSprop
+            clip_grads(self._learn_model.parameters(), learn.grad_clip_type, learn.clip_value)
         self._optimizer.step()
         stats = torch.stack([total_loss.detach(), *(x.detach() for x in loss)]).tolist()
         return {"cur_lr": self._optimizer.param_groups[0]["lr"], **dict(zip(_LOG_KEYS, stats))}

@@ -193,10 +193,10 @@ class PPOPolicy(Policy):
         obs = self._normalize(raw_obs)  # the statistics the collector used: updated after training
         set_mode(self._learn_model, True)
         logs: list[dict[str, float]] = []
-        for epoch in range(learn.epoch_per_collect):
+        for _ in range(learn.epoch_per_collect):
             if self._cfg.recompute_adv:
                 value_old, adv, return_ = self._compute_advantages(batch, update_value_norm=True)
-            elif epoch == 0:
+            else:  # the stored advantages; as DI-engine, the return normaliser learns from them each epoch
                 adv, value_old = batch["adv"], batch["value"].reshape(-1)
                 scale = self._value_scale()
                 return_ = (adv + value_old * scale) / scale

@@ -252,3 +252,18 @@ def test_an_unroll_that_crosses_an_episode_boundary():
     sample = {k: np.stack([np.asarray(s[k]) for s in steps]) for k in steps[0] if k != "collect_iter"}
     out = learn_policy().learn_mode.forward([sample])
     assert out["value_loss"] == pytest.approx((25 + 1.75**2 + 1.5**2) / 3)
+
+
+@pytest.mark.parametrize("optim,clipped", [("rmsprop", False), ("adam", True)])
+def test_the_gradient_clip_belongs_to_adam_as_in_di_engine(optim, clipped):
+    """DI-engine's IMPALA hands grad_clip_type to its Adam; its RMSprop is built without one."""
+    samples = UnrollBuilder(8)(stream(16)) * 2
+    weights = []
+    for clip in (None, "clip_value"):
+        torch.manual_seed(0)
+        cfg = dict(model=MODEL, unroll_len=8, learn=dict(optim=optim, grad_clip_type=clip, clip_value=1e-12))
+        policy = IMPALAPolicy(cfg, enable_field=["learn"])
+        policy.learn_mode.forward(samples)
+        weights.append([p.detach().clone() for p in policy._model.parameters()])
+    same = all(torch.equal(a, b) for a, b in zip(*weights))
+    assert same is not clipped
