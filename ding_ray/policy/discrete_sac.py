@@ -17,7 +17,6 @@ from ding_ray.policy.common import check_finite_loss, set_mode, to_tensor_batch
 from ding_ray.policy.sac import SACPolicy
 from ding_ray.rl_utils import (
     discrete_sac_policy_loss,
-    sac_alpha_loss,
     sac_critic_loss,
     soft_q_target,
     soft_update,
@@ -138,16 +137,8 @@ class DiscreteSACPolicy(SACPolicy):
         policy_loss.backward()
         self._optimizer_policy.step()
 
-        # ----- temperature: the expected log-probability plays the continuous one's sample
-        expected_log_prob = (prob.detach() * log_prob.detach()).sum(-1)
-        if self._auto_alpha:
-            alpha_loss = sac_alpha_loss(self._alpha_param, expected_log_prob, self._target_entropy)
-            self._alpha_optim.zero_grad(set_to_none=True)
-            alpha_loss.backward()
-            self._alpha_optim.step()
-            self._alpha = self._current_alpha()
-        else:
-            alpha_loss = torch.zeros(())
+        # the temperature: the expected log-probability plays the continuous one's sample
+        alpha_loss = self._temperature_step((prob.detach() * log_prob.detach()).sum(-1))
 
         soft_update(self._target_params, self._source_params, float(learn.target_theta))
         # DI-engine logs the entropy of the collecting actor (the transitions' logit)

@@ -157,6 +157,18 @@ class SACPolicy(Policy):
             return alpha.exp()
         return alpha.clamp(min=0.0)  # a learned alpha in linear space must not turn negative
 
+    def _temperature_step(self, log_prob: torch.Tensor) -> torch.Tensor:
+        """With ``auto_alpha``, one step of the temperature towards the target entropy given the
+        actor's (detached) log-probabilities; the temperature's loss (0 without)."""
+        if not self._auto_alpha:
+            return torch.zeros(())
+        alpha_loss = sac_alpha_loss(self._alpha_param, log_prob, self._target_entropy)
+        self._alpha_optim.zero_grad(set_to_none=True)
+        alpha_loss.backward()
+        self._alpha_optim.step()
+        self._alpha = self._current_alpha()
+        return alpha_loss
+
     def _forward_learn(self, data: Any) -> dict[str, Any]:
         learn = self._cfg.learn
         batch = to_tensor_batch(data, self._device)
@@ -197,16 +209,7 @@ class SACPolicy(Policy):
         for p in self._critic_params:
             p.requires_grad_(True)
 
-        # ----- temperature
-        if self._auto_alpha:
-            alpha_loss = sac_alpha_loss(self._alpha_param, log_prob, self._target_entropy)
-            self._alpha_optim.zero_grad(set_to_none=True)
-            alpha_loss.backward()
-            self._alpha_optim.step()
-            self._alpha = self._current_alpha()
-        else:
-            alpha_loss = torch.zeros(())
-
+        alpha_loss = self._temperature_step(log_prob)
         soft_update(self._target_params, self._source_params, float(learn.target_theta))
         q_mean = torch.stack(q_value).mean() if self._twin_critic else q_value.mean()
         transformed_log_prob = log_prob.detach() + (self._target_entropy if self._auto_alpha else 0.0)
