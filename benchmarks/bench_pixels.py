@@ -221,11 +221,11 @@ def ding_ray_side(policy: str, seconds: float, warmup: float, n_sample: int = 25
     """Env steps/s of 2 collector actors x 4 Pong envs (``random``: random actions; ``cnn``: the DQN
     policy's Nature CNN, eps-greedy 0.1), one collect call in flight per actor.
 
-    Each call returns ``n_sample`` transitions put into the object store by the actor (the
-    reference the pipelines hand to the buffer); nothing here reads them. Expects env type
+    Each call returns ``n_sample`` transitions as its second return value, left in the object store
+    (the reference a sync round hands to the learner); nothing here reads them. Expects env type
     ``atari`` (``ding_ray.envs.atari``), the ``atari_vector`` env manager, the conv encoder for a
-    3-D ``obs_shape`` in ``ding_ray.model.DQN`` and ``CollectorActor.collect(weights, train_iter,
-    policy_kwargs, random_collect)`` returning ``new_env_steps``.
+    3-D ``obs_shape`` in ``ding_ray.model.DQN`` and ``CollectorActor.collect_batch(weights,
+    train_iter, policy_kwargs, random_collect)`` returning ``new_env_steps`` in its info.
     """
     import ray
     from timing import measure
@@ -257,13 +257,13 @@ def ding_ray_side(policy: str, seconds: float, warmup: float, n_sample: int = 25
     try:
         collectors = [CollectorActor.options(num_cpus=1).remote(cfg, i) for i in range(NUM_ACTORS)]
         call = dict(weights=None, train_iter=0, policy_kwargs={"eps": 0.1}, random_collect=policy == "random")
-        in_flight = {c.collect.remote(**call): c for c in collectors}
+        in_flight = {c.collect_batch.remote(**call)[0]: c for c in collectors}
 
         def step() -> int:
             [ref], _ = ray.wait(list(in_flight), num_returns=1)
             collector = in_flight.pop(ref)
             info = ray.get(ref)
-            in_flight[collector.collect.remote(**call)] = collector
+            in_flight[collector.collect_batch.remote(**call)[0]] = collector
             return info["new_env_steps"]
 
         return measure(step, seconds, warmup)

@@ -36,7 +36,7 @@ class Slot:
     handle: Any
     state: str = IDLE
     ref: Any = None  # the info ref of the call (or the ping) in flight
-    extra: Any = None  # what else the call returned (the batch ref of a sync collect)
+    extra: Any = None  # what else the call returned (the batch ref of a sync collect), until taken
     reserved: int = 0  # items the call was launched for
     failures: int = 0  # consecutive failed pings
     restarts: int = 0
@@ -148,10 +148,11 @@ class CollectorPool:
             outcome = Outcome(slot, lost=True, reserved=slot.reserved)
             self._ping(slot)
             return outcome
+        extra, slot.extra = slot.extra, None
         slot.state, slot.ref, slot.answered = IDLE, None, True
         if self.watch is not None:
             self.watch.done(time.monotonic() - slot.started)
-        return Outcome(slot, info=info, extra=slot.extra, reserved=slot.reserved)
+        return Outcome(slot, info=info, extra=extra, reserved=slot.reserved)
 
     def _ping(self, slot: Slot) -> None:
         # A call to a restarting actor fails at once; a ping Ray retries returns once it is back,

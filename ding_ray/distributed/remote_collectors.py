@@ -3,10 +3,11 @@
 The stage calls ``collect(train_iter=..., policy_kwargs=...)`` and reads ``envstep`` and
 ``envepisode``, as it does on a ``SampleSerialCollector``. With a buffer actor the collectors push
 their batches into it themselves (``actors.Pusher``) and ``collect`` returns nothing but the driver's
-own warm-up batches; without one (sync rounds) it returns the object references of the batches,
-which a trainer hands to the learner actor. Either way the transitions go from actor to actor,
-never through the driver, and a collect call is one small request and one small answer: the
-weights travel with a call only when the collector does not hold them yet.
+own warm-up batches; without one (sync rounds) it returns the object references of the batches
+(each the second return value of its call, so the driver owns it rather than borrows it), which a
+trainer hands to the learner actor. Either way the driver never deserializes a transition, and a
+collect call is one small request and one small answer: the weights travel with a call only when
+the collector does not hold them yet.
 
 Two ways to collect, one per pipeline:
 
@@ -171,11 +172,12 @@ class RemoteCollectors:
             idle = self.pool.idle()
         share = math.ceil(self.plan.n_sample / len(idle))
         for slot in idle:
-            ref = slot.handle.collect.remote(self._weights_for(slot), train_iter, policy_kwargs, False, share)
-            self.pool.launch(slot, ref, share)
+            weights = self._weights_for(slot)
+            info, batch = slot.handle.collect_batch.remote(weights, train_iter, policy_kwargs, False, share)
+            self.pool.launch(slot, info, share, extra=batch)
         data = {}
         while busy := [s.ref for s in idle if s.state == BUSY]:
-            ready = ray.wait(busy, num_returns=1, timeout=1.0)[0]
+            ready = ray.wait(busy, num_returns=len(busy), timeout=1.0)[0]  # all, or what is in after 1 s
             self.pool.check_stalls()  # a collector that neither answers nor dies would hold the round
             slots = [self.pool.slot_of(ref) for ref in ready]
             for slot, ref in zip(slots, self._finish(ready, keep_lost=True)):
@@ -197,8 +199,8 @@ class RemoteCollectors:
                 self._count(outcome.info)
                 self.dropped_batches += outcome.info.get("dropped", 0)
                 self.lost_pushes += outcome.info.get("lost", 0)
-                if "data" in outcome.info:  # none when the collector pushed into the buffer itself
-                    data.append(outcome.info.pop("data"))
+                if outcome.extra is not None:  # a sync round's batch; async collectors push theirs
+                    data.append(outcome.extra)
                 continue
             if outcome.lost and self.limiter is not None:
                 self.limiter.cancel_insert(outcome.reserved)

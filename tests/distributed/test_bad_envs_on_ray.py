@@ -47,7 +47,7 @@ def test_a_collector_actor_whose_env_always_fails_ends_its_call_with_the_cause(r
     actor = ray.remote(num_cpus=0.5)(BadEnvCollector).remote(cfg, 0)
     try:
         with pytest.raises(EnvError) as err:  # Ray's task error is also an EnvError
-            ray.get(actor.collect.remote(None), timeout=CALL_S)
+            ray.get(actor.collect_batch.remote(None)[0], timeout=CALL_S)
     finally:
         ray.kill(actor)
     assert "failed in step 5 times in a row" in str(err.value)
