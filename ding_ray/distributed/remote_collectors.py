@@ -101,7 +101,8 @@ class RemoteCollectors:
         if self.sync:
             return self._round(train_iter, policy_kwargs or {})
         self.pool.check_stalls()
-        data = self._finish(ray.wait(self.pool.refs(), num_returns=len(self.pool.refs()), timeout=0)[0])
+        refs = self.pool.refs()
+        data = self._finish(ray.wait(refs, num_returns=len(refs), timeout=0)[0])
         self._launch(train_iter, policy_kwargs or {})
         if not data and self.warming_up:
             data.append(self._warm_up(train_iter))
