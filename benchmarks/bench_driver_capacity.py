@@ -11,13 +11,22 @@ use over it (1.0: one core busy all the time, saturated) and calls per CPU-secon
 Each (pipeline, N) runs in a fresh process. Where the collectors' shares alone exceed the cores
 (N = 64 here), Ray is told of as many logical CPUs as the shares add up to.
 
+On 2 cores the collectors' own work saturates the machine long before the driver (it stays near
+0.3 CPU), so each driver iteration finds about one finished call, and every stage's per-iteration
+work is paid per call. A saturated driver finds many finished calls per iteration instead.
+``--pace-ms P`` makes every driver iteration last at least P ms (it sleeps the rest, which costs
+no CPU): calls then finish in batches (``calls_per_iter``), as for a saturated driver, and calls
+per driver CPU-second estimates what it would sustain saturated. Only the Ape-X shape (``async``)
+batches that way: a sync round waits for all its calls, and IMPALA's learner calls are paced too,
+so its queue fills and its collectors block (about 3 calls an iteration at 100 ms).
+
 The reference, ``raw``: Ray alone on the same machine, N actors of 0.05 CPU whose method returns its
 one small argument, one call in flight per actor, relaunched as soon as ``ray.wait`` hands it back:
 the most calls/s a driver gets from Ray here, with no pipeline around the calls. Each pipeline's
 line gives its calls/s as a fraction of the raw line's for the same N (``of_raw``).
 
 Run:  python benchmarks/bench_driver_capacity.py [--collectors 8 32 64] [--seconds 20]
-        [--pipelines raw async sync impala]
+        [--pipelines raw async sync impala] [--pace-ms 0]
 Prints one ``bench_driver_capacity pipeline=... collectors=N calls_per_s=...`` line per run.
 """
 
@@ -136,8 +145,9 @@ def raw_run(n: int, seconds: float) -> dict:
     }
 
 
-def one_run(pipeline: str, n: int, seconds: float) -> dict:
-    """Runs in its own process: the pipeline until ``seconds`` after every collector delivered."""
+def one_run(pipeline: str, n: int, seconds: float, pace_ms: float = 0.0) -> dict:
+    """Runs in its own process: the pipeline until ``seconds`` after every collector delivered,
+    each driver iteration lasting at least ``pace_ms``."""
     import ray
     from ray.actor import ActorMethod
 
@@ -156,6 +166,7 @@ def one_run(pipeline: str, n: int, seconds: float) -> dict:
     exp = os.path.join(tempfile.mkdtemp(), f"driver_{pipeline}_{n}")
     cfg, plan, started = distributed.start_run(configs(pipeline, n, exp), seed=0, save_cfg=False)
     window: dict = {}
+    iteration = {"count": 0, "start": time.monotonic()}
     with distributed.RayComponents(cfg, plan) as rc, rc.task() as task:
         shape = pipelines.on_policy if rc.on_policy else pipelines.off_policy
         shape(task, cfg, rc)
@@ -163,9 +174,15 @@ def one_run(pipeline: str, n: int, seconds: float) -> dict:
         def measure(ctx) -> None:
             now = time.monotonic()
             delivered = sum(slot.answered for slot in rc.collector.pool.slots)
+            iteration["count"] += 1
             if "start" not in window and delivered == n:
                 window.update(
-                    start=now, calls=calls[0], env_step=ctx.env_step, train_iter=ctx.train_iter, cpu=cpu_s()
+                    start=now,
+                    calls=calls[0],
+                    env_step=ctx.env_step,
+                    train_iter=ctx.train_iter,
+                    cpu=cpu_s(),
+                    iterations=iteration["count"],
                 )
             elif "start" in window and now - window["start"] >= seconds:
                 window.update(
@@ -174,8 +191,14 @@ def one_run(pipeline: str, n: int, seconds: float) -> dict:
                     env_step=ctx.env_step - window["env_step"],
                     train_iter=ctx.train_iter - window["train_iter"],
                     cpu=cpu_s() - window["cpu"],
+                    iterations=iteration["count"] - window["iterations"],
                 )
                 current_task().finish = True
+                return
+            left = pace_ms / 1000 - (time.monotonic() - iteration["start"])
+            if left > 0:
+                time.sleep(left)
+            iteration["start"] = time.monotonic()
 
         task.use(measure)
         task.run()
@@ -190,6 +213,8 @@ def one_run(pipeline: str, n: int, seconds: float) -> dict:
         # the driver's own CPU time over the window: below 1 it waited on the actors, not saturated
         "driver_cpu": round(window["cpu"] / window["seconds"], 2),
         "calls_per_driver_cpu_s": round(window["calls"] / max(window["cpu"], 1e-9), 1),
+        "calls_per_iter": round(window["calls"] / max(window["iterations"], 1), 2),
+        "pace_ms": pace_ms,
         "window_s": round(window["seconds"], 1),
     }
 
@@ -201,17 +226,24 @@ def main() -> None:
     parser.add_argument("--collectors", type=int, nargs="+", default=[8, 32, 64])
     parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--pipelines", nargs="+", default=list(PIPELINES), choices=PIPELINES)
+    parser.add_argument(
+        "--pace-ms", type=float, default=0.0, help="each driver iteration lasts at least this long"
+    )
     parser.add_argument("--one", nargs=2, metavar=("PIPELINE", "N"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
         pipeline, n = args.one[0], int(args.one[1])
-        result = raw_run(n, args.seconds) if pipeline == "raw" else one_run(pipeline, n, args.seconds)
+        if pipeline == "raw":
+            result = raw_run(n, args.seconds)
+        else:
+            result = one_run(pipeline, n, args.seconds, args.pace_ms)
         print("RESULT " + json.dumps(result), flush=True)
         return
     raw: dict[int, float] = {}  # calls/s of the reference, per N
     for pipeline in sorted(args.pipelines, key=PIPELINES.index):  # the reference first
         for n in args.collectors:
             cmd = [sys.executable, __file__, "--one", pipeline, str(n), "--seconds", str(args.seconds)]
+            cmd += ["--pace-ms", str(args.pace_ms)]
             out = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
             lines = [line for line in out.stdout.splitlines() if line.startswith("RESULT ")]
             if not lines:
