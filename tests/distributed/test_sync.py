@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import time
 
+import numpy as np
 import pytest
 import ray
 
-from ding_ray.distributed import RayComponents, make_plan
+from ding_ray.distributed import CollectorActor, RayComponents, make_plan
 from ding_ray.framework import OnlineRLContext, current_task, pipelines
 from tests.distributed.configs import compiled
 
@@ -71,7 +72,28 @@ def test_rounds_are_on_policy_and_survive_a_dead_collector(ray_session, tmp_path
     assert pool.slots[0].restarts == 1 and pool.lost_batches <= 1
     assert all("collector-1" in names for names in watcher.per_round)  # the other one never stopped
     # one learner call per round, as serial_pipeline_onpolicy makes per collect: DQN's is one step.
-    # ray.kill lands late under load: collector-0's old process may still deliver a batch, which
-    # dies with it (the collector owns it) before the learner reads it; that round is lost, only that one
+    # ray.kill lands late under load, during a later round: that round trains on collector-1's share
     assert task.ctx.train_iter == watcher.trained >= watcher.rounds - 1
     assert rc.result["pipeline"] == "ray-sync" and rc.result["lost_batches"] == pool.lost_batches
+
+
+def test_a_rounds_batch_outlives_the_collector_that_made_it(ray_session, tmp_path):
+    """A sync collect call hands its batch back as a second return value, owned by the caller: the
+    collector dying once its call is in does not take the batch with it, as it would take a
+    reference it had put into the object store itself."""
+    cfg = compiled(tmp_path, "sync_owner", pipeline="sync")
+    actor = CollectorActor.options(num_cpus=0.5, max_restarts=0).remote(cfg, 0)
+    info_ref, batch_ref = actor.collect_batch.remote(None, 0, {"eps": 0.5}, False, 24)
+    info = ray.get(info_ref, timeout=120)
+    ray.kill(actor, no_restart=True)
+    deadline = time.monotonic() + 60
+    while True:  # ray.kill lands a little later: a ping may still be answered first
+        try:
+            ray.get(actor.ping.remote(), timeout=60)
+        except ray.exceptions.RayActorError:
+            break  # the collector is gone ...
+        assert time.monotonic() < deadline, "the collector was not killed"
+        time.sleep(0.1)
+    batch = ray.get(batch_ref, timeout=60)  # ... its batch is not
+    assert info["n"] == 24 and len(batch["obs"]) == 24
+    assert batch["obs"].shape == (24, 4) and batch["obs"].dtype == np.float32
