@@ -74,12 +74,12 @@ class CollectorWorker(RolloutWorker):
         random_collect: bool = False,
         n_sample: int | None = None,
     ) -> dict[str, Any]:
-        """Async pipelines: roll out with the newest weights (None: keep the ones held) and push the
-        batch into the buffer actor from here (``Pusher``: the info says whether it was dropped, and
-        how many pushes were lost). The transitions never pass through the driver."""
+        """Async pipelines: ``collect_batch``, then push the batch into the buffer actor from here
+        (``Pusher``: the info says whether it was dropped, and how many pushes were lost). The
+        transitions never pass through the driver."""
         if self._pusher is None:
             raise RuntimeError(f"{self.name} has no buffer actor to push to; sync rounds call collect_batch")
-        batch, info = self._rollout(weights, train_iter, policy_kwargs, random_collect, n_sample)
+        info, batch = self.collect_batch(weights, train_iter, policy_kwargs, random_collect, n_sample)
         info.update(self._pusher.push(batch))
         return info
 
@@ -92,27 +92,17 @@ class CollectorWorker(RolloutWorker):
         random_collect: bool = False,
         n_sample: int | None = None,
     ) -> tuple[dict[str, Any], Batch]:
-        """Sync rounds: as ``collect``, but the batch is the call's second return value, which the
-        caller owns and hands on to the learner by reference. A batch over Ray's inline limit (100
-        KiB) stays in this node's object store; a smaller one rides in the reply, as bytes the
-        driver never deserializes. (A batch ``ray.put`` here and returned inside the info would be
-        a reference the driver borrows: twice the driver's CPU per call, measured.)"""
-        batch, info = self._rollout(weights, train_iter, policy_kwargs, random_collect, n_sample)
-        return info, batch
-
-    def _rollout(
-        self,
-        weights: WeightsRef | None,
-        train_iter: int,
-        policy_kwargs: dict | None,
-        random_collect: bool,
-        n_sample: int | None,
-    ) -> tuple[Batch, dict[str, Any]]:
+        """Roll out with the newest weights (None: keep the ones held). Called remotely (sync
+        rounds), the batch is the call's second return value, which the caller owns and hands on to
+        the learner by reference. A batch over Ray's inline limit (100 KiB) stays in this node's
+        object store; a smaller one rides in the reply, as bytes the driver never deserializes. (A
+        batch ``ray.put`` here and returned inside the info would be a reference the driver borrows:
+        twice the driver's CPU per call, measured, and lost if this actor dies.)"""
         pull(self, weights)
         batch, info = self.rollout(n_sample, train_iter, policy_kwargs, random_collect)
         self._metrics.record(info)
         self._metrics.call_seconds("collector", info["seconds"])
-        return batch, info
+        return info, batch
 
 
 class Pusher:
