@@ -162,7 +162,10 @@ def test_warm_up_fills_the_buffer_before_the_collectors_are_up(ray_session, tmp_
         # The collectors' first calls (queued while they start) are random too and take their share.
         mine = 256 - len(rc.collector.pool.slots) * plan.n_sample  # collector-0 only: the rest start later
         pushed = ray.get(rc.actors.buffer.stats.remote())["buffer/pushed"]
-        assert pushed == mine and task.ctx.env_step >= mine  # (n-step targets hold a few steps back)
+        # the driver's pushes go before this call on the buffer; a collector's random call pushes on
+        # its own, and may or may not have landed by now (one once had: a warm worker starts fast)
+        assert mine <= pushed <= 256 and (pushed - mine) % plan.n_sample == 0
+        assert task.ctx.env_step >= mine  # (n-step targets hold a few steps back)
         assert rc.collector.first_batch_s is not None and rc.collector._random_left == 0
 
 
