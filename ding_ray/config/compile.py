@@ -13,6 +13,7 @@ from typing import Any
 
 from easydict import EasyDict
 
+from ding_ray.config.as_data import config_as_data
 from ding_ray.config.merge import deep_merge_dicts, merge_config
 from ding_ray.config.ranges import check_ranges
 from ding_ray.errors import ConfigError
@@ -368,18 +369,24 @@ def _buffer_prioritizes(buffer_cfg: Mapping) -> bool:
 
 def read_config(path: str) -> Any:
     """A config from a file: a Python config file (``*.py``, DI-engine's form) gives its
-    ``(main_config, create_config)``; a JSON file written by ``save_config`` gives the config."""
+    ``(main_config, create_config)``; a JSON file written by ``save_config`` gives the config, read
+    as data (``config_as_data``: it imports no module and picks no cluster)."""
     if not os.path.isfile(path):
         raise ConfigError(f"Config file '{path}' does not exist.")
     if path.endswith(".py"):
         return read_python_config(path)
     with open(path) as f:
         try:
-            return EasyDict(json.load(f))
+            loaded = json.load(f)
         except json.JSONDecodeError as e:
             raise ConfigError(
                 f"Config file '{path}' is not valid JSON ({e}); pass a .py or .json file."
             ) from e
+    if not isinstance(loaded, dict):
+        raise ConfigError(
+            f"Config file '{path}' holds a JSON {type(loaded).__name__}, not a config (an object)."
+        )
+    return config_as_data(loaded, path)
 
 
 def read_python_config(path: str) -> tuple[EasyDict, EasyDict]:

@@ -25,6 +25,7 @@ from ding_ray.entry.cli_commands import (
     cmd_list,
     cmd_plot,
     cmd_train,
+    import_modules,
     say_interrupted,
 )
 from ding_ray.errors import DingRayError
@@ -121,6 +122,7 @@ def build_parser() -> argparse.ArgumentParser:
         "are Python literals, else text; 'create_config.' prefixes a create_config path; unknown keys "
         "are an error",
     )
+    _add_import_arg(train)
     train.set_defaults(func=cmd_train)
 
     ev = sub.add_parser(
@@ -156,6 +158,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=[],
         help="override config values, as for train",
     )
+    _add_import_arg(ev)
     ev.set_defaults(func=cmd_eval)
 
     ex = sub.add_parser(
@@ -183,6 +186,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="config file or bundled config name (default: the run's total_config.json)",
     )
+    _add_import_arg(ex)
     ex.set_defaults(func=cmd_export)
 
     plot = sub.add_parser(
@@ -230,10 +234,23 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _add_import_arg(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--import",
+        dest="import_modules",
+        metavar="MODULE",
+        action="append",
+        default=[],
+        help="import MODULE first (one that registers your env, policy or model); a run's "
+        "total_config.json never imports modules by itself. Repeat for several",
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry of the ``ding-ray`` console script; returns the exit code."""
     args = build_parser().parse_args(argv)
     try:
+        import_modules(getattr(args, "import_modules", []))
         return args.func(args)
     except DingRayError as e:
         print(f"{PROG}: error: {' '.join(str(e).split())}", file=sys.stderr)

@@ -30,6 +30,23 @@ PROG = "ding-ray"
 # ----- configs -----
 
 
+def import_modules(names: list[str]) -> None:
+    """Import the modules a user names with ``--import`` (from the working directory too, as
+    ``python -m`` would): their envs, policies and models register, and a run folder's config
+    that lists them may use them."""
+    import importlib
+
+    if names and os.getcwd() not in sys.path:
+        sys.path.append(os.getcwd())
+    for name in names:
+        try:
+            importlib.import_module(name)
+        except ModuleNotFoundError as err:
+            raise ConfigError(
+                f"--import {name}: {err}. Name a module on the Python path (or in the working directory)."
+            ) from err
+
+
 def resolve_config(config: str) -> tuple[EasyDict, EasyDict, dict[str, Any]]:
     """``(main_config, create_config, defaults)`` of a config file path or a bundled config's name;
     ``defaults`` holds a bundled config's ``max_env_step`` and ``mode``."""

@@ -216,7 +216,9 @@ def tune_pipeline(
     ``max_env_step`` defaults to the bundled config's budget. ``pipeline``: ``'serial'`` (one
     process per trial, ``cpus_per_trial`` CPUs) or ``'ray'`` (each trial a ``ray_pipeline`` run: its
     driver takes ``cpus_per_trial``, its actors the ``ray.*_num_cpus`` of the config beside).
-    Starts a local Ray unless one is already connected.
+    Ray is joined or started as a ``ray_pipeline`` driver does it (``init_ray``): the cluster
+    RAY_ADDRESS or ``ray start`` left here, else a Ray on this machine with every port on
+    127.0.0.1; a Ray this process is connected to already is used as it is.
     """
     tune = _import_tune()
     if pipeline not in ("serial", "ray"):
@@ -233,6 +235,12 @@ def tune_pipeline(
             max_env_step = load_config(input_cfg).max_env_step
     if max_env_step is None and max_train_iter is None:
         raise ConfigError("Give a budget: max_env_step or max_train_iter (a trial would run until it wins).")
+    from ding_ray.distributed.cluster import init_ray
+    from ding_ray.distributed.config import RayConfig
+
+    # before anything Tune puts in the object store: left to Ray, its ray.init() would open Ray's
+    # ports on every interface
+    init_ray(RayConfig.default_config(), name or "ding_ray_tune")
     trainable = tune.with_parameters(
         serial_trainable if pipeline == "serial" else ray_trainable,
         input_cfg=input_cfg,

@@ -12,6 +12,7 @@ from typing import Any
 
 from easydict import EasyDict
 
+from ding_ray.config.as_data import config_as_data
 from ding_ray.errors import ConfigError, DataFormatError
 from ding_ray.utils.checkpoint import (
     LEARNER_FILE,
@@ -122,6 +123,7 @@ def resume_config(run_dir: str) -> EasyDict:
     saved = ckpt.meta.get("config")
     if not isinstance(saved, Mapping):
         raise DataFormatError(f"{ckpt.folder}/meta.json holds no config; resume with the run's config file.")
+    saved = config_as_data(saved, f"{ckpt.folder}/meta.json")
     path = os.path.join(run_dir, CONFIG_FILE)
     try:
         with open(path) as f:

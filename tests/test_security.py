@@ -1,10 +1,10 @@
-"""Security defaults: a Ray that ding_ray starts listens on 127.0.0.1 only, and its dashboard
-API wants the token.
+"""Security defaults: a Ray that ding_ray starts (for a pipeline or a Tune sweep) listens on 127.0.0.1
+only, its dashboard API wants the token, and a run folder never chooses code to run or a cluster.
 
-Each test starts Ray through ding_ray's own start path (``init_ray``) in a fresh interpreter with
-its own ``RAY_TMPDIR`` (nobody else's ``ray.init()`` can join it) and its own ``HOME`` (Ray writes
-``~/.ray/auth_token`` when it starts a cluster), then lists the TCP sockets that the processes of
-that Ray listen on, read from ``/proc`` (every process is a descendant of the driver).
+Each Ray test starts Ray through ding_ray's own start path (``init_ray``, ``tune_pipeline``) in a
+fresh interpreter with its own ``RAY_TMPDIR`` (nobody else's ``ray.init()`` can join it) and its own
+``HOME`` (Ray writes ``~/.ray/auth_token`` when it starts a cluster), then lists the TCP sockets that
+the processes of that Ray listen on, read from ``/proc`` (every process is a descendant of the driver).
 """
 
 from __future__ import annotations
@@ -76,9 +76,15 @@ def get(url, token=None):
 
 settings = json.loads(sys.argv[1])
 check_token = settings.pop("check_token", False)
-cfg = RayConfig.default_config()
-cfg.update(settings)
-init_ray(cfg, "security-test")
+sweep = settings.pop("tune_sweep", False)
+if sweep:  # a one-trial Tune sweep, Ray left to ding_ray's tune_pipeline to start; its Ray stays up
+    from ding_ray.entry.tune import tune_pipeline
+    tune_pipeline("cartpole_dqn", {"env.collector_env_num": 1, "env.evaluator_env_num": 1,
+                  "env.n_evaluator_episode": 1}, max_train_iter=1, storage_path=sweep)
+else:
+    cfg = RayConfig.default_config()
+    cfg.update(settings)
+    init_ray(cfg, "security-test")
 info = ray._private.worker.global_worker.node.address_info
 deadline = time.time() + 30
 while time.time() < deadline and info["metrics_export_port"] not in {p for _, p in listeners()}:
@@ -124,6 +130,15 @@ def test_every_port_of_an_embedded_ray_listens_on_loopback_and_the_dashboard_wan
     assert len(out["listeners"]) >= 6  # GCS, raylet, driver, dashboard, agents: the probe saw them
     # Ray 2.60 turns token authentication on for a cluster that ray.init() starts
     assert (out["no_token"], out["wrong_token"], out["token"]) == (401, 403, 200)
+
+
+def test_every_port_of_the_ray_a_tune_sweep_starts_listens_on_loopback(tmp_path):
+    pytest.importorskip("ray.tune", reason="needs the tune extra: pip install 'ding_ray[tune]'")
+    out = _start({"tune_sweep": str(tmp_path / "tune")})
+    exposed = [(host, port) for host, port in out["listeners"] if host not in LOOPBACK]
+    assert out["node_ip"] == "127.0.0.1"
+    assert not exposed, f"listening beyond loopback: {exposed} (all: {out['listeners']})"
+    assert len(out["listeners"]) >= 5  # GCS, raylet, driver, agents: the probe saw them
 
 
 def test_a_dashboard_host_the_user_sets_is_the_only_port_off_loopback():
@@ -197,3 +212,99 @@ def test_a_driver_joins_a_token_guarded_cluster_found_on_this_machine():
         assert gcs_address.endswith(f":{port}") and float(cpus) == 3.0  # that cluster, not a new Ray
     finally:
         _stop(head, ray_tmp)
+
+
+# ----- a run folder is data ---------------------------------------------------------------------------
+
+# A module file dropped into a run folder: imported, it leaves a file named after itself beside it.
+TRAP = "import os\nopen(os.path.join(os.path.dirname(__file__), __name__ + '.ran'), 'w').close()\n"
+
+
+@pytest.fixture(scope="module")
+def trapped_run(tmp_path_factory):
+    """A tiny serial CartPole DQN run (``run``, in its own working directory) whose
+    ``total_config.json`` and checkpoint ``meta.json`` were edited as someone sharing the folder
+    could: two modules of the folder in ``import_names``, a cluster in ``ray.address``."""
+    from ding_ray.configs.cartpole_dqn import create_config, main_config
+    from ding_ray.entry import serial_pipeline
+
+    cwd = tmp_path_factory.mktemp("shared")
+    cfg = json.loads(json.dumps(main_config))
+    cfg["exp_name"] = str(cwd / "run")
+    cfg["env"].update(evaluator_env_num=1, n_evaluator_episode=1)
+    serial_pipeline((cfg, create_config), seed=0, max_env_step=300)
+    run = cwd / "run"
+    for name in ("in_model", "at_top"):
+        (run / f"{name}.py").write_text(TRAP)
+
+    def plant(config: dict) -> None:
+        config["policy"]["model"].update(type="dqn", import_names=["run.in_model"])
+        config["import_names"] = ["run.at_top"]
+        config.setdefault("ray", {})["address"] = "127.0.0.1:1"
+
+    path = run / "total_config.json"
+    config = json.loads(path.read_text())
+    plant(config)
+    path.write_text(json.dumps(config))
+    for meta_path in run.glob("checkpoints/iter_*/meta.json"):
+        meta = json.loads(meta_path.read_text())
+        plant(meta["config"])
+        meta_path.write_text(json.dumps(meta))
+    return cwd
+
+
+def _ran(cwd) -> list[str]:
+    return sorted(p.name for p in (cwd / "run").glob("*.ran"))
+
+
+def _python(cwd, code: str) -> subprocess.CompletedProcess:
+    """``python -c code`` in ``cwd``: the working directory is on ``sys.path``, so the run folder is
+    an importable namespace package there."""
+    env = {**os.environ, "PYTHONPATH": REPO}
+    return subprocess.run(
+        [sys.executable, "-c", code], cwd=cwd, env=env, capture_output=True, text=True, timeout=300
+    )
+
+
+def test_loading_evaluating_and_exporting_a_run_folder_imports_none_of_its_modules(trapped_run):
+    cli = "import sys; from ding_ray.entry.cli import main; sys.exit(main(sys.argv[1:]))"
+    for code in (
+        "import ding_ray; print(ding_ray.load_policy('run'))",
+        cli.replace("sys.argv[1:]", "['eval', 'run/ckpt/ckpt_best.pth.tar', '--episodes', '1']"),
+        cli.replace("sys.argv[1:]", "['export', 'run', 'policy.pt']"),
+    ):
+        proc = _python(trapped_run, code)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        assert _ran(trapped_run) == [], code
+        assert "run.in_model" in proc.stderr and "never imports code" in proc.stderr  # the warning
+
+
+def test_a_module_the_user_names_is_imported(trapped_run):
+    code = (
+        "import sys; from ding_ray.entry.cli import main; "
+        "sys.exit(main(['eval', 'run/ckpt/ckpt_best.pth.tar', '--episodes', '1', "
+        "'--import', 'run.in_model']))"
+    )
+    try:
+        proc = _python(trapped_run, code)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        assert _ran(trapped_run) == ["run.in_model.ran"]
+    finally:
+        for p in (trapped_run / "run").glob("*.ran"):
+            p.unlink()
+
+
+def test_a_resumed_run_takes_neither_the_modules_nor_the_cluster_its_checkpoint_names(trapped_run):
+    from ding_ray.utils.resume import resume_config
+
+    cfg = resume_config(str(trapped_run / "run"))
+    assert cfg.ray.address is None
+    assert cfg.import_names == [] and cfg.policy.model.import_names == []
+    code = (
+        "import sys; from ding_ray.entry.cli import main; "
+        "sys.exit(main(['train', '--resume', 'run', '--max-env-step', '400']))"
+    )
+    proc = _python(trapped_run, code)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert _ran(trapped_run) == []
+    assert "127.0.0.1:1" in proc.stderr and "never picks a cluster" in proc.stderr
