@@ -11,8 +11,9 @@ run's name: a local folder, or any fsspec URL such as ``s3://bucket/runs`` that 
             meta.json        written last: format and ding_ray versions, counters, evaluator best,
                              the resolved config, and each file's size and sha256
 
-A folder whose ``meta.json`` is missing, or whose files do not match it, is a checkpoint that was
-being written when the run died: it is never picked up. Model files load with
+A folder without ``meta.json`` is a checkpoint that was being written when the run died: it is
+never picked up. A folder whose files do not match its ``meta.json`` was changed after it was
+written: it is an error naming the file, and it is never deleted. Model files load with
 ``weights_only=True`` and buffer files are msgpack, so loading a checkpoint never runs code.
 """
 
@@ -212,21 +213,31 @@ class CheckpointStore:
                 self.fs.rm(folder, recursive=True)
 
     def _prune(self) -> None:
-        complete = [f for f in self._folders() if self._read_meta(f, strict=False) is not None]
+        """Delete complete checkpoints beyond ``keep`` and unfinished ones older than the newest
+        complete one. A damaged checkpoint (``_check``) is never deleted: it is evidence."""
+        checked = {f: self._check(f, strict=False) for f in self._folders()}
+        complete = [f for f, (meta, _) in checked.items() if meta is not None]
         for folder in complete[self.keep :]:
             self.fs.rm(folder, recursive=True)
         if complete:  # unfinished folders older than the newest complete checkpoint are dead ends
             newest = _iter_of(complete[0])
-            for folder in self._folders():
-                if folder not in complete and _iter_of(folder) < newest:
+            for folder, (meta, damage) in checked.items():
+                if meta is None and damage is None and _iter_of(folder) < newest:
                     self.fs.rm(folder, recursive=True)
 
     # ----- reading ---------------------------------------------------------------------------------
     def latest(self) -> Checkpoint | None:
-        """The newest complete checkpoint, or None. A checkpoint of another format version is a
-        ``DataFormatError``: this ding_ray cannot continue it."""
+        """The newest complete checkpoint, or None; unfinished ones (no ``meta.json``: the writer
+        died) are passed over. A damaged one is a ``DataFormatError`` naming the file, and so is a
+        checkpoint of another format version: this ding_ray cannot continue it."""
         for folder in self._folders():
-            meta = self._read_meta(folder, strict=True)
+            meta, damage = self._check(folder, strict=True)
+            if damage is not None:
+                raise DataFormatError(
+                    f"Checkpoint {folder} is damaged: {damage}. Its meta.json is written after every "
+                    "other file, so this is not a save cut short: the folder was changed since. Delete it "
+                    "to resume from the checkpoint before it, or start a new run."
+                )
             if meta is not None:
                 return Checkpoint(folder, meta)
         return None
@@ -253,19 +264,20 @@ class CheckpointStore:
         found = [p for p in self.fs.ls(self.dir, detail=False) if _FOLDER.match(os.path.basename(p))]
         return sorted(found, key=_iter_of, reverse=True)
 
-    def _read_meta(self, folder: str, strict: bool) -> dict | None:
+    def _check(self, folder: str, strict: bool) -> tuple[dict | None, str | None]:
+        """``(meta, None)`` for a complete checkpoint, ``(None, None)`` for an unfinished one (or a
+        folder of another tool), ``(None, what is wrong)`` for a damaged one: a ``meta.json`` that
+        cannot be read, or a file it lists that is missing or of another size."""
         path = f"{folder}/{META_FILE}"
         try:
             with self.fs.open(path, "rb") as f:
                 meta = json.loads(f.read())
         except FileNotFoundError:
-            return None
+            return None, None
         except (ValueError, UnicodeDecodeError) as err:
-            if strict:
-                logger.warning("skipping checkpoint %s: its meta.json is unreadable (%s)", folder, err)
-            return None
+            return None, f"{path} is unreadable ({err})"
         if not isinstance(meta, dict) or meta.get("format") != FORMAT_NAME:
-            return None
+            return None, None
         if strict and meta.get("format_version") != FORMAT_VERSION:
             raise DataFormatError(
                 f"Checkpoint {folder} has format version {meta.get('format_version')!r} (written by ding_ray "
@@ -274,14 +286,16 @@ class CheckpointStore:
             )
         files = meta.get("files")
         if not isinstance(files, dict):
-            return None
+            return None, f"{path} lists no files"
         for name, info in files.items():
             try:
-                if self.fs.size(f"{folder}/{name}") != info["size"]:
-                    return None
-            except (FileNotFoundError, KeyError, TypeError):
-                return None
-        return meta
+                size = self.fs.size(f"{folder}/{name}")
+            except FileNotFoundError:
+                return None, f"{folder}/{name}, which its meta.json lists, is missing"
+            expected = info.get("size") if isinstance(info, dict) else None
+            if size != expected:
+                return None, f"{folder}/{name} is {size} bytes and its meta.json records {expected}"
+        return meta, None
 
 
 def restore_latest(store: CheckpointStore, name: str, restore: Any) -> str | None:

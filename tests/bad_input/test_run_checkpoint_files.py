@@ -1,7 +1,7 @@
 """Damaged run checkpoints (``<run>/checkpoints/iter_*``) under ``resume=``: a checkpoint whose
-files do not match its ``meta.json`` is passed over for the one before it, a file changed behind
-its meta's back is a ``DataFormatError`` naming it, a pickle never runs, another format version is
-refused; nothing saved is changed by trying."""
+files do not match its ``meta.json`` (cut short, changed behind its meta's back) is a
+``DataFormatError`` naming the file and is never pruned, one without a ``meta.json`` is passed over,
+a pickle never runs, another format version is refused; nothing saved is changed by trying."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import copy
 import hashlib
 import json
 import os
+import re
 
 import pytest
 
@@ -76,13 +77,24 @@ def _read(folder: str, name: str) -> bytes:
 
 
 @pytest.mark.parametrize("name", [LEARNER_FILE, BUFFER_FILE, META_FILE])
-def test_a_cut_short_checkpoint_is_passed_over_for_the_one_before(copy_of, name):
+def test_a_cut_short_file_under_a_meta_is_an_error_naming_it_and_is_never_pruned(copy_of, name):
+    """``meta.json`` is written after every other file, so a file of another size under it is
+    damage, not a save cut short: resuming stops with the file's name, and neither resuming nor a
+    later run's pruning deletes the folder."""
     exp, store, (newest, older) = copy_of
     for label, cut in truncations(_read(newest, name)):
         _rewrite(newest, name, cut, update_meta=False)
-        assert store.latest().folder == older, label
-    result = _resume(exp)
-    assert result["resumed_from"] == older and "error" not in result
+        before = {n: _read(newest, n) for n in os.listdir(newest)}
+        with pytest.raises(DataFormatError, match=f"{re.escape(newest)}/{name}.* Delete it") as err:
+            _resume(exp)
+        assert "damaged" in str(err.value), label
+        assert {n: _read(newest, n) for n in os.listdir(newest)} == before, label
+    # a newer checkpoint is committed (keep=2): the damaged one is not among the two it keeps, and stays
+    later = store.folder(10_000)
+    files = {LEARNER_FILE: store.write(later, LEARNER_FILE, _read(older, LEARNER_FILE))}
+    store.commit(later, files, {"train_iter": 10_000})
+    assert os.path.isdir(newest) and os.path.isdir(older)
+    assert store.latest().folder == later
 
 
 def test_a_checkpoint_without_its_meta_is_unfinished_and_never_read(copy_of):
