@@ -301,15 +301,16 @@ class RayComponents(RunBase):
             if self._monitor is not None:
                 self._monitor.evaluated(self.ctx.eval_output["episode_info"])
 
-    def save_last(self, error: BaseException | None) -> None:
+    def save_last(self, error: BaseException | None) -> Checkpoint | None:
         """The last run checkpoint (resume= goes on from it); after a clean end also the weights
         that reached the stop value, the learner's final state and its after_run hooks."""
-        self.save_checkpoint(final=True)
+        ckpt = self.save_checkpoint(final=True)
         if error is None:
             if self.evaluator.stop_weights is not None:  # held by the learner: fetch before the kill
                 self.stop_weights = ray.get(self.evaluator.stop_weights.ref)
             self.state = self.recovery.get(self.actors.learner.state_dict.remote())
             self.recovery.get(self.actors.learner.close.remote())  # after_run hooks: ckpt_final.pth.tar
+        return ckpt
 
     def close(self) -> None:
         try:

@@ -22,7 +22,7 @@ from typing import Any
 from easydict import EasyDict
 
 from ding_ray.errors import ConfigError, DingRayError
-from ding_ray.utils.runtime import interrupt_cause
+from ding_ray.utils.runtime import interrupt_cause, run_end
 
 PROG = "ding-ray"
 
@@ -193,8 +193,9 @@ def settle_run_args(args: argparse.Namespace, max_env_step: int | None = None) -
 
 
 def interrupted(err: BaseException) -> str:
-    """The one line a Ctrl-C (or SIGTERM) run ends with, instead of a traceback."""
-    saved = "the run saved a checkpoint if it had started: --resume DIR goes on"
+    """The one line a Ctrl-C (or SIGTERM) run ends with, instead of a traceback: what stopped it
+    and what the run saved on its way out."""
+    saved = run_end() or "the run had not started: nothing was saved"
     return f"interrupted ({interrupt_cause(err)}); {saved}"
 
 

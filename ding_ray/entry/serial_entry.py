@@ -352,13 +352,14 @@ class SerialRun(RunBase):
     def stopped(self) -> bool:
         return bool(self.ctx.eval_output.get("stop"))
 
-    def save_last(self, error: BaseException | None) -> None:
+    def save_last(self, error: BaseException | None) -> Checkpoint:
         """after_run hooks (a clean end) and a last run checkpoint."""
         if error is None:
             self.learner.call_hook("after_run")
-        folder = self.save_checkpoint().folder
+        ckpt = self.save_checkpoint()
         if error is not None:
-            logger.warning("interrupted: saved %s; resume=%r goes on", folder, self.cfg.exp_name)
+            logger.warning("interrupted: saved %s; resume=%r goes on", ckpt.folder, self.cfg.exp_name)
+        return ckpt
 
     def summary(self) -> dict[str, Any]:
         out: dict[str, Any] = dict(checkpoints_saved=self.checkpoints_saved)

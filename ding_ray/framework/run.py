@@ -16,19 +16,19 @@ where they run (``monitor``, ``checkpoint``, ``wait``: the ``Run`` of
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import time
 from typing import Any
 
 from easydict import EasyDict
 
+from ding_ray.errors import DingRayError
 from ding_ray.framework.context import OnlineRLContext
 from ding_ray.framework.middleware.control import budget_spent
 from ding_ray.framework.task_runner import Task
 from ding_ray.utils.checkpoint import Checkpoint
 from ding_ray.utils.result import end_of_run, finite_or_none, write_result
-from ding_ray.utils.runtime import error_text, sigterm_as_interrupt
+from ding_ray.utils.runtime import RunInterrupts, error_text, set_run_end
 
 logger = logging.getLogger(__name__)
 
@@ -45,7 +45,7 @@ class RunBase:
         self.ctx = OnlineRLContext()  # the latest context a stage saw (the task's, once it ends)
         self.result: dict[str, Any] | None = None
         self._task: Task | None = None
-        self._signals: contextlib.ExitStack | None = None
+        self._interrupts = RunInterrupts()
 
     # ----- what a subclass provides ---------------------------------------------------------------
     def best_return(self) -> float | None:
@@ -55,8 +55,8 @@ class RunBase:
         """Whether the run reached the stop value."""
         raise NotImplementedError
 
-    def save_last(self, error: BaseException | None) -> None:
-        """The last run checkpoint (after a clean end, or Ctrl-C/SIGTERM)."""
+    def save_last(self, error: BaseException | None) -> Checkpoint | None:
+        """The last run checkpoint (after a clean end, or Ctrl-C/SIGTERM); None if none was saved."""
         raise NotImplementedError
 
     def summary(self) -> dict[str, Any]:
@@ -133,19 +133,37 @@ class RunBase:
         return self.result
 
     def __enter__(self) -> RunBase:
-        # SIGTERM (`kill`, `ray job stop`, a scheduler) stops the run as Ctrl-C does: with a checkpoint
-        self._signals = contextlib.ExitStack()
-        self._signals.enter_context(sigterm_as_interrupt())
+        # SIGTERM (`kill`, `ray job stop`, a scheduler) stops the run as Ctrl-C does: with a checkpoint;
+        # a second signal waits until that checkpoint and result.json are written
+        self._interrupts.__enter__()
         return self
 
     def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
-        if self._signals is not None:
-            self._signals.close()
+        self._interrupts.hold()
         if self._task is not None:
             self.ctx = self._task.ctx
         interrupted = isinstance(exc, (KeyboardInterrupt, SystemExit))  # SystemExit: Ray's SIGTERM handler
+        saved = None
         try:
             save = None if exc is not None and not interrupted else lambda: self.save_last(exc)
-            end_of_run(save, self.write_result, exc)  # result.json also when the checkpoint fails
+            saved = end_of_run(save, self.write_result, exc)  # result.json also when the checkpoint fails
         finally:
-            self.close()
+            try:
+                self.close()
+            finally:
+                if interrupted or self._interrupts.held:
+                    set_run_end(self._saved_words(saved))
+                self._interrupts.__exit__(exc_type, exc, tb)  # raises a signal it held
+
+    def _saved_words(self, saved: Checkpoint | None) -> str:
+        """What an interrupted run saved on its way out, as its last line says it."""
+        run = self.cfg.exp_name
+        if saved is not None:
+            return f"saved {saved.folder} and {run}/result.json: --resume {run} goes on from there"
+        try:
+            earlier = self.store.latest() if self.store is not None else None
+        except DingRayError:  # a damaged checkpoint: resume names it
+            earlier = None
+        goes_on = f"--resume {run} goes on from {earlier.folder}" if earlier else "nothing to resume from"
+        lost = "no checkpoint was saved on the way out (the log says why)"
+        return f"{lost}; {run}/result.json is written; {goes_on}"

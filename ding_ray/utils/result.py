@@ -53,20 +53,22 @@ def write_result(
 
 def end_of_run(
     save: Callable[[], Any] | None, write: Callable[[BaseException | None], Any], error: BaseException | None
-) -> None:
+) -> Any:
     """The end of a run, serial or on Ray: ``save`` (the last checkpoint), then ``write``
     (``result.json``) whatever happened, with the run's ``error`` or else ``save``'s; an error of
-    ``save`` (a full disk) is raised once ``result.json`` is written."""
-    failure = None
+    ``save`` (a full disk) is raised once ``result.json`` is written. Returns what ``save`` did
+    (None when it failed or there was none)."""
+    failure, saved = None, None
     if save is not None:
         try:
-            save()
+            saved = save()
         except Exception as err:  # noqa: BLE001 - recorded in result.json, then raised
             logger.error("the run's last checkpoint failed: %s", err)
             failure = err
     write(error if error is not None else failure)
     if failure is not None and error is None:
         raise failure
+    return saved
 
 
 def read_result(exp_name: str) -> dict[str, Any]:

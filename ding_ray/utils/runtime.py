@@ -10,7 +10,6 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Iterator
 
 import numpy as np
 
@@ -109,7 +108,8 @@ def setup_logging(level: int = logging.INFO) -> None:
     package_logger.setLevel(level)
 
 
-_last_signal: str | None = None  # the signal the latest ``sigterm_as_interrupt`` block caught
+_last_signal: str | None = None  # the SIGTERM that stopped the latest run (None: a Ctrl-C, or none)
+_run_end: str | None = None  # what the latest interrupted run saved on its way out
 
 
 def interrupt_cause(err: BaseException) -> str:
@@ -128,25 +128,71 @@ def error_text(err: BaseException) -> str:
     return f"{type(err).__name__}: {words}"
 
 
-@contextlib.contextmanager
-def sigterm_as_interrupt() -> Iterator[None]:
-    """Within the block, SIGTERM (what ``kill``, ``ray job stop`` and schedulers send) raises
-    ``KeyboardInterrupt`` as Ctrl-C does, so a run stopped either way can save a checkpoint first.
-    Outside the main thread (signals go to it only) this does nothing. The signal is also kept
-    for ``interrupt_cause``: Ray turns an interrupt raised inside ``ray.get`` into a bare one."""
-    global _last_signal
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    _last_signal = None
+def set_run_end(text: str) -> None:
+    """Record what an interrupted run saved on its way out, for the one line it ends with."""
+    global _run_end
+    _run_end = text
 
-    def _interrupt(signum: int, frame: object) -> None:
+
+def run_end() -> str | None:
+    """What the latest interrupted run of this process saved (``set_run_end``), or None when no
+    run had started."""
+    return _run_end
+
+
+class RunInterrupts:
+    """SIGINT and SIGTERM while a run is on (``with RunInterrupts() as interrupts:``).
+
+    The first one stops the run as Ctrl-C does: a ``KeyboardInterrupt`` in the main thread, so that
+    the run saves its last checkpoint and ``result.json`` on its way out (SIGTERM is what ``kill``,
+    ``ray job stop`` and schedulers send). Every signal after it is held until the block ends: a
+    second Ctrl-C must not cut that save off half-way. ``hold()`` holds the first one too, once
+    the run has begun to end by itself. A line on stderr says each held signal waits; SIGKILL ends
+    the process at once. Leaving the block puts the previous handlers back, and a signal held
+    during a clean end is raised then as the interrupt it is. Outside the main thread (signals go
+    to it only) this does nothing.
+    """
+
+    def __init__(self) -> None:
+        self.held: str | None = None
+        self._holding = False
+        self._previous: dict[int, object] = {}
+
+    def __enter__(self) -> RunInterrupts:
+        global _last_signal, _run_end
+        if threading.current_thread() is not threading.main_thread():
+            return self
+        _last_signal = _run_end = None
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            self._previous[signum] = signal.signal(signum, self._on_signal)
+        return self
+
+    def hold(self) -> None:
+        """From now on every signal waits for the end of the block."""
+        self._holding = True
+
+    def _on_signal(self, signum: int, frame: object) -> None:
         global _last_signal
-        _last_signal = signal.Signals(signum).name
-        raise KeyboardInterrupt(f"stopped by signal {_last_signal}")
+        name = signal.Signals(signum).name
+        if self._holding:
+            self.held = self.held or name
+            # os.write: a signal handler must not take the locks of logging or of sys.stderr
+            with contextlib.suppress(OSError):
+                os.write(
+                    2,
+                    f"ding_ray: {name} waits until the run's last checkpoint and result.json are written "
+                    "(kill -9 ends it now and loses them)\n".encode(),
+                )
+            return
+        self._holding = True
+        if signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        _last_signal = name
+        raise KeyboardInterrupt(f"stopped by signal {name}")
 
-    previous = signal.signal(signal.SIGTERM, _interrupt)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+    def __exit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None:
+        for signum, previous in self._previous.items():
+            signal.signal(signum, previous)
+        self._previous = {}
+        if self.held is not None and exc is None:
+            raise KeyboardInterrupt("Ctrl-C" if self.held == "SIGINT" else f"stopped by signal {self.held}")

@@ -127,7 +127,7 @@ def test_sigterm_while_the_driver_waits_in_ray_get_is_named_sigterm(ray_session)
     import ray
 
     from ding_ray.entry.cli_commands import interrupted
-    from ding_ray.utils.runtime import error_text, sigterm_as_interrupt
+    from ding_ray.utils.runtime import RunInterrupts, error_text
 
     @ray.remote(num_cpus=0)
     def slow() -> None:
@@ -135,13 +135,13 @@ def test_sigterm_while_the_driver_waits_in_ray_get_is_named_sigterm(ray_session)
 
     ref = slow.remote()
     timer = threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGTERM))
-    with pytest.raises(KeyboardInterrupt) as caught, sigterm_as_interrupt():
+    with pytest.raises(KeyboardInterrupt) as caught, RunInterrupts():
         timer.start()
         ray.get(ref, timeout=20)
     ray.cancel(ref, force=True)
     assert interrupted(caught.value).startswith("interrupted (stopped by signal SIGTERM)")
     assert error_text(caught.value) == "KeyboardInterrupt: stopped by signal SIGTERM"  # result.json's
-    with sigterm_as_interrupt():  # a new run forgets the signal: a bare interrupt there is a Ctrl-C
+    with RunInterrupts():  # a new run forgets the signal: a bare interrupt there is a Ctrl-C
         pass
     assert interrupted(KeyboardInterrupt()).startswith("interrupted (Ctrl-C)")
     assert error_text(KeyboardInterrupt()) == "KeyboardInterrupt: Ctrl-C"

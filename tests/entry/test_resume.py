@@ -123,6 +123,43 @@ def test_sigterm_saves_a_checkpoint_that_resume_continues(tmp_path):
     assert "error" not in resumed
 
 
+def test_a_burst_of_signals_on_the_way_out_loses_nothing(tmp_path):
+    """SIGTERM, then SIGINTs and SIGTERMs every 5 ms (an impatient user, a scheduler that sends
+    SIGTERM again): the last checkpoint, result.json and the lock are written and freed before the
+    process ends, and nothing is left in its temp folder. Signals held during the run's end are
+    let through once it is written, so the process may die of a late one after that."""
+    exp = str(tmp_path / "stopped")
+    store = CheckpointStore(exp)
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    code = (
+        "from ding_ray.entry import serial_pipeline; from tests.entry.test_resume import _config; "
+        "from ding_ray.configs.cartpole_dqn import create_config; "
+        f"serial_pipeline((_config({exp!r}, 200, 1e9), create_config), seed=0, max_env_step=30000)"
+    )
+    env = {**os.environ, "PYTHONPATH": REPO, "TMPDIR": str(tmp)}
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code], cwd=REPO, env=env, stderr=subprocess.PIPE, text=True
+    )
+    _wait_for_checkpoint(proc, store, 400)
+    proc.send_signal(signal.SIGTERM)
+    for i in range(40):
+        time.sleep(0.005)
+        if proc.poll() is not None:
+            break
+        proc.send_signal(signal.SIGINT if i % 2 else signal.SIGTERM)
+    err = proc.communicate(timeout=60)[1]
+    with open(os.path.join(exp, "result.json")) as f:
+        result = json.load(f)
+    ckpt = store.latest()
+    assert result["last_checkpoint"] == ckpt.folder, err[-2000:]
+    assert result["train_iter"] == ckpt.train_iter and result["env_steps"] == ckpt.meta["env_steps"]
+    assert result["error"] == "KeyboardInterrupt: stopped by signal SIGTERM"
+    assert not os.path.exists(os.path.join(exp, "run.lock"))
+    assert list(tmp.iterdir()) == []
+    assert "waits until the run's last checkpoint and result.json are written" in err
+
+
 def test_resume_refuses_what_it_cannot_continue(tmp_path):
     exp = str(tmp_path / "nothing")
     os.makedirs(exp)
