@@ -83,8 +83,8 @@ class RayComponents(RunBase):
         self.lock = claim_run_dir(cfg, self.store, self.resumed, _learn_state(cfg) if resume else None)
         try:
             self._build(cfg, plan)
-        except BaseException:
-            self.lock.release()
+        except BaseException:  # a resumed run's folder is left as it was
+            self.lock.undo()
             raise
 
     def _build(self, cfg: EasyDict, plan: Plan) -> None:

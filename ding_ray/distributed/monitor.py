@@ -10,19 +10,18 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import time
 from collections.abc import Callable, Mapping
 from numbers import Real
 from typing import Any
 
 import ray
-from tensorboardX import SummaryWriter
 from tqdm import tqdm
 
 from ding_ray.distributed.metrics import RayMetrics
 from ding_ray.distributed.recovery import Recovered
 from ding_ray.utils.result import log_config
+from ding_ray.utils.run_dir import events_writer
 from ding_ray.worker import metrics
 
 # Per-collector values the driver replaces by its own totals.
@@ -56,7 +55,7 @@ class RunMonitor:
         start_env_steps: int = 0,
     ) -> None:
         """``start_env_steps``: where a resumed run's counter starts; rates count only the steps since."""
-        self._tb = SummaryWriter(os.path.join(exp_name, "log", "ray"))
+        self._tb = events_writer(exp_name, "ray")
         self._metrics = RayMetrics("driver", exp_name)
         self._bar = tqdm(
             total=total,

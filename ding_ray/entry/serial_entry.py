@@ -13,7 +13,6 @@ import gymnasium as gym
 import numpy as np
 import torch
 from easydict import EasyDict
-from tensorboardX import SummaryWriter
 
 from ding_ray.config import compile_config
 from ding_ray.config.compile import split_input_cfg
@@ -37,6 +36,7 @@ from ding_ray.utils.checkpoint import (
 from ding_ray.utils.registry import POLICY_REGISTRY
 from ding_ray.utils.result import log_config
 from ding_ray.utils.resume import checkpoint_store, claim_run_dir
+from ding_ray.utils.run_dir import events_writer
 from ding_ray.utils.runtime import set_pkg_seed, set_torch_threads, setup_logging
 from ding_ray.worker import (
     BaseLearner,
@@ -222,9 +222,9 @@ class SerialRun(RunBase):
             self.policy = policy
             self.lock = claim_run_dir(cfg, self.store, self.resumed, policy.learn_mode.state_dict())
             self._build_workers(collector_env, evaluator_env, on_policy)
-        except BaseException:  # the folder and the env processes are free again
+        except BaseException:  # the folder (as it was) and the env processes are free again
             if self.lock is not None:
-                self.lock.release()
+                self.lock.undo()
             collector_env.close()
             evaluator_env.close()
             raise
@@ -241,7 +241,7 @@ class SerialRun(RunBase):
         # stores them whole
         if collector_cfg.type == "episode" and (on_policy or buffer_cfg.get("type") != "episode"):
             collector_cfg.get_train_sample = True
-        self.tb_logger = SummaryWriter(os.path.join(cfg.exp_name, "log", "serial"))
+        self.tb_logger = events_writer(cfg.exp_name, "serial")
         log_config(self.tb_logger, cfg)
         self.learner = BaseLearner(
             cfg.policy.learn.learner, policy.learn_mode, self.tb_logger, exp_name=cfg.exp_name
@@ -297,11 +297,15 @@ class SerialRun(RunBase):
     def __enter__(self) -> SerialRun:
         """before_run hooks, then a resumed run's state (or a learner hook's checkpoint's counters)."""
         super().__enter__()
-        self.learner.call_hook("before_run")
-        if self.resume_training:
-            self.collector.envstep = self.learner.collector_envstep
-        if self.resumed is not None:
-            self.restore(self.resumed)
+        try:
+            self.learner.call_hook("before_run")
+            if self.resume_training:
+                self.collector.envstep = self.learner.collector_envstep
+            if self.resumed is not None:
+                self.restore(self.resumed)
+        except BaseException:  # not started: nothing of this run stays (a resumed folder as it was)
+            self.abandon()
+            raise
         self._schedule = CheckpointSchedule(self.cfg.checkpoint, self.learner.train_iter)
         return self
 

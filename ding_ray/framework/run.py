@@ -46,6 +46,7 @@ class RunBase:
         self.result: dict[str, Any] | None = None
         self._task: Task | None = None
         self._interrupts = RunInterrupts()
+        self.lock: Any = None  # the folder's RunClaim (claim_run_dir), once the subclass takes it
 
     # ----- what a subclass provides ---------------------------------------------------------------
     def best_return(self) -> float | None:
@@ -154,6 +155,16 @@ class RunBase:
                 if interrupted or self._interrupts.held:
                     set_run_end(self._saved_words(saved))
                 self._interrupts.__exit__(exc_type, exc, tb)  # raises a signal it held
+
+    def abandon(self) -> None:
+        """End a run that failed in ``__enter__``, before it started (no ``__exit__`` comes): its
+        parts are closed and its folder freed, a resumed run's folder put back as it was."""
+        try:
+            self.close()
+        finally:
+            if self.lock is not None:
+                self.lock.undo()
+            self._interrupts.__exit__(None, None, None)
 
     def _saved_words(self, saved: Checkpoint | None) -> str:
         """What an interrupted run saved on its way out, as its last line says it."""

@@ -21,7 +21,7 @@ from ding_ray.utils.checkpoint import (
     load_learner_bytes,
     storage_root,
 )
-from ding_ray.utils.run_dir import RunLock, save_config
+from ding_ray.utils.run_dir import FolderSnapshot, RunLock, save_config
 
 logger = logging.getLogger(__name__)
 
@@ -77,23 +77,41 @@ def check_same_run(ckpt: Checkpoint, cfg: Mapping) -> None:
             )
 
 
+class RunClaim:
+    """A run's hold on its folder (``claim_run_dir``): ``release()`` when the run ends; ``undo()``
+    when it fails before it starts: the folder is freed, and a resumed run's folder is put back
+    as it was before the claim (``FolderSnapshot``)."""
+
+    def __init__(self, run_dir: str, resumed: bool) -> None:
+        self.snapshot = FolderSnapshot(run_dir, rewritten=(CONFIG_FILE,)) if resumed else None
+        self.lock = RunLock(run_dir)
+
+    def release(self) -> None:
+        self.lock.release()
+
+    def undo(self) -> None:
+        self.lock.release()
+        if self.snapshot is not None:
+            self.snapshot.restore()
+
+
 def claim_run_dir(
     cfg: Mapping, store: CheckpointStore, resumed: Checkpoint | None, learn_state: Mapping | None = None
-) -> RunLock:
+) -> RunClaim:
     """Lock ``cfg.exp_name`` for this run; for a resumed run first check that the checkpoint's
     weights fit ``learn_state`` (the learn mode's state dict of the policy this config builds), and
     after the lock write ``total_config.json``. Nothing is written when a check fails."""
     if resumed is not None and learn_state is not None:
         saved = load_learner_bytes(store.read(resumed, LEARNER_FILE), f"{resumed.folder}/{LEARNER_FILE}")
         check_weights_fit(learn_state, saved["policy"], resumed, cfg)
-    lock = RunLock(cfg["exp_name"])
+    claim = RunClaim(cfg["exp_name"], resumed is not None)
     if resumed is not None:
         try:
             save_config(cfg, os.path.join(cfg["exp_name"], CONFIG_FILE))
         except BaseException:
-            lock.release()
+            claim.undo()
             raise
-    return lock
+    return claim
 
 
 def check_weights_fit(built: Mapping, saved: Mapping, ckpt: Checkpoint, cfg: Mapping) -> None:

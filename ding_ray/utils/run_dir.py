@@ -1,5 +1,6 @@
 """A run's folder: created atomically (two runs never share one), locked while a run writes into it
-(a second run, or resume, of the folder is refused), and its ``total_config.json``."""
+(a second run, or resume, of the folder is refused), its ``total_config.json``, and the snapshot
+that lets a resumed run that fails to start leave the folder as it found it."""
 
 from __future__ import annotations
 
@@ -9,7 +10,9 @@ import errno
 import json
 import logging
 import os
+import shutil
 import socket
+import uuid
 from collections.abc import Mapping
 from typing import Any
 
@@ -42,6 +45,15 @@ def make_run_dir(exp_name: str, renew: bool = True) -> str:
             logger.info("%s exists; this run writes to %s", exp_name, name)
         return name
     raise ConfigError(f"{stamped} and 1000 numbered folders beside it exist; choose another exp_name.")
+
+
+def events_writer(run_dir: str, name: str) -> Any:
+    """A TensorBoard writer into ``<run_dir>/log/<name>``, in an events file of its own: the file
+    name carries a random suffix, so a resumed run started within the second of the one before
+    does not write over that run's events file (tensorboardX names files by second and host)."""
+    from tensorboardX import SummaryWriter
+
+    return SummaryWriter(os.path.join(run_dir, "log", name), filename_suffix=f".{uuid.uuid4().hex[:8]}")
 
 
 def save_config(cfg: Mapping, path: str) -> None:
@@ -99,6 +111,49 @@ class RunLock:
                 os.unlink(self.path)
             self._file.close()
             self._file = None
+
+
+class FolderSnapshot:
+    """Which paths a folder holds, and the bytes of the files named in ``rewritten``, now; ``restore``
+    removes every path added since and writes those files back: a run that fails before it starts
+    (a damaged checkpoint file, an actor that cannot start) leaves the folder of the run it was to
+    resume byte for byte as it was, not with a new TensorBoard file and a rewritten config."""
+
+    def __init__(self, folder: str, rewritten: tuple[str, ...] = ()) -> None:
+        self.folder = folder
+        self.paths = set(_paths_under(folder))
+        self.files: dict[str, bytes | None] = {}
+        for name in rewritten:
+            try:
+                with open(os.path.join(folder, name), "rb") as f:
+                    self.files[name] = f.read()
+            except FileNotFoundError:
+                self.files[name] = None
+
+    def restore(self) -> None:
+        for path in sorted(set(_paths_under(self.folder)) - self.paths, reverse=True):  # files first
+            full = os.path.join(self.folder, path)
+            with contextlib.suppress(FileNotFoundError):
+                if os.path.isdir(full) and not os.path.islink(full):
+                    shutil.rmtree(full)
+                else:
+                    os.unlink(full)
+        for name, data in self.files.items():
+            path = os.path.join(self.folder, name)
+            if data is None:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(path)
+            else:
+                with open(path, "wb") as f:
+                    f.write(data)
+
+
+def _paths_under(folder: str) -> list[str]:
+    found = []
+    for root, dirs, files in os.walk(folder):
+        rel = os.path.relpath(root, folder)
+        found += [os.path.normpath(os.path.join(rel, name)) for name in dirs + files]
+    return found
 
 
 def _try_flock(f: Any) -> bool:

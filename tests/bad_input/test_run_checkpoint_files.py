@@ -71,6 +71,15 @@ def _rewrite(folder: str, name: str, data: bytes, update_meta: bool) -> None:
             json.dump(meta, f)
 
 
+def _tree(folder: str) -> dict[str, bytes | None]:
+    """Every path under ``folder``: a file's bytes, None for a folder."""
+    tree = {}
+    for root, dirs, files in os.walk(folder):
+        tree.update({os.path.relpath(os.path.join(root, d), folder): None for d in dirs})
+        tree.update({os.path.relpath(os.path.join(root, f), folder): _read(root, f) for f in files})
+    return tree
+
+
 def _read(folder: str, name: str) -> bytes:
     with open(os.path.join(folder, name), "rb") as f:
         return f.read()
@@ -108,11 +117,12 @@ def test_a_flipped_bit_is_an_error_naming_the_file_and_nothing_changes(copy_of, 
     exp, store, (newest, _) = copy_of
     blob = _read(newest, name)
     _rewrite(newest, name, bit_flip(blob, len(blob) // 2), update_meta=False)
-    before = {n: _read(newest, n) for n in os.listdir(newest)}
+    before = _tree(exp)
     with pytest.raises(DataFormatError, match=f"{name} does not match the size and sha256") as err:
         _resume(exp)
     assert "Resume from an older checkpoint" in str(err.value)
-    assert {n: _read(newest, n) for n in os.listdir(newest)} == before
+    # the run folder byte for byte: no run.lock, no new TensorBoard file, total_config.json unchanged
+    assert _tree(exp) == before
 
 
 def test_a_tampered_buffer_file_is_caught_by_its_own_checksum(copy_of):
