@@ -24,12 +24,35 @@ _SEED = re.compile(r"_seed\d+$")
 
 @dataclass
 class Curve:
-    """One run's evaluations: x (env steps or seconds from the run's start) and mean returns."""
+    """One run's evaluations: x (env steps or seconds from the run's start) and mean returns;
+    ``cut_short``: its events files that end in a record cut off half-way."""
 
     run_dir: str
     x: np.ndarray
     y: np.ndarray
     stop_value: float | None
+    cut_short: list[str]
+
+
+def cut_short_at(path: str) -> int | None:
+    """The byte where an events file's last, incomplete record starts (None: every record is whole).
+
+    A TensorBoard events file is a run of records ``length (8 bytes), its CRC (4), data, data CRC
+    (4)``; a file cut short (a disk that filled, a copy broken off) ends inside one, and TensorBoard's
+    reader stops there without a word."""
+    size = os.path.getsize(path)
+    pos = 0
+    with open(path, "rb") as f:
+        while pos < size:
+            head = f.read(8)
+            if len(head) < 8:
+                return pos
+            end = pos + 8 + 4 + int.from_bytes(head, "little") + 4
+            if end > size:
+                return pos
+            f.seek(end)
+            pos = end
+    return None
 
 
 def _event_dirs(run_dir: str) -> list[str]:
@@ -60,7 +83,12 @@ def read_curve(run_dir: str, x_axis: str = "env_step") -> Curve:
     event_accumulator = _event_accumulator()
     xs: list[float] = []
     ys: list[float] = []
+    cut_short = []
     for folder in _event_dirs(run_dir):
+        for name in sorted(os.listdir(folder)):
+            path = os.path.join(folder, name)
+            if name.startswith("events.out.tfevents") and cut_short_at(path) is not None:
+                cut_short.append(path)
         acc = event_accumulator(folder, size_guidance={"scalars": 0})
         acc.Reload()
         if EVAL_RETURN_MEAN not in acc.Tags().get("scalars", []):
@@ -75,7 +103,7 @@ def read_curve(run_dir: str, x_axis: str = "env_step") -> Curve:
             "made no evaluation yet, or the folder is not a run's exp_name folder."
         )
     order = np.argsort(xs, kind="stable")
-    return Curve(run_dir, np.asarray(xs)[order], np.asarray(ys)[order], _stop_value(run_dir))
+    return Curve(run_dir, np.asarray(xs)[order], np.asarray(ys)[order], _stop_value(run_dir), cut_short)
 
 
 def _stop_value(run_dir: str) -> float | None:
@@ -148,6 +176,13 @@ def plot_runs(
         else:
             ax.plot(members[0].x, members[0].y, "o", color=color, markersize=3)
         lines.append(_summary(name, members, x_axis))
+    for curve in curves:
+        for path in curve.cut_short:
+            lines.append(
+                f"warning: {path} ends in a record cut off at byte {cut_short_at(path)} of "
+                f"{os.path.getsize(path)} (the file was cut short: a full disk, a broken copy); the "
+                "curve of its run stops at its last whole record"
+            )
     for value in sorted({c.stop_value for c in curves if c.stop_value is not None}):
         ax.axhline(value, color="gray", linestyle="--", linewidth=1, label=f"stop value {value:g}")
     ax.set_xlabel("env steps" if x_axis == "env_step" else "wall time (s)")

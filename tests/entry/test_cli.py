@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import shutil
 import struct
 import subprocess
 import sys
@@ -223,6 +224,20 @@ def test_plot_one_run_and_several_seeds(runs):
     # the two seeds are one experiment: one summary line names both
     summary = next(li for li in proc.stdout.splitlines() if li.startswith("cartpole_dqn: "))
     assert "cartpole_dqn_seed3:" in summary and "cartpole_dqn_seed4:" in summary
+
+
+def test_plot_says_which_events_file_is_cut_short(runs):
+    cwd, _ = runs
+    shutil.copytree(cwd / "cartpole_dqn_seed3", cwd / "cut_seed3")
+    (events,) = (cwd / "cut_seed3" / "log").glob("serial/events.out.tfevents*")
+    whole = ding_ray("plot", "cut_seed3", "--out", "whole.png", cwd=cwd)
+    assert whole.returncode == 0 and "warning" not in whole.stdout, whole.stdout
+    data = events.read_bytes()
+    events.write_bytes(data[: len(data) - 7])  # the last record loses its end
+    proc = ding_ray("plot", "cut_seed3", "--out", "cut.png", cwd=cwd)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    warning = next(li for li in proc.stdout.splitlines() if li.startswith("warning:"))
+    assert str(events.relative_to(cwd)) in warning and f"of {len(data) - 7}" in warning
 
 
 @pytest.mark.parametrize(
