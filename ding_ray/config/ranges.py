@@ -15,12 +15,14 @@ from ding_ray.errors import ConfigError
 @dataclass(frozen=True)
 class Range:
     """A real number (None passes: "not set") in ``[low, high]``; ``open_low`` excludes ``low``.
-    ``why`` says what an upper bound protects (shown when a value is above it)."""
+    ``why`` says what an upper bound protects (shown when a value is above it); ``hint`` what the
+    key does and what to set (a sentence shown after any problem)."""
 
     low: float | None = None
     high: float | None = None
     open_low: bool = False
     why: str = ""
+    hint: str = ""
 
     def problem(self, value: Any) -> str | None:
         """What is wrong with ``value``, or None when it is in range."""
@@ -47,6 +49,7 @@ class Range:
 _POSITIVE = Range(0, open_low=True)
 _ENVS_IN_ONE_PROCESS = "one env manager steps all its envs in one process; use more collectors (Ray) instead"
 _RING_ARRAYS = "the buffer preallocates arrays of this many rows; 1e8 rows of 4 float32s take 3.2 GB"
+_VTRACE = "1.0 is the paper's and DI-engine's value."
 
 # key path in the compiled config -> its range; a key a config lacks (another policy's) is skipped
 RANGES: dict[str, Range] = {
@@ -73,7 +76,32 @@ RANGES: dict[str, Range] = {
     "policy.eval.evaluator.eval_freq": Range(1),
     "policy.eval.evaluator.max_episode_steps": Range(1),  # None: the default cut
     "policy.other.replay_buffer.replay_buffer_size": Range(1, 10**8, why=_RING_ARRAYS),
+    "policy.other.replay_buffer.max_use": Range(
+        1, hint="An item is removed once sampled this many times; inf (the default) never removes one."
+    ),
+    # IMPALA's V-trace: every trace coefficient is scaled by lambda_, importance weights are clipped
+    "policy.learn.lambda_": Range(
+        0, 1, hint="1 is the paper's V-trace, 0 one-step targets; DI-engine's is 0.95."
+    ),
+    "policy.learn.rho_clip_ratio": Range(
+        0,
+        open_low=True,
+        hint="It clips the importance weights of the value targets (0 would stop them learning); " + _VTRACE,
+    ),
+    "policy.learn.c_clip_ratio": Range(
+        0, hint="It clips the trace coefficients (0 cuts the traces: one-step targets); " + _VTRACE
+    ),
+    "policy.learn.rho_pg_clip_ratio": Range(
+        0,
+        open_low=True,
+        hint="It clips the importance weights of the policy gradient (0 would stop the "
+        "policy learning); " + _VTRACE,
+    ),
     "ray.call_timeout_s": _POSITIVE,
+    "ray.train_iters_per_call": Range(1, hint="It counts the gradient steps of one learner call."),
+    "ray.sample_prefetch": Range(
+        1, hint="It counts the sample+train calls queued on the learner (1: none waits while one runs)."
+    ),
     "checkpoint.every_s": Range(0),  # 0: checkpoints by checkpoint.freq only
 }
 
@@ -92,4 +120,6 @@ def check_ranges(cfg: Mapping, ranges: Mapping[str, Range] = RANGES) -> None:
         present, value = _get(cfg, path)
         problem = allowed.problem(value) if present else None
         if problem is not None:
-            raise ConfigError(f"Config key '{path}' {problem}.")
+            raise ConfigError(
+                f"Config key '{path}' {problem}." + (f" {allowed.hint}" if allowed.hint else "")
+            )

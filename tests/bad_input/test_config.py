@@ -314,3 +314,58 @@ def test_a_replay_buffer_too_large_for_memory_names_the_key(buffer_cls):
         "allocate: lower policy.other.replay_buffer.replay_buffer_size."
     )
     assert buf.count() == 0
+
+
+IMPALA = dict(CREATE, policy=dict(type="impala"))
+
+
+@pytest.mark.parametrize(
+    "key, value, message",
+    [
+        ("rho_clip_ratio", -1.0, "must be > 0, got -1.0. It clips the importance weights of the value"),
+        ("rho_clip_ratio", 0.0, "must be > 0, got 0.0. It clips the importance weights of the value"),
+        ("rho_pg_clip_ratio", -0.5, "must be > 0, got -0.5. It clips the importance weights of the policy"),
+        ("c_clip_ratio", -1.0, "must be >= 0, got -1.0; set it to 0 or more. It clips the trace"),
+        ("lambda_", -2.0, "must be in [0, 1], got -2.0. 1 is the paper's V-trace"),
+        ("lambda_", 1.5, "must be in [0, 1], got 1.5. 1 is the paper's V-trace"),
+    ],
+)
+def test_vtrace_values_out_of_range_are_refused(tmp_path, key, value, message):
+    main = small_main(str(tmp_path / "exp"), policy=dict(learn={key: value}))
+    with pytest.raises(ConfigError) as err:
+        compile_config(main, seed=0, auto=True, create_cfg=IMPALA, save_cfg=True)
+    assert str(err.value).startswith(f"Config key 'policy.learn.{key}' {message}")
+    assert os.listdir(tmp_path) == []
+
+
+def test_vtrace_bounds_are_accepted():
+    """c_clip_ratio 0 cuts the traces (one-step targets) and lambda_ 0 or 1 are V-trace's ends."""
+    for learn in (dict(c_clip_ratio=0.0), dict(lambda_=0.0), dict(lambda_=1.0, rho_clip_ratio=1e-3)):
+        cfg = compile_with(create=IMPALA, policy=dict(learn=learn))
+        assert all(cfg.policy.learn[k] == v for k, v in learn.items())
+
+
+@pytest.mark.parametrize("buffer_type", ["advanced", "deque"])
+@pytest.mark.parametrize("value", [0, -1])
+def test_a_max_use_below_one_is_refused(buffer_type, value):
+    """max_use is the times an item may be sampled before it is removed: below 1 none could be."""
+    with pytest.raises(ConfigError) as err:
+        compile_with(
+            create=dict(CREATE, replay_buffer=dict(type=buffer_type)),
+            policy=dict(other=dict(replay_buffer=dict(max_use=value))),
+        )
+    assert str(err.value) == (
+        f"Config key 'policy.other.replay_buffer.max_use' must be >= 1, got {float(value)}; set it to 1 or "
+        "more. An item is removed once sampled this many times; inf (the default) never removes one."
+    )
+
+
+@pytest.mark.parametrize("key", ["sample_prefetch", "train_iters_per_call"])
+def test_ray_call_counts_below_one_are_refused_by_key(tmp_path, key):
+    from ding_ray.distributed import RayConfig
+
+    main = small_main(str(tmp_path / "exp"), ray={key: 0})
+    with pytest.raises(ConfigError) as err:
+        compile_config(main, seed=0, create_cfg=CREATE, extra_defaults={"ray": RayConfig.default_config()})
+    assert str(err.value).startswith(f"Config key 'ray.{key}' must be >= 1, got 0; set it to 1 or more. It ")
+    assert os.listdir(tmp_path) == []
