@@ -17,6 +17,7 @@ it and its slot is reused once no row does, so a row's frames live exactly as lo
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -41,6 +42,12 @@ def initial_frames(capacity: int) -> int:
     for episode starts (lives of 16 steps on average) and envs interleaved far apart. Slots are
     used lowest first and numpy's zeros are paged in when written: unused room costs no memory."""
     return capacity + capacity // 16 + 64
+
+
+def store_nbytes(frame_shape: tuple, dtype: Any, slots: int) -> int:
+    """Bytes of a ``FrameStore`` of ``slots`` frames: each frame, and per slot its reference count,
+    fingerprint and free-list entry (8 bytes each)."""
+    return slots * (math.prod(frame_shape) * np.dtype(dtype).itemsize + 3 * 8)
 
 
 class FrameStore:

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import math
+from collections.abc import Collection, Mapping
 from typing import Any
 
 import numpy as np
 
 from ding_ray.data.columnar import Batch, Path, _name, flatten, unflatten, unstack_batch
-from ding_ray.data.frames import FrameStore, frame_field, initial_frames
+from ding_ray.data.frames import FrameStore, frame_field, initial_frames, store_nbytes
 from ding_ray.errors import ConfigError, DataFormatError, ShapeError
+from ding_ray.utils.memory import system_memory
 
 ID_DTYPE = np.int32  # frame ids in a frame field's column: (stack,) per row
 
@@ -86,12 +88,11 @@ class ColumnarRing:
         """Columns for the structure of ``flat``; ``frame_paths`` (default: by ``frame_dedup``)
         names the fields stored as frames."""
         protos = [np.zeros((0, *a.shape[1:]), dtype=a.dtype) for a in flat.values()]
+        fields = {path: (proto.shape[1:], proto.dtype) for path, proto in zip(flat, protos, strict=True)}
         if frame_paths is None:
-            frame_paths = [
-                p
-                for p, a in zip(flat, protos, strict=True)
-                if self.frame_dedup and frame_field(a.shape[1:], a.dtype)
-            ]
+            frame_paths = frame_paths_of(fields, self.frame_dedup)
+        # the rows' size is known only now, from the first batch
+        need = check_ring_fits(self.capacity, fields, frame_paths, "of this data")
         shared: dict[tuple, FrameStore] = {}
         stores: list[FrameStore | None] = []
         try:
@@ -106,12 +107,8 @@ class ColumnarRing:
                 else:
                     stores.append(None)
                     columns.append(np.zeros((self.capacity, *proto.shape[1:]), dtype=proto.dtype))
-        except MemoryError as err:  # the rows' size is known only now, from the first batch
-            need = self.capacity * sum(a[:1].nbytes for a in flat.values()) / 2**30
-            raise ConfigError(
-                f"A replay buffer of {self.capacity} rows of this data needs {need:.1f} GiB, more than this "
-                "machine can allocate: lower policy.other.replay_buffer.replay_buffer_size."
-            ) from err
+        except MemoryError as err:  # within the machine's memory, but not free now
+            raise ring_too_large(self.capacity, need, "of this data", None) from err
         self._paths, self._columns, self._protos, self._stores = list(flat), columns, protos, stores
         self._flat_keys = [p[0] for p in self._paths] if all(len(p) == 1 for p in self._paths) else None
 
@@ -263,6 +260,50 @@ class ColumnarRing:
             raise DataFormatError("Buffer storage state claims rows but has no columns.")
         ring.head, ring.filled = head, filled
         return ring
+
+
+def frame_paths_of(fields: Mapping[Path, tuple[tuple, Any]], frame_dedup: bool = True) -> list[Path]:
+    """The fields (path -> per-row shape and dtype) a ring stores as frames (``frames.frame_field``)."""
+    return [path for path, (shape, dtype) in fields.items() if frame_dedup and frame_field(shape, dtype)]
+
+
+def ring_nbytes(
+    capacity: int, fields: Mapping[Path, tuple[tuple, Any]], frame_paths: Collection[Path] = ()
+) -> int:
+    """Bytes a ``ColumnarRing`` of ``capacity`` rows of ``fields`` (path -> per-row shape and dtype)
+    allocates: a column per field; for a field of ``frame_paths``, ``stack`` frame ids per row and
+    one frame store per frame shape (``initial_frames`` slots: each frame held once)."""
+    total, stores = 0, {}
+    for path, (shape, dtype) in fields.items():
+        dtype = np.dtype(dtype)
+        if path in frame_paths:
+            total += capacity * shape[0] * np.dtype(ID_DTYPE).itemsize
+            stores[(tuple(shape[1:]), dtype.str)] = store_nbytes(shape[1:], dtype, initial_frames(capacity))
+        else:
+            total += capacity * math.prod(shape) * dtype.itemsize
+    return total + sum(stores.values())
+
+
+def check_ring_fits(
+    capacity: int, fields: Mapping[Path, tuple[tuple, Any]], frame_paths: Collection[Path], what: str
+) -> int:
+    """``ring_nbytes``, after raising ``ConfigError`` if that is more than this machine's memory
+    (``what`` says what a row holds, in the message)."""
+    need = ring_nbytes(capacity, fields, frame_paths)
+    memory = system_memory()
+    if memory is not None and need > memory:
+        raise ring_too_large(capacity, need, what, memory)
+    return need
+
+
+def ring_too_large(capacity: int, need: int, what: str, memory: int | None) -> ConfigError:
+    """The error of a ring of ``need`` bytes: more than ``memory``, or (None) than an allocation got."""
+    have = "this machine can allocate now" if memory is None else f"this machine's {memory / 2**30:.1f} GiB"
+    fits = "" if memory is None else f" to at most about {capacity * memory // need}"
+    return ConfigError(
+        f"A replay buffer of {capacity} rows {what} needs {need / 2**30:.1f} GiB, more than {have}: "
+        f"lower policy.other.replay_buffer.replay_buffer_size{fits}."
+    )
 
 
 LOAD_CHUNK = 4096  # rows stored as frames at a time when an older file is loaded

@@ -13,6 +13,7 @@ from ding_ray.config import compile_config
 from ding_ray.data import AdvancedReplayBuffer, NaiveReplayBuffer
 from ding_ray.entry import serial_pipeline
 from ding_ray.errors import ConfigError, EnvError, RegistryError
+from ding_ray.utils.memory import system_memory
 from tests.bad_input.configs import CREATE, small_main
 
 
@@ -302,16 +303,38 @@ def test_an_empty_or_overlong_exp_name_is_refused_before_any_folder(tmp_path, mo
     assert os.listdir(tmp_path) == []
 
 
+def gib(nbytes: float) -> str:
+    return f"{nbytes / 2**30:.1f}"
+
+
 @pytest.mark.parametrize("buffer_cls", [NaiveReplayBuffer, AdvancedReplayBuffer])
 def test_a_replay_buffer_too_large_for_memory_names_the_key(buffer_cls):
-    """Within the range (1e8 rows), but rows of two Atari frames: 5.1 TiB, found at the first push."""
+    """Within the range (1e8 rows), but rows of two channel-last Atari stacks (not stored as frames):
+    5.1 TiB, refused at the first push before anything is allocated."""
     buf = buffer_cls(EasyDict(replay_buffer_size=10**8))
     frame = dict(obs=np.zeros((84, 84, 4), np.uint8), action=0, reward=0.0, done=False)
     with pytest.raises(ConfigError) as err:
         buf.push([dict(frame, next_obs=frame["obs"])], 0)
+    memory, row = system_memory(), 2 * 84 * 84 * 4 + 8 + 4 + 1  # obs, next_obs, action, reward, done
     assert str(err.value) == (
-        "A replay buffer of 100000000 rows of this data needs 5258.3 GiB, more than this machine can "
-        "allocate: lower policy.other.replay_buffer.replay_buffer_size."
+        f"A replay buffer of 100000000 rows of this data needs 5258.3 GiB, more than this machine's "
+        f"{gib(memory)} GiB: lower policy.other.replay_buffer.replay_buffer_size to at most about "
+        f"{memory // row}."
+    )
+    assert buf.count() == 0
+
+
+def test_a_replay_buffer_of_frames_is_sized_with_each_frame_once():
+    """Channel-first stacks are stored as frames: per row 4 int32 frame ids per field and the
+    action (int64), reward (float32) and done (bool); one 84x84 frame (plus three 8-byte words)
+    per slot of 1e8 + 1e8 / 16 + 64."""
+    buf = AdvancedReplayBuffer(EasyDict(replay_buffer_size=10**8))
+    stack = np.zeros((4, 84, 84), np.uint8)
+    with pytest.raises(ConfigError) as err:
+        buf.push([dict(obs=stack, next_obs=stack, action=0, reward=0.0, done=False)], 0)
+    need = 10**8 * (2 * 4 * 4 + 8 + 4 + 1) + (10**8 + 10**8 // 16 + 64) * (84 * 84 + 24)
+    assert str(err.value).startswith(
+        f"A replay buffer of 100000000 rows of this data needs {gib(need)} GiB, more than this machine's"
     )
     assert buf.count() == 0
 

@@ -9,7 +9,7 @@ import pytest
 from ding_ray.data import AdvancedReplayBuffer, Batch, NaiveReplayBuffer
 from ding_ray.data.file_format import _EXT_ZARRAY, _decode, decode_state, encode_state, load_state
 from ding_ray.data.frames import FrameStore, initial_frames
-from ding_ray.data.storage import ColumnarRing
+from ding_ray.data.storage import ColumnarRing, frame_paths_of, ring_nbytes
 from ding_ray.errors import ConfigError, DataFormatError, ShapeError
 from ding_ray.utils.checkpoint import buffer_bytes, load_buffer_bytes
 
@@ -123,6 +123,17 @@ def test_stacks_come_back_exactly_after_wraparound_each_frame_held_once(nstep, z
     episodes_held = sum(r["done"] for r in pushed[-ring.capacity :]) + envs.n
     assert store.held <= ring.capacity + (nstep + 1) * episodes_held + 1
     assert ring.nbytes < ring.capacity * (2 * H * W + 200)
+
+
+@pytest.mark.parametrize("frame_dedup", [True, False])
+def test_ring_nbytes_is_what_a_ring_allocates(frame_dedup):
+    """The size checked against memory before a buffer is built is the size its first push allocates."""
+    ring = ColumnarRing(300, frame_dedup)
+    rows = Envs().transitions(3)
+    ring.write(Batch({k: np.array([r[k] for r in rows]) for k in rows[0]}), 3)
+    fields = {(s["path"][0],): (tuple(s["shape"]), np.dtype(s["dtype"])) for s in ring.schema}
+    assert len(ring.frame_stores) == frame_dedup
+    assert ring_nbytes(300, fields, frame_paths_of(fields, frame_dedup)) == ring.nbytes
 
 
 def test_frames_are_shared_across_fields_and_streams_not_episodes():
