@@ -25,6 +25,7 @@ from ding_ray.distributed.buffer_actor import ReplayBufferActor
 from ding_ray.distributed.cluster import ClusterError, learner_name, lower_priority
 from ding_ray.distributed.errors import ActorDiedError
 from ding_ray.distributed.metrics import RayMetrics
+from ding_ray.distributed.startup import why_not_started
 from ding_ray.distributed.user_modules import check_user_modules, import_user_modules, user_modules
 from ding_ray.distributed.weights import WeightsPublisher, WeightsRef, pull
 from ding_ray.utils.checkpoint import CheckpointStore, storage_root
@@ -202,9 +203,10 @@ class LearnerWorker(LearnWorker):
         """Which process this is (a restart is another) and where it started from."""
         return {"id": self._instance_id, "restored_from": self.restored_from, "train_iter": self.train_iter}
 
-    def save_checkpoint_file(self, folder: str) -> dict[str, Any]:
-        """Write ``learner.pth`` of a run checkpoint into ``folder``; what ``meta.json`` records."""
-        return self.save_run_checkpoint_file(self._store, folder)
+    def save_checkpoint_file(self) -> dict[str, Any]:
+        """Write ``learner.pth`` of a run checkpoint into the folder of this learner's iteration;
+        the folder and what ``meta.json`` records."""
+        return self.save_run_checkpoint_file(self._store)
 
     def publish(self) -> WeightsRef:
         """Put the current weights into the object store (once per version) and return the ref."""
@@ -260,6 +262,7 @@ class Actors:
     buffer: Any
     evaluator: Any
     collectors: list
+    cfg: EasyDict = field(repr=False)  # the config the actors were created with
     make_evaluator: Callable[[], Any] | None = field(default=None, repr=False)
     make_collector: Callable[[int], Any] | None = field(default=None, repr=False)
     num_collectors: int = 0  # collectors the run has once all are started
@@ -381,25 +384,27 @@ def _create(
         learner = learners[0]
     else:
         learner = LearnerActor.options(name="learner", **learner_options).remote(cfg, publish_freq, imports)
-    if buffer_handle is not None:
-        try:
-            _wait([("buffer", buffer_handle)], rc.actor_start_timeout_s)
-        except Exception:
-            Actors(namespace, learner, buffer_handle, None, collectors).kill()
-            raise
     evaluator = EvaluatorActor.options(name="evaluator", num_cpus=rc.evaluator_num_cpus, **restartable)
-    return Actors(
+    actors = Actors(
         namespace,
         learner,
         buffer_handle,
         None,
         collectors,
+        cfg,
         make_evaluator=lambda: evaluator.remote(cfg, rc.torch_threads, imports),
         make_collector=collector,
         num_collectors=rc.num_collectors,
         learners=learners,
         call_timeout_s=rc.get("call_timeout_s"),
     )
+    if buffer_handle is not None:
+        try:
+            _wait(actors, ["buffer"], rc.actor_start_timeout_s)
+        except Exception:
+            actors.kill()
+            raise
+    return actors
 
 
 def wait_ready(actors: Actors, timeout_s: float) -> None:
@@ -407,19 +412,20 @@ def wait_ready(actors: Actors, timeout_s: float) -> None:
     ping; fail with names and numbers instead of hanging."""
     actors.start_evaluator()
     actors.start_collectors()
-    _wait(actors.named(), timeout_s)
+    _wait(actors, [name for name, _ in actors.named()], timeout_s)
 
 
-def _wait(named: list[tuple[str, Any]], timeout_s: float) -> None:
-    pending = {handle.ping.remote(): name for name, handle in named}
+def _wait(actors: Actors, names: list[str], timeout_s: float) -> None:
+    handles = dict(actors.named())
+    pending = {handles[name].ping.remote(): name for name in names}
     deadline = time.monotonic() + timeout_s
     while pending:
         ready, _ = ray.wait(list(pending), num_returns=1, timeout=max(0.0, deadline - time.monotonic()))
         if not ready:
+            waiting = sorted(pending.values())
             raise ClusterError(
-                f"Actors {sorted(pending.values())} did not start within {timeout_s:g} s. Resources free "
-                f"now: {_fmt(ray.available_resources())}; in the cluster: {_fmt(ray.cluster_resources())}. "
-                "Lower the ray.*_num_cpus settings, add nodes, or raise ray.actor_start_timeout_s."
+                f"Actors {waiting} did not start within {timeout_s:g} s (ray.actor_start_timeout_s). "
+                + why_not_started(actors, waiting)
             )
         for ref in ready:
             name = pending.pop(ref)
@@ -427,10 +433,3 @@ def _wait(named: list[tuple[str, Any]], timeout_s: float) -> None:
                 ray.get(ref)
             except RayActorError as err:
                 raise ActorDiedError(f"The {name} actor could not start: {err}") from err
-
-
-def _fmt(resources: dict) -> str:
-    keys = [k for k in ("CPU", "GPU") if k in resources] + sorted(
-        k for k in resources if k not in ("CPU", "GPU", "memory", "object_store_memory") and "node:" not in k
-    )
-    return ", ".join(f"{k} {resources[k]:g}" for k in keys) or "none"

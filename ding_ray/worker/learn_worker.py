@@ -137,10 +137,13 @@ class LearnWorker:
         state["last_iter"] = self.train_iter
         return state
 
-    def save_run_checkpoint_file(self, store: CheckpointStore, folder: str) -> dict[str, Any]:
-        """Write ``learner.pth`` of a run checkpoint into ``folder`` of ``store``; what its
-        ``meta.json`` records (the file's size and sha256, and the iteration)."""
+    def save_run_checkpoint_file(self, store: CheckpointStore) -> dict[str, Any]:
+        """Write ``learner.pth`` of a run checkpoint into the folder of ``store`` named after this
+        learner's iteration; the folder, and what its ``meta.json`` records (the file's size and
+        sha256, and the iteration)."""
+        folder = store.folder(self.train_iter)
         return {
+            "folder": folder,
             "file": store.write(folder, LEARNER_FILE, learner_bytes(self._learner)),
             "train_iter": self.train_iter,
         }

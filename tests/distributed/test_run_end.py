@@ -53,6 +53,20 @@ def test_a_run_shorter_than_its_first_evaluation_reports_it_and_counts_each_trai
     assert meta["evaluator"]["best_return"] == result["best_eval_return"]
 
 
+def test_each_checkpoint_folder_is_named_after_the_iteration_its_learner_file_holds(ray_session, tmp_path):
+    """The learner may be train calls ahead of the driver's count when a checkpoint is due: the
+    folder takes the iteration of the weights written into it, not the driver's."""
+    exp_name = str(tmp_path / "periodic")
+    main, create = small_config(exp_name, sample_prefetch=3)
+    main["checkpoint"] = dict(freq=8, keep=100)
+    ray_pipeline((main, create), seed=0, max_env_step=1500)
+    folders = sorted((tmp_path / "periodic" / "checkpoints").glob("iter_*"))
+    assert len(folders) >= 3
+    for folder in folders:
+        meta = _meta(str(folder))
+        assert folder.name == f"iter_{meta['train_iter']:08d}", (folder.name, meta["train_iter"])
+
+
 def _meta(folder: str) -> dict:
     with open(os.path.join(folder, "meta.json")) as f:
         return json.load(f)
