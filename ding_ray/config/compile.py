@@ -269,6 +269,7 @@ def compile_config(
     _copy_shared_values(merged)
     _check_env_values(merged.env, env, merged.policy.get("model", {}).get("obs_shape"))
     _check_consistency(merged)
+    _check_policy_values(merged, policy)
     if save_cfg:
         merged.exp_name = make_run_dir(merged.exp_name, renew=renew_dir)
         save_config(merged, os.path.join(merged.exp_name, save_path))
@@ -289,6 +290,18 @@ def _check_env_values(env_cfg: EasyDict, explicit: Any, obs_shape: Any = None) -
     check_shape = getattr(env_cls, "check_obs_shape", None)
     if check_shape is not None:
         check_shape(env_cfg, obs_shape)
+
+
+def _check_policy_values(merged: EasyDict, explicit: Any) -> None:
+    """The policy class's own check of the compiled config (``check_config``, where it has one):
+    what it cannot run with (a replay buffer or IMPALA's unrolls too large for this machine's
+    memory) is refused before anything is built."""
+    policy_cls = explicit if explicit is not None and not isinstance(explicit, str) else None
+    if policy_cls is None:
+        policy_cls = POLICY_REGISTRY.get(merged.policy.type)
+    check = getattr(policy_cls, "check_config", None)
+    if check is not None:
+        check(merged)
 
 
 def _copy_shared_values(merged: EasyDict) -> None:

@@ -19,7 +19,14 @@ from ding_ray.config.merge import checked_config, default_config_of
 from ding_ray.errors import ConfigError, DataFormatError, EnvError
 from ding_ray.model import create_model
 from ding_ray.model.di_engine_names import learn_state_from_di_engine
-from ding_ray.policy.common import obs_batch, outputs_to_numpy, per_env, set_mode, transition
+from ding_ray.policy.common import (
+    check_replay_memory,
+    obs_batch,
+    outputs_to_numpy,
+    per_env,
+    set_mode,
+    transition,
+)
 from ding_ray.utils.registry import POLICY_REGISTRY
 
 
@@ -93,6 +100,13 @@ class Policy:
         if cls is Policy:
             raise RuntimeError("Policy is abstract; ask a registered subclass for its default config.")
         return default_config_of(cls)
+
+    @classmethod
+    def check_config(cls, cfg: EasyDict) -> None:
+        """Refuse (``ConfigError``) what this policy cannot run with in the compiled config ``cfg``,
+        before anything is built (``compile_config`` calls it): a replay buffer larger than this
+        machine's memory. A policy with checks of its own extends it."""
+        check_replay_memory(cfg)
 
     def __init__(
         self,

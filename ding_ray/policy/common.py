@@ -10,6 +10,7 @@ import numpy as np
 import torch
 
 from ding_ray.data.columnar import row_builder, stack_items
+from ding_ray.data.storage import check_ring_fits, frame_paths_of
 from ding_ray.errors import ConfigError, NonFiniteError, ShapeError
 
 
@@ -202,3 +203,40 @@ def numpy_forward(mode: Any) -> Callable[..., dict[int, dict[str, Any]]]:
     if fast is not None:
         return fast
     return lambda data, **kwargs: outputs_to_numpy(forward(data, **kwargs))
+
+
+def runs_here(cfg: Mapping) -> bool:
+    """Whether the learner and buffer run on this machine, whose memory compile-time checks can
+    measure: not when the run joins a cluster by ``ray.address``."""
+    return not (cfg.get("ray") or {}).get("address")
+
+
+def check_replay_memory(cfg: Mapping, steps: int | None = None) -> None:
+    """Refuse (``ConfigError``) at compile time a replay buffer whose observations alone need more
+    than this machine's memory.
+
+    A row holds ``obs`` and ``next_obs`` of ``policy.model.obs_shape`` (``steps`` of each where the
+    policy stores unrolls), counted at one byte a value and with each frame held once, as the buffer
+    stores uint8 stacks: a bound below the real size (float observations take 4 bytes a value),
+    which the buffer checks itself at its first push. Nothing is checked while the shape is unknown
+    (an entry reads it from the env later) or off this machine (``runs_here``).
+    """
+    policy = cfg["policy"]
+    buffer = (policy.get("other") or {}).get("replay_buffer") or {}
+    shape = (policy.get("model") or {}).get("obs_shape")
+    shape = (shape,) if isinstance(shape, int) else shape
+    capacity = buffer.get("replay_buffer_size")
+    if (
+        policy.get("on_policy")
+        or buffer.get("type") == "episode"  # counts episodes, not rows
+        or not capacity
+        or not isinstance(shape, (list, tuple))
+        or not all(isinstance(n, int) for n in shape)
+        or not runs_here(cfg)
+    ):
+        return
+    row = ((steps,) if steps else ()) + tuple(shape)
+    fields = {("obs",): (row, np.uint8), ("next_obs",): (row, np.uint8)}
+    what = f"of {f'{steps}-step unrolls of ' if steps else ''}obs and next_obs {list(shape)}"
+    what += " alone (1 byte a value, each frame once)"
+    check_ring_fits(int(capacity), fields, frame_paths_of(fields, buffer.get("frame_dedup", True)), what)

@@ -23,6 +23,7 @@ per sample, time first:
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from typing import Any
 
 import numpy as np
@@ -34,7 +35,9 @@ from ding_ray.errors import ConfigError, ShapeError
 from ding_ray.policy.base import Policy
 from ding_ray.policy.common import (
     check_finite_loss,
+    check_replay_memory,
     default_vac_action_space,
+    runs_here,
     sample_action,
     set_mode,
     to_tensor_batch,
@@ -43,6 +46,8 @@ from ding_ray.policy.grad_clip import check_grad_clip_type, clip_grads
 from ding_ray.policy.optim import make_adam
 from ding_ray.policy.unroll import UnrollBuilder
 from ding_ray.rl_utils import vtrace_data, vtrace_error_continuous_action, vtrace_error_discrete_action
+from ding_ray.rl_utils.vtrace import discounted_sums_nbytes
+from ding_ray.utils.memory import system_memory
 from ding_ray.utils.registry import POLICY_REGISTRY
 
 _OPTIMS = ("adam", "rmsprop")
@@ -105,6 +110,14 @@ class IMPALAPolicy(Policy):
             ),
         ),
     )
+
+    @classmethod
+    def check_config(cls, cfg: Any) -> None:
+        """The values IMPALA supports, and an ``unroll_len`` whose V-trace and replay buffer fit
+        this machine's memory, checked before anything is built."""
+        _check_supported(cfg.policy)
+        _check_vtrace_memory(cfg)
+        check_replay_memory(cfg, steps=int(cfg.policy.unroll_len))
 
     def default_model(self) -> tuple[str, list[str]]:
         return "vac", ["ding_ray.model.vac"]
@@ -289,6 +302,24 @@ def _rows(logit: Any, steps: int, size: int) -> Any:
     if isinstance(logit, dict):
         return {k: v.reshape(steps + 1, size, *v.shape[1:])[:-1] for k, v in logit.items()}
     return logit.reshape(steps + 1, size, *logit.shape[1:])[:-1]
+
+
+def _check_vtrace_memory(cfg: Any) -> None:
+    """Refuse an ``unroll_len`` whose learner step cannot be computed here: V-trace's recursion over
+    an unroll holds [unroll_len, unroll_len, batch_size] matrices (``discounted_sums_nbytes``)."""
+    memory = system_memory() if runs_here(cfg) else None
+    steps, batch = int(cfg.policy.unroll_len), int(cfg.policy.learn.batch_size)
+    need = discounted_sums_nbytes(steps, batch)
+    if memory is None or need <= memory:
+        return
+    longest = bisect_right(range(1, steps), memory, key=lambda t: discounted_sums_nbytes(t, batch))
+    raise ConfigError(
+        f"Config key 'policy.unroll_len' is {steps}: V-trace over unrolls of that many steps holds "
+        f"[unroll_len, unroll_len, batch_size] matrices, {need / 2**30:.1f} GiB with policy.learn."
+        f"batch_size={batch}, more than this machine's {memory / 2**30:.1f} GiB; at most {longest} fits. "
+        "Set an unroll_len of tens of steps (DI-engine's default is 32; the IMPALA paper's 20 to 100): "
+        "an unroll longer than an episode is mostly padding."
+    )
 
 
 def _check_supported(cfg: dict) -> None:

@@ -52,6 +52,12 @@ def _discounted_sums(deltas: torch.Tensor, factors: torch.Tensor) -> torch.Tenso
     return (decay * deltas.unsqueeze(0)).sum(dim=1)
 
 
+def discounted_sums_nbytes(steps: int, batch: int, itemsize: int = 4) -> int:
+    """Peak bytes ``_discounted_sums`` holds for [steps, batch] inputs: four [T, T, B] tensors at
+    once (the factors per row, their products, the decays, the weighted deltas) and the [T, T] mask."""
+    return steps * steps * (4 * batch * itemsize + 1)
+
+
 @torch.no_grad()
 def vtrace(
     log_rhos: torch.Tensor,

@@ -2,6 +2,7 @@
 replay buffer, unknown env ids and component types. Each is refused before anything runs, by an
 error that names the key and says what to write instead."""
 
+import math
 import os
 
 import numpy as np
@@ -391,4 +392,61 @@ def test_ray_call_counts_below_one_are_refused_by_key(tmp_path, key):
     with pytest.raises(ConfigError) as err:
         compile_config(main, seed=0, create_cfg=CREATE, extra_defaults={"ray": RayConfig.default_config()})
     assert str(err.value).startswith(f"Config key 'ray.{key}' must be >= 1, got 0; set it to 1 or more. It ")
+    assert os.listdir(tmp_path) == []
+
+
+def test_a_replay_buffer_of_frames_too_large_for_memory_is_refused_at_compile_time(tmp_path):
+    """Known from obs_shape before anything runs: per row 4 frame ids of obs and next_obs, and one
+    84x84 frame (plus three 8-byte words) per slot of 1e8 + 1e8 / 16 + 64: a bound below the size
+    the first push would find (action, reward and done come on top)."""
+    message = refused(
+        tmp_path,
+        policy=dict(
+            model=dict(obs_shape=[4, 84, 84]), other=dict(replay_buffer=dict(replay_buffer_size=10**8))
+        ),
+    )
+    need = 10**8 * 2 * 4 * 4 + (10**8 + 10**8 // 16 + 64) * (84 * 84 + 24)
+    memory = system_memory()
+    assert message == (
+        f"A replay buffer of 100000000 rows of obs and next_obs [4, 84, 84] alone (1 byte a value, each "
+        f"frame once) needs {gib(need)} GiB, more than this machine's {gib(memory)} GiB: lower "
+        f"policy.other.replay_buffer.replay_buffer_size to at most about {10**8 * memory // need}."
+    )
+
+
+def test_an_impala_unroll_len_whose_vtrace_cannot_fit_is_refused_at_compile_time(tmp_path):
+    """V-trace over unrolls of T steps holds four [T, T, batch_size] float32 tensors and a [T, T]
+    mask: 1,202 GiB for T = 100000 and batch_size 8."""
+    main = small_main(str(tmp_path / "exp"), policy=dict(unroll_len=100_000))
+    with pytest.raises(ConfigError) as err:
+        compile_config(main, seed=0, auto=True, create_cfg=IMPALA, save_cfg=True)
+    memory = system_memory()
+    longest = math.isqrt(memory // (4 * 8 * 4 + 1))
+    assert str(err.value) == (
+        "Config key 'policy.unroll_len' is 100000: V-trace over unrolls of that many steps holds "
+        f"[unroll_len, unroll_len, batch_size] matrices, {gib(100_000**2 * (4 * 8 * 4 + 1))} GiB with "
+        f"policy.learn.batch_size=8, more than this machine's {gib(memory)} GiB; at most {longest} fits. "
+        "Set an unroll_len of tens of steps (DI-engine's default is 32; the IMPALA paper's 20 to 100): an "
+        "unroll longer than an episode is mostly padding."
+    )
+    assert os.listdir(tmp_path) == []
+
+
+def test_an_impala_replay_of_unrolls_too_large_for_memory_is_refused_at_compile_time(tmp_path):
+    """Unrolls short enough for V-trace, but 1e5 rows of 2000 steps of 4x84x84 frames (a row of
+    unrolls is not stored as frames): 2 x 1e5 x 2000 x 28224 bytes."""
+    main = small_main(
+        str(tmp_path / "exp"),
+        policy=dict(
+            unroll_len=2000,
+            model=dict(obs_shape=[4, 84, 84]),
+            other=dict(replay_buffer=dict(replay_buffer_size=10**5)),
+        ),
+    )
+    with pytest.raises(ConfigError) as err:
+        compile_config(main, seed=0, auto=True, create_cfg=IMPALA, save_cfg=True)
+    assert str(err.value).startswith(
+        f"A replay buffer of 100000 rows of 2000-step unrolls of obs and next_obs [4, 84, 84] alone (1 byte "
+        f"a value, each frame once) needs {gib(2 * 10**5 * 2000 * 28224)} GiB, more than this machine's"
+    )
     assert os.listdir(tmp_path) == []
