@@ -7,7 +7,8 @@ The run is a driver subprocess with its own Ray (``RAY_TMPDIR``) and token. It t
 test has seen every actor's series (a busy machine can start the last actors late, and a series
 is only exported while its owner records it), and its actors stay up until the test has looked
 at them. Set ``DING_RAY_SCREENSHOT=docs/img/dashboard_actors.png`` to
-keep the browser's screenshot (the one the README shows).
+keep the browser's screenshot (the one the README shows). Without the two programs the tests are
+skipped with the line that installs them (``tests/system_binaries.py``).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ import pytest
 import yaml
 
 from tests.distributed.conftest import REPO, free_port
+from tests.system_binaries import require_binary
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
@@ -58,6 +60,8 @@ with distributed.RayComponents(cfg, plan) as rc, rc.task() as task:
 @pytest.fixture(scope="module")
 def live_run():
     """A run whose actors are up: yields (experiment, session dir, dashboard URL, token)."""
+    if not (shutil.which("prometheus") or shutil.which("chromium")):  # no test here could use the run
+        require_binary("prometheus", "sudo apt-get install prometheus chromium (Debian, Ubuntu)")
     token = secrets.token_hex(32)
     env = {
         **os.environ,
@@ -114,6 +118,7 @@ def query(prometheus: str, promql: str) -> list[dict]:
 
 
 def test_prometheus_with_rays_config_scrapes_every_actors_ding_ray_series(live_run, tmp_path):
+    require_binary("prometheus", "sudo apt-get install prometheus (Debian, Ubuntu)")
     experiment, session, _, _, driver, stop_file = live_run
     with open(f"{session}/metrics/prometheus/prometheus.yml") as f:
         config = yaml.safe_load(f)
@@ -190,6 +195,7 @@ class DevTools:
 
 
 def test_chromium_shows_the_runs_actors_on_the_dashboards_actors_page(live_run, tmp_path):
+    require_binary("chromium", "sudo apt-get install chromium (Debian, Ubuntu)")
     _, _, dashboard, token, _, _ = live_run
     port = free_port()
     chromium = subprocess.Popen(
