@@ -131,12 +131,18 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=fmt,
         description=_wrap(
             "Load a checkpoint into the config's policy and run the evaluator once; print the "
-            "mean return. A checkpoint in a run's ckpt/ folder finds the run's total_config.json by itself."
+            "mean return. A run folder evaluates its best checkpoint, else its final, else its latest run "
+            "checkpoint (as load_policy and export); a checkpoint in a run's ckpt/ folder finds the run's "
+            "total_config.json by itself."
         ),
         epilog="example:\n  ding-ray eval cartpole_dqn_seed0/ckpt/ckpt_best.pth.tar --episodes 10 "
         "--video cartpole.mp4",
     )
-    ev.add_argument("ckpt", metavar="CKPT", help="a checkpoint file (e.g. <run>/ckpt/ckpt_best.pth.tar)")
+    ev.add_argument(
+        "ckpt",
+        metavar="RUN_OR_CKPT",
+        help="a run folder or a checkpoint file (e.g. <run>/ckpt/ckpt_best.pth.tar)",
+    )
     ev.add_argument(
         "--config",
         default=None,

@@ -317,17 +317,26 @@ def print_run_summary(exp_name: str) -> None:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    if not os.path.isfile(args.ckpt):
-        raise ConfigError(f"Checkpoint '{args.ckpt}' does not exist.")
-    run_dir = _run_dir_of_ckpt(args.ckpt)
+    """Evaluate a checkpoint file, or a run folder's policy (the checkpoint ``load_policy`` takes)."""
+    if not os.path.exists(args.ckpt):
+        raise ConfigError(f"'{args.ckpt}' does not exist: pass a run folder or a checkpoint file.")
+    run_dir = args.ckpt if os.path.isdir(args.ckpt) else _run_dir_of_ckpt(args.ckpt)
     config = args.config
     if config is None:
-        if run_dir is None:
+        if run_dir is None or not os.path.isfile(os.path.join(run_dir, "total_config.json")):
             raise ConfigError(
-                f"'{args.ckpt}' is not in a run's ckpt/ folder next to its total_config.json: pass --config."
+                f"'{args.ckpt}' is not a run folder, nor in a run's ckpt/ folder next to its "
+                "total_config.json: pass --config."
             )
         config = os.path.join(run_dir, "total_config.json")
     main_cfg, create_cfg, _ = resolve_config(config)
+    weights: dict[str, Any] = {"load_path": args.ckpt}
+    if os.path.isdir(args.ckpt):
+        from ding_ray.entry.trained_policy import find_weights
+
+        state, source = find_weights(args.ckpt, main_cfg)
+        weights = {"state_dict": state}
+        print(f"{PROG}: evaluating {source}")
     if run_dir is not None:  # the evaluation's own logs go beside the run's
         main_cfg.exp_name = os.path.join(run_dir, "eval")
     env = main_cfg.setdefault("env", EasyDict())
@@ -344,7 +353,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         scratch = tempfile.mkdtemp(prefix="ding_ray_video_")  # episodes land here, the first is kept
         video_dir = os.path.join(scratch, "videos")
     try:
-        mean = eval_entry((main_cfg, create_cfg), seed=args.seed, load_path=args.ckpt, replay_path=video_dir)
+        mean = eval_entry((main_cfg, create_cfg), seed=args.seed, replay_path=video_dir, **weights)
         n = env.get("n_evaluator_episode", "the configured")
         print(f"{PROG}: mean evaluation return over {n} episodes: {mean:g}")
         if args.video is not None:

@@ -195,6 +195,19 @@ def test_eval_a_checkpoint_of_the_run(runs):
     assert (cwd / "cartpole_dqn_seed3" / "eval" / "log" / "eval").is_dir()  # beside the run
 
 
+def test_eval_a_run_folder_evaluates_the_checkpoint_load_policy_takes(runs):
+    cwd, _ = runs
+    proc = ding_ray("eval", "cartpole_dqn_seed3", "--episodes", "2", cwd=cwd)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    best = os.path.join("cartpole_dqn_seed3", "ckpt", "ckpt_best.pth.tar")
+    assert f"evaluating {best}" in proc.stdout
+    by_file = ding_ray("eval", best, "--episodes", "2", cwd=cwd)
+    ret = [
+        next(li for li in p.stdout.splitlines() if "mean evaluation return" in li) for p in (proc, by_file)
+    ]
+    assert ret[0] == ret[1]  # the same weights, seed and episodes
+
+
 def test_eval_video_records_or_names_the_extra(runs):
     cwd, _ = runs
     ckpt = os.path.join("cartpole_dqn_seed3", "ckpt", "ckpt_final.pth.tar")
