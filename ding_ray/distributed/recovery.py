@@ -30,19 +30,17 @@ from ray.exceptions import GetTimeoutError, ObjectLostError, RayActorError, RayT
 
 from ding_ray.distributed.actors import Actors
 from ding_ray.distributed.errors import ActorDiedError
+from ding_ray.distributed.startup import actor_row, why_not_started
 from ding_ray.utils.call_watch import SLOW, TIMED_OUT, CallWatch
 
 logger = logging.getLogger(__name__)
 
 
 def ray_restarts(handle: Any) -> int | None:
-    """How many times Ray restarted the actor behind ``handle``; None if Ray does not say."""
-    try:  # Ray's actor table: the only place that counts restarts (a developer API)
-        from ray._private.state import actors
-
-        return int(actors(actor_id=handle._actor_id.hex())["NumRestarts"])
-    except Exception:  # noqa: BLE001 - a missing count only merges unseen deaths into one event
-        return None
+    """How many times Ray restarted the actor behind ``handle``; None if Ray does not say (a missing
+    count only merges unseen deaths into one event)."""
+    row = actor_row(handle)  # Ray's actor table: the only place that counts restarts
+    return None if row is None else int(row["NumRestarts"])
 
 
 def restart_events(name: str, before: int | None, now: int | None) -> list[dict[str, Any]]:
@@ -173,11 +171,10 @@ class Recovery:
             except (RayActorError, GetTimeoutError) as dead:
                 self._failed = ActorDiedError(
                     f"The {name} actor (namespace '{self.actors.namespace}') died and did not come back: "
-                    f"{type(dead).__name__}: {dead} (when it waits for a node with room for it: free now "
-                    f"{ray.available_resources()}). It is restarted at most ray.core_max_restarts="
-                    f"{self.max_restarts} times, within {self.timeout_s:g} s each "
-                    "(ray.actor_start_timeout_s); see its log in the Ray dashboard. The run's latest "
-                    "checkpoint is in its checkpoints/ folder: resume=<the run's folder> goes on from there."
+                    f"{type(dead).__name__}: {dead}. {why_not_started(self.actors, [name])} It is restarted "
+                    f"at most ray.core_max_restarts={self.max_restarts} times, within {self.timeout_s:g} s "
+                    "each (ray.actor_start_timeout_s). The run's latest checkpoint is in its checkpoints/ "
+                    "folder: resume=<the run's folder> goes on from there."
                 )
                 raise self._failed from err
             self._ids[name] = now

@@ -30,8 +30,9 @@ import ray
 
 from ding_ray.data.rate_limiter import RateLimiter
 from ding_ray.distributed.actors import Actors
-from ding_ray.distributed.cluster import ClusterError
+from ding_ray.distributed.cluster import ClusterError, learner_name
 from ding_ray.distributed.recovery import Recovered, Recovery
+from ding_ray.distributed.startup import why_not_started
 from ding_ray.distributed.weights import WeightsRef
 from ding_ray.utils.runtime import process_age_s
 from ding_ray.worker import metrics
@@ -320,9 +321,10 @@ class RemoteLearner:
 
     def check_started(self) -> None:
         if self._first_publish is not None and time.monotonic() - self._created > self._start_timeout_s:
+            names = [learner_name(rank) for rank in range(len(self.members))]
             raise ClusterError(
-                f"The learner actor did not start within {self._start_timeout_s:g} s. Resources free now: "
-                f"{ray.available_resources()}. Lower ray.learner_num_cpus / learner_num_gpus or add nodes."
+                f"The learner actor did not start within {self._start_timeout_s:g} s "
+                "(ray.actor_start_timeout_s). " + why_not_started(self.actors, names)
             )
 
 

@@ -37,6 +37,7 @@ from ding_ray.distributed.actors import Actors
 from ding_ray.distributed.cluster import ClusterError
 from ding_ray.distributed.collector_pool import BUSY, CollectorPool
 from ding_ray.distributed.config import Plan
+from ding_ray.distributed.startup import why_not_started
 from ding_ray.distributed.weights import WeightsRef
 from ding_ray.utils.runtime import process_age_s
 from ding_ray.worker.rollout_worker import RolloutWorker
@@ -225,30 +226,21 @@ class RemoteCollectors:
     def check_started(self) -> None:
         """Raise ``ClusterError`` when no collector actor finished a call within the start timeout,
         or when every collector died and none came back within it (their node left the cluster and
-        no other has room for them: Ray would wait for one forever, and the run with it)."""
+        no other has room for them: Ray would wait for one forever, and the run with it). The
+        message says, per collector, whether Ray has no room for it or its constructor hangs."""
         timeout = self.cfg.ray.actor_start_timeout_s
-        needs = (
-            f"ray.collector_num_cpus={self.cfg.ray.collector_num_cpus:g}, "
-            f"collector_resources={dict(self.cfg.ray.collector_resources)}"
-        )
         if not self._actor_batches and time.monotonic() - self._created > timeout:
             raise ClusterError(
-                f"No collector actor started within {timeout:g} s ({needs}). "
-                f"Resources free now: {ray.available_resources()}."
+                f"No collector actor started within {timeout:g} s (ray.actor_start_timeout_s). "
+                + why_not_started(self.actors, [slot.name for slot in self.pool.alive()])
             )
-        away = self.pool.away_s()
-        if away > timeout:
-            cluster = {
-                k: v
-                for k, v in ray.cluster_resources().items()
-                if not k.startswith("node:") and k not in ("memory", "object_store_memory")
-            }
+        if self.pool.away_s() > timeout:
             raise ClusterError(
                 f"Every collector actor died and none was restarted within {timeout:g} s "
-                f"(ray.actor_start_timeout_s): no node has room for one ({needs}; in the cluster now: "
-                f"{cluster}), or they die while starting (see their logs). Did their node leave the "
-                "cluster? Add a node with these resources or lower them; resume=<the run's folder> goes "
-                "on from the run's latest checkpoint."
+                "(ray.actor_start_timeout_s). "
+                + why_not_started(self.actors, [slot.name for slot in self.pool.alive()])
+                + " Did their node leave the cluster? resume=<the run's folder> goes on from the run's "
+                "latest checkpoint."
             )
 
     def summary(self) -> dict[str, Any]:

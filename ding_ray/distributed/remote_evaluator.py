@@ -19,6 +19,7 @@ from ray.exceptions import RayActorError
 from ding_ray.distributed.actors import Actors
 from ding_ray.distributed.errors import ActorDiedError
 from ding_ray.distributed.recovery import Recovery, ray_restarts, restart_events
+from ding_ray.distributed.startup import why_not_started
 from ding_ray.distributed.weights import WeightsRef
 from ding_ray.worker import metrics
 
@@ -108,8 +109,7 @@ class RemoteEvaluator:
             if self._restarting and waited > self._restart_timeout_s:
                 raise ActorDiedError(
                     f"The evaluator actor died and has not come back within {waited:.0f} s "
-                    "(ray.actor_start_timeout_s): no node has room for it (ray.evaluator_num_cpus; free "
-                    f"now: {ray.available_resources()}). Add a node or lower its resources; "
+                    f"(ray.actor_start_timeout_s). {why_not_started(self.actors, ['evaluator'])} "
                     "resume=<the run's folder> goes on from the latest checkpoint."
                 )
             return None

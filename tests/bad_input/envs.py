@@ -75,24 +75,35 @@ class NonFiniteEnv(StepEnv):
 
 
 class HangingEnv(StepEnv):
-    """Sleeps ``hang_s`` seconds in its ``hang_at``-th step, once per marker file: the first env to
-    get there creates ``marker`` and hangs; every env after it (its replacement included) runs
-    normally. A file, not a class attribute, so that it works across worker processes too."""
+    """Sleeps ``hang_s`` seconds in its ``hang_at``-th step (``hang_at=0``: in its first reset),
+    once per marker file: the first env to get there creates ``marker`` and hangs; every env after
+    it (its replacement included) runs normally. A file, not a class attribute, so that it works
+    across worker processes too. ``marker=None``: every env hangs there."""
 
-    def __init__(self, marker: str, hang_at: int = 3, hang_s: float = 60.0, length: int = 10):
+    def __init__(self, marker: str | None, hang_at: int = 3, hang_s: float = 60.0, length: int = 10):
         super().__init__(length)
         self.marker, self.hang_at, self.hang_s = marker, hang_at, hang_s
+        self.resets = 0
+
+    def reset(self, *, seed=None, options=None):
+        self.resets += 1
+        if self.hang_at == 0 and self.resets == 1:
+            self._hang()
+        return super().reset(seed=seed, options=options)
 
     def step(self, action):
         if self.total_steps + 1 == self.hang_at:
+            self._hang()
+        return super().step(action)
+
+    def _hang(self) -> None:
+        if self.marker is not None:
             try:
                 fd = os.open(self.marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
             except FileExistsError:
-                pass
-            else:
-                os.close(fd)
-                time.sleep(self.hang_s)
-        return super().step(action)
+                return
+            os.close(fd)
+        time.sleep(self.hang_s)
 
 
 class ShapeShiftEnv(StepEnv):

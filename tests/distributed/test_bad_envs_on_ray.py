@@ -1,12 +1,13 @@
 """Bad envs inside the collector and evaluator actors behave as they do in one process: an env whose
 step always fails ends the call with its cause (no endless loop), an inf evaluation return is a
 failed episode (no stop, no new ckpt_best; counted on the Ray dashboard), a misshapen observation
-is refused by name."""
+is refused by name, an env whose first reset hangs is named as what holds the run up."""
 
 from __future__ import annotations
 
 import math
 import os
+import re
 import time
 import urllib.request
 
@@ -16,10 +17,11 @@ import ray
 import tests.bad_input.envs  # noqa: F401 - registers the BadInput* envs (here and in the actors)
 from ding_ray.distributed.actors import CollectorWorker, EvaluatorWorker
 from ding_ray.distributed.metrics import metric_name
-from ding_ray.entry import compile_ray_config
-from ding_ray.errors import EnvError, ShapeError
+from ding_ray.entry import compile_ray_config, ray_pipeline
+from ding_ray.errors import EnvError, ShapeError, StageError
 from ding_ray.worker import metrics
 from tests.bad_input.configs import CREATE, small_main
+from tests.distributed.test_ray_pipeline import read_result
 
 pytestmark = pytest.mark.ray
 CALL_S = 120  # bound on any call: before the fix the collector's never returned
@@ -86,3 +88,22 @@ def test_an_evaluator_actor_refuses_a_misshapen_observation_by_name(ray_session,
             ray.get(actor.evaluate.remote(None, 1, 100), timeout=CALL_S)
     finally:
         ray.kill(actor)
+
+
+def test_a_collector_whose_env_reset_hangs_is_reported_as_stuck_in_its_constructor(ray_session, tmp_path):
+    """Not as a lack of resources: Ray placed the actor, and its env's first reset never returns."""
+    env = dict(env_id="BadInputHanging-v0", kwargs=dict(marker=None, hang_at=0, hang_s=CALL_S))
+    main = small_main(str(tmp_path / "hang"), env=env)
+    main["ray"] = dict(num_collectors=1, actor_start_timeout_s=20.0, progress_bar=False)
+    start = time.monotonic()
+    with pytest.raises(StageError) as err:
+        ray_pipeline((main, CREATE), seed=0, max_env_step=1000)
+    assert time.monotonic() - start < CALL_S  # the hang did not end by itself
+    message = str(err.value)
+    assert "No collector actor started within 20 s (ray.actor_start_timeout_s)" in message
+    assert re.search(r"Placed on a node and still in its constructor: collector-0 \(pid \d+\)", message)
+    assert "It creates its 2 envs (env 'BadInputHanging-v0') and resets each once" in message
+    assert "check that the env's creation and its reset() return" in message
+    assert "raise ray.actor_start_timeout_s if it only starts slowly" in message
+    assert "Waiting for a node" not in message and "Resources free" not in message
+    assert "Placed on a node" in read_result(main["exp_name"])["error"]

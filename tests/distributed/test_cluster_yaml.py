@@ -160,6 +160,8 @@ def test_create_actors_asks_ray_for_the_buffer_resource(ray_session, tmp_path):
         check_resources=False,  # as with an autoscaler that never delivers the node
     )
     cfg = compile_ray_config((main, create), save_cfg=False)
-    with pytest.raises(ClusterError, match=r"\['buffer'\] did not start within 3 s"):
+    with pytest.raises(ClusterError, match=r"\['buffer'\] did not start within 3 s") as err:
         with RayComponents(cfg, make_plan(cfg), max_env_step=1000):
             pass
+    needs = "ray.buffer_num_cpus=0.25, ray.buffer_resources={'no_such_node': 1}"
+    assert f"Waiting for a node with room: buffer, which needs {needs}" in str(err.value)

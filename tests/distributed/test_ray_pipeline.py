@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 
 import pytest
@@ -183,6 +184,14 @@ def test_collectors_that_never_start_fail_the_run_with_a_clear_error(ray_session
             pipelines.off_policy(task, cfg, rc, max_env_step=1000)
             task.run()
     assert isinstance(err.value.__cause__, ClusterError)
+    # Ray has placed it nowhere: the message says so, with what it needs (not a hanging constructor)
+    needs = "ray.collector_num_cpus=0.5, ray.collector_resources={'no_such_node': 1}"
+    # (collector-1 too, if the learner published its first weights by then)
+    assert re.search(
+        r"Waiting for a node with room: collector-0(, collector-1)?, which needs ", str(err.value)
+    )
+    assert needs in str(err.value)
+    assert "constructor" not in str(err.value)
     # the failed run still has its record, with the error, and its actors are gone
     assert "No collector actor started" in read_result(cfg.exp_name)["error"]
     assert_actors_gone(make_plan(cfg).namespace)
