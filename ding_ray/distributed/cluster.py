@@ -7,6 +7,7 @@ waits minutes for an unreachable address, and forever for resources no node has.
 from __future__ import annotations
 
 import logging
+import math
 import os
 import socket
 import time
@@ -20,7 +21,8 @@ from easydict import EasyDict
 
 from ding_ray.config.compile import split_input_cfg
 from ding_ray.distributed.config import CPU_SHARES, Plan, RayConfig, fit_cpu_shares, make_plan, namespace_of
-from ding_ray.errors import DingRayError
+from ding_ray.errors import ConfigError, DingRayError
+from ding_ray.utils.memory import system_memory
 
 logger = logging.getLogger(__name__)
 
@@ -65,6 +67,7 @@ def init_ray(ray_cfg: EasyDict, namespace: str) -> bool:
 
     A Ray already initialised in this process (a test fixture, a notebook) is used as it is.
     """
+    check_object_store_memory(ray_cfg)
     if ray.is_initialized():
         return False
     _connect(ray_cfg, namespace, cluster_to_join(ray_cfg))
@@ -101,8 +104,15 @@ def _connect(ray_cfg: EasyDict, namespace: str, cluster: tuple[str, str] | None)
                 num_cpus=ray_cfg.num_cpus,
                 include_dashboard=ray_cfg.include_dashboard,
                 dashboard_host=ray_cfg.dashboard_host,
+                object_store_memory=ray_cfg.get("object_store_memory"),
             )
         else:
+            if ray_cfg.get("object_store_memory") is not None:
+                logger.warning(
+                    "ray.object_store_memory is ignored: the Ray at %s (RAY_ADDRESS or `ray start`) has "
+                    "its object store already",
+                    address,
+                )
             check_reachable(address)
             logger.info("joining the Ray cluster at %s", address)
             join_cluster(cluster[1], namespace)
@@ -120,6 +130,7 @@ def start_local_ray(
     num_cpus: int | None = None,
     include_dashboard: bool = False,
     dashboard_host: str = "127.0.0.1",
+    object_store_memory: int | None = None,
 ) -> None:
     """``ray.init()`` of a Ray on this machine alone, every port of it listening on 127.0.0.1.
 
@@ -140,6 +151,7 @@ def start_local_ray(
             namespace=namespace,
             include_dashboard=include_dashboard,
             dashboard_host=dashboard_host,
+            object_store_memory=None if object_store_memory is None else int(object_store_memory),
         )
     finally:
         if cluster_mode is None:
@@ -149,6 +161,33 @@ def start_local_ray(
     node_ip = ray.util.get_node_ip_address()
     if node_ip not in ("127.0.0.1", "::1"):
         logger.warning("this Ray's node address is %s: its ports are open on the network", node_ip)
+
+
+def check_object_store_memory(ray_cfg: Mapping) -> None:
+    """Refuse (``ConfigError``), before Ray starts, a ``ray.object_store_memory`` that ``ray.init``
+    would refuse (below Ray's minimum, above this machine's memory) or that cannot apply (with
+    ``ray.address`` the cluster's object stores are sized already)."""
+    value = ray_cfg.get("object_store_memory")
+    if value is None:
+        return
+    if ray_cfg.get("address") is not None:
+        raise ConfigError(
+            f"Config key 'ray.object_store_memory' ({value!r}) sizes the object store of a Ray started on "
+            f"this machine, but ray.address={ray_cfg['address']!r} joins a cluster, whose object stores are "
+            "sized already: remove the key, or give the size to the cluster's `ray start "
+            "--object-store-memory`."
+        )
+    from ray._private.ray_constants import OBJECT_STORE_MINIMUM_MEMORY_BYTES as low  # private: Ray's minimum
+
+    high = system_memory() or math.inf
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if not number or not low <= value <= high:
+        got = f"{value!r} bytes ({value / 2**20:.1f} MiB)" if number else f"{type(value).__name__} {value!r}"
+        raise ConfigError(
+            f"Config key 'ray.object_store_memory' must be in [{low / 2**20:g} MiB, {high / 2**30:.1f} GiB] "
+            f"(Ray's minimum to this machine's memory), got {got}. It is in bytes (2 * 2**30: 2 GiB); None "
+            "leaves the size to Ray."
+        )
 
 
 def join_cluster(address: str, namespace: str, attempts: int = 3) -> None:
@@ -190,6 +229,7 @@ def start_run(
         main_cfg = EasyDict({**main_cfg, "exp_name": os.fspath(resume)})
     ray_cfg = RayConfig.default_config()
     ray_cfg.update(main_cfg.get("ray") or {})
+    check_object_store_memory(ray_cfg)  # before Ray starts: Ray's own check raises a bare ValueError
     running = ray.is_initialized()  # a test fixture's, a notebook's: used as it is
     cluster = None if running else cluster_to_join(ray_cfg)
     if not running and cluster is None and ray_cfg.check_resources:

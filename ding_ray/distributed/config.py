@@ -26,6 +26,9 @@ class RayConfig:
         address=None,  # None: join the cluster RAY_ADDRESS / `ray start` points at, else start Ray here
         namespace=None,  # Ray namespace of the named actors; None: the base name of exp_name
         num_cpus=None,  # CPUs of a Ray started here (None: all of this machine's)
+        # bytes of the object store of a Ray started here (None: Ray's choice, 30% of the memory); a
+        # cluster joined by address has its own (`ray start --object-store-memory`): an error with it
+        object_store_memory=None,
         # A Ray started here skips its dashboard unless asked: starting it holds ray.init() up by
         # about 4 s on 2 cores. Metrics still reach the node's Prometheus endpoint and TensorBoard;
         # a cluster from `ray start --head` has its dashboard either way.

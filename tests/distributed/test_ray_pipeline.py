@@ -149,6 +149,42 @@ def test_unreachable_address_in_a_fresh_process(tmp_path):
     assert "ClusterError: Cannot reach the Ray cluster at '127.0.0.1:1'" in proc.stderr
 
 
+@pytest.mark.parametrize("value", [10 * 2**20, 2**60, "2GB"])
+def test_an_object_store_size_ray_would_refuse_is_a_config_error_before_ray_starts(tmp_path, value):
+    running = ray.is_initialized()
+    with pytest.raises(ConfigError) as err:
+        start_run(small_config(str(tmp_path / "x"), object_store_memory=value), save_cfg=False)
+    assert str(err.value).startswith(
+        "Config key 'ray.object_store_memory' must be in [75 MiB, "  # Ray's minimum, then this machine's
+    )
+    assert "It is in bytes (2 * 2**30: 2 GiB); None leaves the size to Ray." in str(err.value)
+    assert ray.is_initialized() == running  # no Ray was started, none was stopped
+
+
+def test_an_object_store_size_with_a_cluster_address_is_a_config_error(tmp_path):
+    main = small_config(str(tmp_path / "x"), address="127.0.0.1:1", object_store_memory=2**30)
+    with pytest.raises(ConfigError, match=r"^Config key 'ray.object_store_memory' \(1073741824\) sizes the "):
+        start_run(main, save_cfg=False)  # refused before the address is tried
+
+
+def test_the_object_store_size_reaches_the_ray_started_here():
+    """Ray's minimum is accepted, and is the size of the object store of the Ray started here."""
+    code = (
+        "import ray\n"
+        "from ray._private.ray_constants import OBJECT_STORE_MINIMUM_MEMORY_BYTES as low\n"
+        "from ding_ray.distributed import RayConfig\n"
+        "from ding_ray.distributed.cluster import init_ray\n"
+        "cfg = RayConfig.default_config()\n"
+        "cfg.update(num_cpus=1, object_store_memory=low)\n"
+        "assert init_ray(cfg, 'object-store-test')\n"
+        "print('store', int(ray.cluster_resources()['object_store_memory']), low)\n"
+        "ray.shutdown()\n"
+    )
+    proc = run_python(code, timeout=180, env={"RAY_ADDRESS": ""})
+    store, low = proc.stdout.split("store ")[1].split()
+    assert proc.returncode == 0 and store == low == str(75 * 2**20), proc.stderr[-2000:]
+
+
 def test_warm_up_fills_the_buffer_before_the_collectors_are_up(ray_session, tmp_path):
     main, create = small_config(str(tmp_path / "warm"))
     main["policy"]["random_collect_size"] = 256
