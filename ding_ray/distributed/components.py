@@ -41,6 +41,7 @@ from ding_ray.framework.middleware.evaluate import take_evaluation
 from ding_ray.framework.run import RunBase
 from ding_ray.utils.checkpoint import Checkpoint
 from ding_ray.utils.resume import checkpoint_store, claim_run_dir
+from ding_ray.utils.run_dir import discard_unstarted
 from ding_ray.utils.runtime import process_age_s, set_torch_threads
 
 logger = logging.getLogger(__name__)
@@ -78,12 +79,17 @@ class RayComponents(RunBase):
         store, resumed = checkpoint_store(cfg, resume)  # before any actor reads it
         budget = dict(max_env_step=max_env_step, max_train_iter=max_train_iter)
         super().__init__(cfg, store, resumed, budget, started_at)
-        if cfg.ray.check_resources:
-            check_cluster(cfg.ray)
-        self.lock = claim_run_dir(cfg, self.store, self.resumed, _learn_state(cfg) if resume else None)
+        try:
+            if cfg.ray.check_resources:
+                check_cluster(cfg.ray)
+            self.lock = claim_run_dir(cfg, self.store, self.resumed, _learn_state(cfg) if resume else None)
+        except BaseException:  # a new run that did not start leaves no folder to divert the next one
+            if resume is None:
+                discard_unstarted(cfg.exp_name)
+            raise
         try:
             self._build(cfg, plan)
-        except BaseException:  # a resumed run's folder is left as it was
+        except BaseException:  # the folder as it was (a new run: none left to divert the next one)
             self.lock.undo()
             raise
 

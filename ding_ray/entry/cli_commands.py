@@ -270,7 +270,9 @@ def cmd_train(args: argparse.Namespace) -> int:
             raise ConfigError("--num-collectors sets the collector actors: use it with --mode ray.")
         main_cfg.setdefault("ray", EasyDict()).num_collectors = args.num_collectors
     budget = f"{max_env_step} env steps" if max_env_step is not None else "no env step budget"
-    print(f"{PROG}: training {args.config} ({mode}, seed {args.seed}, {budget}) into {main_cfg.exp_name}")
+    # a new run's folder is settled when it starts (a renewed name if that one is taken): a log line names it
+    into = f" into {main_cfg.exp_name}" if args.resume is not None else ""
+    print(f"{PROG}: training {args.config} ({mode}, seed {args.seed}, {budget}){into}")
     input_cfg = (main_cfg, create_cfg)
     budget = dict(max_env_step=max_env_step, max_train_iter=args.max_train_iter, resume=args.resume)
     if mode == "ray":

@@ -36,7 +36,7 @@ from ding_ray.utils.checkpoint import (
 from ding_ray.utils.registry import POLICY_REGISTRY
 from ding_ray.utils.result import log_config
 from ding_ray.utils.resume import checkpoint_store, claim_run_dir
-from ding_ray.utils.run_dir import events_writer
+from ding_ray.utils.run_dir import discard_unstarted, events_writer
 from ding_ray.utils.runtime import set_pkg_seed, set_torch_threads, setup_logging
 from ding_ray.worker import (
     BaseLearner,
@@ -207,11 +207,16 @@ class SerialRun(RunBase):
         )
         self.on_policy = on_policy
         self.pipeline = "serial_onpolicy" if on_policy else "serial"
-        store, resumed = checkpoint_store(cfg, resume)  # reads only
-        super().__init__(cfg, store, resumed, {}, start_at)
-        set_torch_threads(cfg.policy.learn.get("num_threads", 1))
-        set_pkg_seed(cfg.seed, use_cuda=cfg.policy.cuda)
-        collector_env, evaluator_env = build_envs(cfg, dynamic_seed, env_setting)
+        try:
+            store, resumed = checkpoint_store(cfg, resume)  # reads only
+            super().__init__(cfg, store, resumed, {}, start_at)
+            set_torch_threads(cfg.policy.learn.get("num_threads", 1))
+            set_pkg_seed(cfg.seed, use_cuda=cfg.policy.cuda)
+            collector_env, evaluator_env = build_envs(cfg, dynamic_seed, env_setting)
+        except BaseException:  # a new run that did not start leaves no folder to divert the next one
+            if resume is None:
+                discard_unstarted(cfg.exp_name)
+            raise
         self.lock = None
         try:
             fill_model_shapes(cfg, collector_env.observation_space, collector_env.action_space)
@@ -225,6 +230,8 @@ class SerialRun(RunBase):
         except BaseException:  # the folder (as it was) and the env processes are free again
             if self.lock is not None:
                 self.lock.undo()
+            elif resume is None:
+                discard_unstarted(cfg.exp_name)
             collector_env.close()
             evaluator_env.close()
             raise

@@ -21,7 +21,7 @@ from ding_ray.utils.checkpoint import (
     load_learner_bytes,
     storage_root,
 )
-from ding_ray.utils.run_dir import FolderSnapshot, RunLock, save_config
+from ding_ray.utils.run_dir import FolderSnapshot, RunLock, discard_unstarted, save_config
 
 logger = logging.getLogger(__name__)
 
@@ -79,11 +79,13 @@ def check_same_run(ckpt: Checkpoint, cfg: Mapping) -> None:
 
 class RunClaim:
     """A run's hold on its folder (``claim_run_dir``): ``release()`` when the run ends; ``undo()``
-    when it fails before it starts: the folder is freed, and a resumed run's folder is put back
-    as it was before the claim (``FolderSnapshot``)."""
+    when it fails before it starts: the folder is freed and put back as it was before the claim
+    (``FolderSnapshot``), and a new run's folder, left with its config alone, is removed
+    (``discard_unstarted``)."""
 
     def __init__(self, run_dir: str, resumed: bool) -> None:
-        self.snapshot = FolderSnapshot(run_dir, rewritten=(CONFIG_FILE,)) if resumed else None
+        self.run_dir, self.resumed = run_dir, resumed
+        self.snapshot = FolderSnapshot(run_dir, rewritten=(CONFIG_FILE,))
         self.lock = RunLock(run_dir)
 
     def release(self) -> None:
@@ -91,8 +93,9 @@ class RunClaim:
 
     def undo(self) -> None:
         self.lock.release()
-        if self.snapshot is not None:
-            self.snapshot.restore()
+        self.snapshot.restore()
+        if not self.resumed:
+            discard_unstarted(self.run_dir)
 
 
 def claim_run_dir(

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import datetime
 import errno
+import glob
 import json
 import logging
 import os
@@ -24,27 +25,80 @@ LOCK_FILE = "run.lock"
 
 
 def make_run_dir(exp_name: str, renew: bool = True) -> str:
-    """Create the run's folder and return its name. With ``renew`` (DI-engine's ``renew_dir``) a
-    folder that exists belongs to another run: this one gets ``<exp_name>_<yymmdd_HHMMSS>``, then
-    ``..._1``, ``..._2``. Each try is one ``mkdir`` that fails if the folder exists, so runs started
-    at the same moment with one ``exp_name`` each get their own folder."""
+    """Create the run's folder and return its name; a line in the log names it. With ``renew``
+    (DI-engine's ``renew_dir``) a folder that exists belongs to another run: this one gets
+    ``<exp_name>_<yymmdd_HHMMSS>``, then ``..._1``, ``..._2``. Each try is one ``mkdir`` that fails if
+    the folder exists, so runs started at the same moment with one ``exp_name`` each get their own
+    folder. A folder left by a run that failed before any checkpoint does not divert the name: it is
+    moved aside, whole, to ``<exp_name>_failed_<yymmdd_HHMMSS>`` (``failed_run``) and this run takes
+    the name (a run that fails before it starts removes its own folder: ``discard_unstarted``)."""
     if not renew:
         os.makedirs(exp_name, exist_ok=True)
+        logger.info("run folder: %s", exp_name)
         return exp_name
     exp_name = exp_name.rstrip("/") or exp_name
     parent = os.path.dirname(exp_name)
     if parent:
         os.makedirs(parent, exist_ok=True)
-    stamped = exp_name + datetime.datetime.now().strftime("_%y%m%d_%H%M%S")
+    now = datetime.datetime.now().strftime("_%y%m%d_%H%M%S")
+    error = failed_run(exp_name)
+    if error is not None:
+        aside = exp_name + "_failed" + now
+        with contextlib.suppress(OSError):  # another run may take the folder first: then it renews
+            os.rename(exp_name, aside)
+            logger.warning(
+                "%s held a run that failed before any checkpoint (%s); moved to %s", exp_name, error, aside
+            )
+    stamped = exp_name + now
     for n, name in enumerate([exp_name, stamped] + [f"{stamped}_{i}" for i in range(1, 1000)]):
         try:
             os.mkdir(name)
         except FileExistsError:
             continue
         if n > 0:
-            logger.info("%s exists; this run writes to %s", exp_name, name)
+            logger.info("run folder: %s (%s exists: another run's)", name, exp_name)
+        else:
+            logger.info("run folder: %s", name)
         return name
     raise ConfigError(f"{stamped} and 1000 numbered folders beside it exist; choose another exp_name.")
+
+
+# what a run writes into its folder: a folder holding anything else is not (only) a run's
+_RUN_ENTRIES = {"total_config.json", "result.json", "log", "ckpt", "checkpoints", "eval", LOCK_FILE}
+
+
+def failed_run(folder: str) -> str | None:
+    """The error of the run in ``folder`` when it failed and left nothing to resume or load: its
+    ``result.json`` records an error, there is no ``ckpt/`` file and no complete run checkpoint, no
+    run holds the folder, and it holds only what a run writes. None for any other folder (a run
+    that got somewhere, a run still going, a folder of the user's own)."""
+    try:
+        entries = set(os.listdir(folder))
+        with open(os.path.join(folder, "result.json")) as f:
+            error = json.load(f).get("error")
+    except (OSError, ValueError, AttributeError):
+        return None
+    if not isinstance(error, str) or not entries <= _RUN_ENTRIES:
+        return None
+    ckpt = os.path.join(folder, "ckpt")
+    if os.path.isdir(ckpt) and os.listdir(ckpt):
+        return None
+    if glob.glob(os.path.join(glob.escape(folder), "checkpoints", "iter_*", "meta.json")):
+        return None
+    if LOCK_FILE in entries:
+        with open(os.path.join(folder, LOCK_FILE), "a+") as f:
+            if not _try_flock(f):
+                return None  # a run is going on there
+    return error.strip().splitlines()[0][:200] if error.strip() else "an error"
+
+
+def discard_unstarted(folder: str) -> None:
+    """Remove the folder of a new run that failed before it started, if it holds nothing but its
+    ``total_config.json`` (and empty folders): the next run of that name then gets the name."""
+    paths = _paths_under(folder)
+    files = [p for p in paths if not os.path.isdir(os.path.join(folder, p))]
+    if set(files) <= {"total_config.json"}:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def events_writer(run_dir: str, name: str) -> Any:

@@ -272,3 +272,31 @@ def test_checkpoint_files_and_their_folder_reach_the_disk_before_meta_json(tmp_p
     meta_at = events.index(("replace", "meta.json"))
     assert ("fsync", name) in events[events.index(("replace", "learner.pth")) : meta_at], events
     assert ("fsync", name) in events[meta_at:], events
+
+
+def test_a_run_that_failed_before_any_checkpoint_does_not_divert_the_next_runs_folder(tmp_path, caplog):
+    """The next run of the same name takes the folder: one that holds only the failed run's config
+    is removed, one with the failed run's result.json and logs is moved aside, whole; a folder that
+    holds anything else (a checkpoint, a file of the user's) is never touched: the run renews."""
+    exp = str(tmp_path / "run")
+    with pytest.raises(Exception, match="Unknown gymnasium env id"):  # fails while building its envs
+        serial_pipeline((small_main(exp, env=dict(env_id="NoSuchEnv-v0")), CREATE), seed=0, max_train_iter=5)
+    broken = small_main(exp, env=dict(env_id="BadInputBrokenStep-v0", kwargs=dict(mistake="raise")))
+    with pytest.raises(Exception):  # noqa: B017 - fails in its first steps, whatever the error's type
+        serial_pipeline((broken, CREATE), seed=0, max_train_iter=5)
+    assert sorted(os.listdir(tmp_path)) == ["run"]  # the folder of the first was taken, not renewed
+    with open(os.path.join(exp, "result.json")) as f:
+        failed = json.load(f)
+    assert failed["error"] and not os.path.isdir(os.path.join(exp, "checkpoints"))
+
+    serial_pipeline((small_main(exp, checkpoint=dict(freq=0)), CREATE), seed=0, max_train_iter=10)
+    (aside,) = [name for name in os.listdir(tmp_path) if name.startswith("run_failed_")]
+    with open(os.path.join(tmp_path, aside, "result.json")) as f:
+        assert json.load(f) == failed  # kept whole
+    assert "moved to" in caplog.text and aside in caplog.text
+    assert CheckpointStore(exp).latest() is not None  # this run's, under the name asked for
+
+    (tmp_path / "run" / "notes.txt").write_text("mine")  # a finished run, and a file of the user's
+    serial_pipeline((small_main(exp, checkpoint=dict(freq=0)), CREATE), seed=0, max_train_iter=10)
+    renewed = [name for name in os.listdir(tmp_path) if name.startswith("run_") and "failed" not in name]
+    assert len(renewed) == 1 and (tmp_path / "run" / "notes.txt").read_text() == "mine"
