@@ -17,6 +17,7 @@ from easydict import EasyDict
 
 from ding_ray.distributed.buffer_actor import ReplayBufferActor
 from ding_ray.distributed.cluster import start_local_ray
+from ding_ray.distributed.errors import get
 from ding_ray.distributed.weights import WeightsPublisher, WeightsRef, pull
 from ding_ray.errors import ConfigError
 from ding_ray.utils.runtime import set_torch_threads
@@ -107,16 +108,16 @@ def selfplay_on_ray(
                 opponent = pool_refs.ref(*learner.pool.sample(), live)
                 kwargs = {"eps": learner.eps(envstep)}
                 calls.append(collector.collect.remote(weights, opponent, learner.train_iter, kwargs))
-            infos = ray.get(calls)
+            infos = get(calls)
             envstep += sum(info["new_env_steps"] for info in infos)
-            ray.get([buffer_.push.remote(info["data"], envstep) for info in infos])
+            get([buffer_.push.remote(info["data"], envstep) for info in infos])
             # all minibatches of the round asked for at once: the round trips overlap the training
             n_updates = selfplay_cfg["update_per_collect"] * len(infos)
             for ref in [buffer_.sample.remote(batch_size, learner.train_iter) for _ in range(n_updates)]:
-                learner.train(ray.get(ref))
+                learner.train(get(ref))
         result = learner.final_report(envstep)
         result["n_collectors"] = n_collectors
-        result["buffer_count"] = ray.get(buffer_.ping.remote())
+        result["buffer_count"] = get(buffer_.ping.remote())
         return result
     finally:
         for actor in [*collectors, buffer_]:

@@ -105,12 +105,10 @@ class RayCheckpointer:
             logger.warning("checkpoint %s abandoned: an actor died while writing it", pending.folder)
             self._pending = None
             return None
-        except ray.exceptions.RayTaskError as err:  # a full disk: its own message says it all
+        except Exception as err:  # the write failed (a full disk: the StorageError says it all)
             self._pending = None
-            if isinstance(err.cause, StorageError):
-                if pending.folder is not None:
-                    self.store.abandon(pending.folder)
-                raise err.cause from None
+            if isinstance(err, StorageError) and pending.folder is not None:
+                self.store.abandon(pending.folder)
             raise
         if pending.folder is None:  # the learner's file is in
             pending.folder = out["folder"]

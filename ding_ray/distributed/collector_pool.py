@@ -22,6 +22,7 @@ from typing import Any
 import ray
 from ray.exceptions import RayActorError
 
+from ding_ray.distributed.errors import get
 from ding_ray.errors import ActorDiedError
 from ding_ray.utils.call_watch import SLOW, TIMED_OUT, CallWatch
 
@@ -141,7 +142,7 @@ class CollectorPool:
         if slot.state == RESTARTING:
             return self._pinged(slot, ref)
         try:
-            info = ray.get(ref)
+            info = get(ref)
         except RayActorError as err:
             slot.lost += 1
             logger.warning("%s died (%s); its batch is lost, waiting for Ray to restart it", slot.name, err)

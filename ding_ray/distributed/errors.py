@@ -1,11 +1,26 @@
 """Errors of the Ray layer that are also Ray's own: ``except ray.exceptions.RayActorError`` and
-``except ding_ray.errors.ActorDiedError`` both catch a dead actor that ended a run."""
+``except ding_ray.errors.ActorDiedError`` both catch a dead actor that ended a run.
+
+A ding_ray error an actor raises reaches the driver wrapped by Ray (``RayTaskError``), whose text
+is the actor's whole traceback in colour, the error's own message at its end. ``get`` is
+``ray.get`` for the driver's calls on actors: it raises the ding_ray error itself, as a run in one
+process would, and logs the actor's traceback.
+"""
 
 from __future__ import annotations
 
-from ray.exceptions import RayActorError
+import logging
+import re
+from typing import Any
+
+import ray
+from ray.exceptions import RayActorError, RayTaskError
 
 from ding_ray import errors
+
+logger = logging.getLogger(__name__)
+
+_COLOUR = re.compile(r"\x1b\[[0-9;]*m")
 
 
 class ActorDiedError(errors.ActorDiedError, RayActorError):
@@ -21,3 +36,25 @@ class ActorDiedError(errors.ActorDiedError, RayActorError):
 
     def __reduce__(self) -> tuple:  # one argument, as __init__ takes it
         return type(self), (self.error_msg, self.actor_id)
+
+
+def actor_error(err: BaseException) -> BaseException:
+    """The ding_ray error inside ``err`` (Ray's wrapper of an error an actor raised, also one an
+    actor got from another actor's call), its traceback logged; ``err`` itself if it holds none."""
+    inner = err
+    while isinstance(inner, RayTaskError) and isinstance(inner.cause, errors.DingRayError):
+        inner = inner.cause
+    if inner is not err:
+        logger.warning("%s raised in a Ray actor:\n%s", type(inner).__name__, _COLOUR.sub("", str(err)))
+    return inner
+
+
+def get(refs: Any, timeout: float | None = None) -> Any:
+    """``ray.get``; a ding_ray error an actor raised is raised as itself (``actor_error``)."""
+    try:
+        return ray.get(refs, timeout=timeout)
+    except RayTaskError as err:
+        inner = actor_error(err)
+        if inner is err:
+            raise
+        raise inner from None

@@ -27,6 +27,7 @@ from easydict import EasyDict
 
 from ding_ray.distributed.actors import LearnerWorker
 from ding_ray.distributed.cluster import learner_name
+from ding_ray.distributed.errors import get
 from ding_ray.distributed.metrics import RayMetrics
 
 
@@ -135,8 +136,8 @@ def create_learner_group(
         for rank in range(size)
     ]
     try:
-        address = ray.get(members[0].address.remote(), timeout=cfg.ray.actor_start_timeout_s)
-        ray.get([m.join.remote(address) for m in members], timeout=cfg.ray.actor_start_timeout_s)
+        address = get(members[0].address.remote(), timeout=cfg.ray.actor_start_timeout_s)
+        get([m.join.remote(address) for m in members], timeout=cfg.ray.actor_start_timeout_s)
     except Exception:
         for m in members:
             ray.kill(m, no_restart=True)

@@ -29,7 +29,7 @@ import ray
 from ray.exceptions import GetTimeoutError, ObjectLostError, RayActorError, RayTaskError
 
 from ding_ray.distributed.actors import Actors
-from ding_ray.distributed.errors import ActorDiedError
+from ding_ray.distributed.errors import ActorDiedError, get
 from ding_ray.distributed.startup import actor_row, why_not_started
 from ding_ray.utils.call_watch import SLOW, TIMED_OUT, CallWatch
 
@@ -113,9 +113,10 @@ def is_actor_failure(err: BaseException) -> bool:
 class Recovery:
     """Watches the learner and the buffer actor of a run (``Actors``).
 
-    ``get(ref)`` is ``ray.get`` of a call on either: when the call failed because an actor died,
-    the actor is waited for (``timeout_s``), the callbacks registered with ``on_restart`` run, and
-    ``Recovered`` is raised for the caller to drop the call.
+    ``get(ref)`` is ``ray.get`` of a call on either (a ding_ray error the call raised comes as
+    itself: ``errors.get``): when the call failed because an actor died, the actor is waited for
+    (``timeout_s``), the callbacks registered with ``on_restart`` run, and ``Recovered`` is raised
+    for the caller to drop the call.
     """
 
     def __init__(self, actors: Actors, timeout_s: float, max_restarts: int) -> None:
@@ -149,7 +150,7 @@ class Recovery:
 
     def get(self, ref: Any, timeout: float | None = None) -> Any:
         try:
-            return ray.get(ref, timeout=timeout)
+            return get(ref, timeout=timeout)
         except (RayActorError, RayTaskError, ObjectLostError) as err:
             if not is_actor_failure(err):
                 raise  # the call's own error (a NaN loss, a bad batch): not a death

@@ -17,7 +17,7 @@ import ray
 from ray.exceptions import RayActorError
 
 from ding_ray.distributed.actors import Actors
-from ding_ray.distributed.errors import ActorDiedError
+from ding_ray.distributed.errors import ActorDiedError, get
 from ding_ray.distributed.recovery import Recovery, ray_restarts, restart_events
 from ding_ray.distributed.startup import why_not_started
 from ding_ray.distributed.weights import WeightsRef
@@ -115,7 +115,7 @@ class RemoteEvaluator:
             return None
         ref, self._ref = self._ref, None
         try:
-            out = ray.get(ref)
+            out = get(ref)
         except RayActorError as err:
             self._failures += 1
             if self._failures >= MAX_EVAL_FAILURES:

@@ -19,6 +19,7 @@ from typing import Any
 import ray
 from easydict import EasyDict
 
+from ding_ray.distributed.errors import get
 from ding_ray.errors import ConfigError
 
 # Modules the actors import by themselves: ding_ray's own, DI-engine's (ding_ray stands in for them);
@@ -124,10 +125,6 @@ def check_user_modules(modules: dict[str, str | None], timeout_s: float) -> None
         return
     ref = ray.remote(num_cpus=0)(import_user_modules).remote(modules, "Ray actors")
     try:
-        ray.get(ref, timeout=timeout_s)
+        get(ref, timeout=timeout_s)  # a module that fails to import: the ConfigError saying which
     except ray.exceptions.GetTimeoutError:  # no worker started: the actors' start timeout says why
         ray.cancel(ref)
-    except ray.exceptions.RayTaskError as err:
-        if not isinstance(err.cause, ConfigError):
-            raise
-        raise ConfigError(str(err.cause)) from None

@@ -1,7 +1,8 @@
 """Bad envs inside the collector and evaluator actors behave as they do in one process: an env whose
 step always fails ends the call with its cause (no endless loop), an inf evaluation return is a
 failed episode (no stop, no new ckpt_best; counted on the Ray dashboard), a misshapen observation
-is refused by name, an env whose first reset hangs is named as what holds the run up."""
+is refused by name, an env whose first reset hangs is named as what holds the run up, and an env's
+error reaches ``ding-ray train --mode ray`` and result.json as the one line it is in one process."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from ding_ray.entry import compile_ray_config, ray_pipeline
 from ding_ray.errors import EnvError, ShapeError, StageError
 from ding_ray.worker import metrics
 from tests.bad_input.configs import CREATE, small_main
+from tests.distributed.test_fit_cpus import run_fresh
 from tests.distributed.test_ray_pipeline import read_result
 
 pytestmark = pytest.mark.ray
@@ -107,3 +109,28 @@ def test_a_collector_whose_env_reset_hangs_is_reported_as_stuck_in_its_construct
     assert "raise ray.actor_start_timeout_s if it only starts slowly" in message
     assert "Waiting for a node" not in message and "Resources free" not in message
     assert "Placed on a node" in read_result(main["exp_name"])["error"]
+
+
+BROKEN_RUN = """
+from tests.bad_input.configs import CREATE, small_main
+
+env = dict(env_id="BadInputBrokenStep-v0", kwargs=dict(mistake="str_reward"))
+main_config = small_main("broken", env=env, ray=dict(num_collectors=1, num_cpus=2, progress_bar=False))
+create_config = CREATE
+"""
+
+
+def test_an_env_error_in_a_collector_actor_reaches_the_command_line_as_one_line(tmp_path):
+    """Not as Ray's coloured traceback of the actor with the error at its end: that goes to the log."""
+    (tmp_path / "broken.py").write_text(BROKEN_RUN)
+    argv = ["train", "broken.py", "--mode", "ray", "--import", "tests.bad_input.envs"]
+    proc = run_fresh(["-m", "ding_ray.entry.cli", *argv, "--max-env-step", "1000"], cwd=str(tmp_path))
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("ding-ray: error: Stage 'collector' failed: EnvError: env 0 "), last
+    assert "The env's reward is a str ('1.0'), not a number" in last
+    assert "RayTaskError" not in last and "\x1b" not in last and "ray::" not in last
+    assert "EnvError raised in a Ray actor:\nray::CollectorWorker.collect()" in proc.stderr  # the log
+    error = read_result(str(tmp_path / "broken_seed0"))["error"]
+    assert error == "StageError: " + last.removeprefix("ding-ray: error: ")
+    assert "\n" not in error  # one line in result.json too
