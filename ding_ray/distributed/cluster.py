@@ -11,7 +11,7 @@ import math
 import os
 import socket
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 from urllib.parse import urlparse
@@ -23,6 +23,7 @@ from ding_ray.config.compile import split_input_cfg
 from ding_ray.distributed.config import CPU_SHARES, Plan, RayConfig, fit_cpu_shares, make_plan, namespace_of
 from ding_ray.errors import ConfigError, DingRayError
 from ding_ray.utils.memory import system_memory
+from ding_ray.utils.resume import find_checkpoint
 
 logger = logging.getLogger(__name__)
 
@@ -222,18 +223,21 @@ def start_run(
 
     A Ray this call starts on this machine gets the actors' CPU shares fitted to its CPUs
     (``fit_local_cpus``); a cluster it joins, or a Ray already running in this process, is
-    checked as it is (``RayComponents`` fails on one too small, with the numbers).
+    checked as it is (``RayComponents`` fails on one too small, with the numbers). A resumed run
+    starts from the shares its checkpoint records, and they are fitted as defaults are: they were
+    the earlier run's (fitted to its Ray, perhaps), not a choice made for this one.
     """
     main_cfg, create_cfg = split_input_cfg(input_cfg)  # a config file is read once, here
+    chosen = set(main_cfg.get("ray") or {})  # the user's own ray settings: never fitted
     if resume is not None:
-        main_cfg = EasyDict({**main_cfg, "exp_name": os.fspath(resume)})
+        main_cfg = with_run_shares(main_cfg, os.fspath(resume))
     ray_cfg = RayConfig.default_config()
     ray_cfg.update(main_cfg.get("ray") or {})
     check_object_store_memory(ray_cfg)  # before Ray starts: Ray's own check raises a bare ValueError
     running = ray.is_initialized()  # a test fixture's, a notebook's: used as it is
     cluster = None if running else cluster_to_join(ray_cfg)
     if not running and cluster is None and ray_cfg.check_resources:
-        main_cfg = fit_local_cpus(main_cfg, ray_cfg)
+        main_cfg = fit_local_cpus(main_cfg, ray_cfg, chosen)
     input_cfg = (main_cfg, create_cfg, resume)
     namespace = namespace_of(ray_cfg, main_cfg.get("exp_name") or "default_experiment")
 
@@ -260,19 +264,29 @@ def start_run(
     return cfg, plan, started
 
 
-def fit_local_cpus(main_cfg: EasyDict, ray_cfg: EasyDict) -> EasyDict:
+def with_run_shares(main_cfg: EasyDict, run_dir: str) -> EasyDict:
+    """``main_cfg`` writing into ``run_dir``, with the CPU shares the run's latest checkpoint
+    records where ``main_cfg`` sets none: a resumed run keeps its shares where they fit."""
+    main_cfg = EasyDict({**main_cfg, "exp_name": run_dir})
+    recorded = (find_checkpoint(run_dir, main_cfg)[1].meta.get("config") or {}).get("ray") or {}
+    shares = {key: recorded[key] for key in CPU_SHARES if key in recorded}
+    return EasyDict({**main_cfg, "ray": {**shares, **(main_cfg.get("ray") or {})}})
+
+
+def fit_local_cpus(main_cfg: EasyDict, ray_cfg: EasyDict, chosen: Collection[str] = ()) -> EasyDict:
     """``main_cfg`` with ``ray.*_num_cpus`` shares that fit the Ray about to start on this machine.
 
     ``ding-ray train apex_dqn --num-collectors 4`` asks for 3 CPUs (4 collectors of 0.5, the
     learner 0.5, buffer and evaluator 0.25 each); a laptop with 2 cores then gets collectors of
     0.25 CPU. Ray only schedules by these shares: it pins no core to an actor.
-    A share set in the user's ``ray`` section (a config, ``--set``, a run's total_config.json) is
-    the user's choice and stays as it is: if the rest cannot make room, the resource check fails
-    with the numbers, as on a cluster. The fitted values go into the config, so the run's
-    total_config.json records them and a run from it gets the same shares.
+    A share in ``chosen`` (the keys of the user's ``ray`` section: a config, ``--set``, a run's
+    total_config.json given as the config) is the user's choice and stays as it is: if the rest
+    cannot make room, the resource check fails with the numbers, as on a cluster. The fitted
+    values go into the config, so the run's total_config.json records them and a run from it gets
+    the same shares.
     """
     num_cpus = ray_cfg.num_cpus if ray_cfg.num_cpus is not None else _local_cpu_count()
-    explicit = {key for key in CPU_SHARES if key in (main_cfg.get("ray") or {})}
+    explicit = {key for key in CPU_SHARES if key in chosen}
     fitted = fit_cpu_shares(ray_cfg, float(num_cpus), explicit)
     if not fitted:
         return main_cfg

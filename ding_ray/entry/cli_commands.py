@@ -239,10 +239,14 @@ def cmd_train(args: argparse.Namespace) -> int:
     if args.config is None:
         if args.resume is None:
             raise ConfigError("ding-ray train needs a CONFIG (a file or a bundled name), or --resume DIR.")
+        from ding_ray.distributed.config import CPU_SHARES
         from ding_ray.utils.resume import resume_config
 
-        # the run's own settings: those its latest checkpoint was written with
+        # the run's own settings: those its latest checkpoint was written with, less its CPU shares:
+        # they are no choice made on this command line (start_run keeps them, or refits them)
         main_cfg, create_cfg, defaults = resume_config(args.resume), EasyDict(), {}
+        for key in CPU_SHARES:
+            main_cfg.get("ray", {}).pop(key, None)
         args.config = os.path.join(args.resume, "total_config.json")
     else:
         main_cfg, create_cfg, defaults = resolve_config(args.config)

@@ -184,3 +184,42 @@ def test_a_cluster_too_small_still_fails_with_the_numbers(tmp_path):
         assert "3 CPU in all (learner 0.5, buffer 0.25, evaluator 0.25, collector-0 0.5" in lines[how]
         assert "but the cluster has 2" in lines[how]
     assert "fitted" not in proc.stderr
+
+
+FIT_RUN = """
+from tests.distributed.configs import small_config
+
+main_config, create_config = small_config("fit_resume", num_cpus=2)
+"""
+
+
+@pytest.mark.ray
+def test_a_resumed_run_fits_its_cpu_shares_as_a_fresh_run_does(ray_session, tmp_path):
+    """``ding-ray train --resume DIR --num-collectors 3`` on a 2-CPU Ray started here: the shares the
+    run recorded (its total_config.json, its checkpoint) are refitted, not taken for the user's."""
+    (tmp_path / "fit_resume.py").write_text(FIT_RUN)
+
+    def ding_ray(*args: str) -> subprocess.CompletedProcess:
+        return run_fresh(["-m", "ding_ray.entry.cli", "train", *args], cwd=str(tmp_path), timeout=300)
+
+    first = ding_ray("fit_resume.py", "--mode", "ray", "--max-env-step", "300")
+    assert first.returncode == 0, first.stderr[-3000:]
+    run_dir = str(tmp_path / "fit_resume_seed0")
+    resumed = ding_ray("--resume", run_dir, "--mode", "ray", "--num-collectors", "3", "--max-env-step", "600")
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert "ray.collector_num_cpus=0.3333 (was 0.5)" in resumed.stderr  # as a fresh run of 3 collectors
+    with open(os.path.join(run_dir, "result.json")) as f:
+        result = json.load(f)
+    assert "error" not in result and result["resumed_from"]
+    with open(os.path.join(run_dir, "total_config.json")) as f:
+        saved = json.load(f)["ray"]
+    assert saved["num_collectors"] == 3 and saved["collector_num_cpus"] == 0.3333
+    # a share set on this command line is the user's: kept, and the resource check says it does not fit
+    more = ["--resume", run_dir, "--mode", "ray", "--num-collectors", "4", "--max-env-step", "900"]
+    explicit = ding_ray(*more, "--set", "ray.collector_num_cpus=0.5")
+    assert explicit.returncode == 1, explicit.stderr[-3000:]
+    last = explicit.stderr.strip().splitlines()[-1]
+    assert last.startswith("ding-ray: error: The cluster is too small for this pipeline: 3 CPU in all"), last
+    # a Ray not started here (the session's stands for a cluster) takes the run's shares as recorded
+    cfg, _, started = start_run(small_config("fit_resume"), resume=run_dir, save_cfg=False)
+    assert not started and cfg.ray.collector_num_cpus == 0.3333
