@@ -1,7 +1,8 @@
 """Why actors are not up yet: Ray has no room for them, or it placed them and their constructor
 has not returned (a collector's env whose creation or first reset hangs). Ray's actor table tells
-the two apart: a placed actor has a worker process (a pid), one waiting for resources has none.
-Every wait for actors to start (or restart) says which case each one is in, and what to do.
+the two apart: a placed actor has the address of the worker process running its constructor; one
+waiting for resources has none (its pid may still be the dead incarnation's). Every wait for actors
+to start (or restart) says which case each one is in, and what to do.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ def start_state(handle: Any) -> tuple[str, int]:
         return ALIVE, pid
     if row.get("State") == "DEAD":
         return DEAD, 0
-    return (PLACED, pid) if pid else (WAITING, 0)
+    return (PLACED, pid) if (row.get("Address") or {}).get("Port") else (WAITING, 0)
 
 
 def why_not_started(actors: Actors, names: Iterable[str]) -> str:
