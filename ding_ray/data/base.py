@@ -57,6 +57,11 @@ class IBuffer(ABC):
     def load_state_dict(self, _state_dict: dict) -> None:
         """Replace the contents with a ``state_dict``; on error the buffer is left unchanged."""
 
+    @property
+    def frame_stores(self) -> list:
+        """The ``FrameStore`` objects holding this buffer's image frames once each (none here)."""
+        return []
+
     def save_data(self, file_name: str) -> None:
         """Write the buffer's state to ``file_name`` in the msgpack buffer format (atomically)."""
         from ding_ray.data.file_format import save_state

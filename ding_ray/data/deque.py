@@ -143,6 +143,10 @@ class DequeBufferWrapper(IBuffer):
     def load_state_dict(self, _state_dict: dict) -> None:
         self._buffer.load_state_dict(_state_dict)
 
+    @property
+    def frame_stores(self) -> list:
+        return self._buffer.frame_stores
+
     def save_data(self, file_name: str) -> None:
         self._buffer.save_data(file_name)
 

@@ -7,6 +7,8 @@ A file is one msgpack map::
      "payload":  <bytes: the msgpack-encoded state dict>,
      "checksum": {"algorithm": "sha256", "digest": <sha256 of packed header + payload>}}
 
+Version 3 is written when the frame stores are kept beside the file (``data.frame_archive``: a
+run checkpoint's frame blocks; the entry holds the archive's manifest instead of the frames).
 Version 2 is written when the storage keeps image stacks as frames (``storage.frame_stores``:
 each frame once, the frame fields' columns hold frame ids; the header then also lists the
 frame stores, ``{"fields": [...], "frames": count, "frame_shape": [...]}``) or holds uint8
@@ -36,9 +38,10 @@ import numpy as np
 from ding_ray.errors import DataFormatError
 
 FORMAT_NAME = "ding_ray.replay_buffer"
-FORMAT_VERSION = 2  # the newest version written and read
+FORMAT_VERSION = 3  # the newest version written and read
 FRAMES_VERSION = 2  # the first version with frame stores and compressed arrays
-READABLE_VERSIONS = (1, 2)
+ARCHIVED_VERSION = 3  # frame stores kept beside the file, in a run checkpoint's frame blocks
+READABLE_VERSIONS = (1, 2, 3)
 _EXT_ARRAY = 1
 _EXT_SCALAR = 2
 _EXT_ZARRAY = 3  # version 2: [dtype, shape, [zlib chunk, ...]]
@@ -93,8 +96,14 @@ def encode_state(state: Mapping, buffer_type: str) -> bytes:
     frames = _frames_of(state)
     header = {
         "format": FORMAT_NAME,
-        # version 1 where it suffices: readers from before frame stores still read those files
-        "version": FRAMES_VERSION if frames or any(compressed) else 1,
+        # the oldest version that holds the state: older readers still read what they can
+        "version": (
+            ARCHIVED_VERSION
+            if any(f.get("archived") for f in frames)
+            else FRAMES_VERSION
+            if frames or any(compressed)
+            else 1
+        ),
         "buffer_type": buffer_type,
         "schema": _schema_of(state),
     }
@@ -127,9 +136,15 @@ def _frames_of(state: Mapping) -> list:
         return []
     summary = []
     for store in stores:
-        frames = store.get("frames") if isinstance(store, Mapping) else None
-        shape = list(frames.shape) if isinstance(frames, np.ndarray) else [0]
-        summary.append({"fields": store.get("fields"), "frames": shape[0], "frame_shape": shape[1:]})
+        if not isinstance(store, Mapping):
+            summary.append({"fields": None, "frames": 0, "frame_shape": []})
+        elif isinstance(store.get("archived"), Mapping):  # counted in the archive's manifest
+            slots = store["archived"].get("slots")
+            summary.append({"fields": store.get("fields"), "archived": True, "frames": slots})
+        else:
+            frames = store.get("frames")
+            shape = list(frames.shape) if isinstance(frames, np.ndarray) else [0]
+            summary.append({"fields": store.get("fields"), "frames": shape[0], "frame_shape": shape[1:]})
     return summary
 
 
@@ -233,10 +248,11 @@ def decode_state(blob: bytes, expected_type: str | None = None) -> dict:
         raise DataFormatError("Buffer file payload is not a state dict.")
     if _schema_of(state) != header.get("schema"):
         raise DataFormatError("Buffer file header schema does not match the stored columns.")
-    if _frames_of(state) != header.get("frame_stores", []) or (
-        header["version"] < FRAMES_VERSION and _frames_of(state)
-    ):
+    frames = _frames_of(state)
+    if frames != header.get("frame_stores", []) or (header["version"] < FRAMES_VERSION and frames):
         raise DataFormatError("Buffer file header frame stores do not match the stored frames.")
+    if (header["version"] == ARCHIVED_VERSION) != any(f.get("archived") for f in frames):
+        raise DataFormatError("Buffer file version does not match where its frames are kept.")
     return state
 
 

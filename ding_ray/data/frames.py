@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import math
+import uuid
 from collections.abc import Sequence
 from typing import Any
 
@@ -28,6 +29,7 @@ logger = logging.getLogger(__name__)
 MIN_FRAME_BYTES = 1024  # smaller frames stay plain columns: ids would save little (84x84 uint8: 7056)
 INDEX_WINDOW = 1 << 16  # the newest frames whose fingerprints are looked up (older ones: no reuse)
 VERIFY_CHUNK = 1024  # frames compared at a time with the stored ones (bounds the temporaries)
+BLOCK_FRAMES = 2048  # frame slots per block of an incremental save (84x84 frames: 14 MB a block)
 
 
 def frame_field(shape: tuple, dtype: np.dtype) -> bool:
@@ -42,6 +44,10 @@ def initial_frames(capacity: int) -> int:
     for episode starts (lives of 16 steps on average) and envs interleaved far apart. Slots are
     used lowest first and numpy's zeros are paged in when written: unused room costs no memory."""
     return capacity + capacity // 16 + 64
+
+
+def _blocks(slots: int) -> int:
+    return -(-slots // BLOCK_FRAMES)
 
 
 def store_nbytes(frame_shape: tuple, dtype: Any, slots: int) -> int:
@@ -74,6 +80,9 @@ class FrameStore:
         self._weights = rng.integers(1, 2**63, nbytes // self._word.itemsize, dtype=np.uint64)
         self._weights = (self._weights | 1).astype(self._word)
         self._grown = False
+        self.key = uuid.uuid4().hex  # names this store to an archive of its blocks
+        # per block of BLOCK_FRAMES slots: written since an archive last saved it (``take_written``)
+        self.written = np.zeros(_blocks(capacity), bool)
 
     @property
     def capacity(self) -> int:
@@ -127,6 +136,7 @@ class FrameStore:
             new_slots = self._allocate(len(new))
             slots[new] = new_slots
             self._copy_in(flat, first[new], new_slots)
+            self._mark_written(new_slots)
             self.fps[new_slots] = uniq[new]
             self.refs[new_slots] = counts[new]
             self._index_slots(uniq[new].tolist(), new_slots.tolist())
@@ -137,6 +147,19 @@ class FrameStore:
             out.append(ids[lo : lo + len(frames)].reshape(s.shape[:2]))
             lo += len(frames)
         return out
+
+    def take_written(self) -> np.ndarray:
+        """The blocks written since the last call (for an incremental save); marks them saved."""
+        blocks = np.flatnonzero(self.written)
+        self.written[:] = False
+        return blocks
+
+    def block(self, index: int) -> np.ndarray:
+        """The frames of block ``index`` (a view; the last block may be shorter)."""
+        return self.frames[index * BLOCK_FRAMES : (index + 1) * BLOCK_FRAMES]
+
+    def _mark_written(self, slots: np.ndarray) -> None:
+        self.written[np.asarray(slots, np.int64) // BLOCK_FRAMES] = True
 
     def release(self, ids: np.ndarray) -> None:
         """Drop one reference per entry of ``ids``; frames no row holds any more are freed."""
@@ -194,6 +217,7 @@ class FrameStore:
         wrong = ids[positions].copy()
         own = self._allocate(len(positions))
         self.frames[own] = frames[positions - lo]
+        self._mark_written(own)
         self.fps[own] = fp[positions] ^ np.uint64(1)  # never found by this fingerprint again
         self.refs[own] = 1
         ids[positions] = own
@@ -229,6 +253,7 @@ class FrameStore:
             frames[:old] = self.frames
             self.frames = frames
         self.refs = np.concatenate([self.refs, np.zeros(new - old, np.int64)])
+        self.written = np.concatenate([self.written, np.zeros(_blocks(new) - len(self.written), bool)])
         self.fps = np.concatenate([self.fps, np.zeros(new - old, np.uint64)])
         free = np.empty(new, np.int64)
         free[: self._n_free] = self._free[: self._n_free]
@@ -245,12 +270,23 @@ class FrameStore:
     @classmethod
     def from_compact(cls, frames: np.ndarray, id_columns: list[np.ndarray], capacity: int) -> FrameStore:
         """A store holding ``frames`` in slots ``0..len-1``, referenced by ``id_columns``."""
-        store = cls(frames.shape[1:], frames.dtype, max(capacity, len(frames)))
-        n = len(frames)
-        store.frames[:n] = frames
+        return cls.rebuilt(frames.shape[1:], frames.dtype, len(frames), id_columns, capacity, frames)
+
+    @classmethod
+    def rebuilt(
+        cls, frame_shape: tuple, dtype: Any, n: int, id_columns: list[np.ndarray], capacity: int, fill: Any
+    ) -> FrameStore:
+        """A store whose slots ``0..n-1`` hold ``fill`` (an array, or a function that writes them
+        into the view it is given: no second copy of gigabytes), referenced by ``id_columns``."""
+        store = cls(frame_shape, dtype, max(capacity, n))
+        if callable(fill):
+            fill(store.frames[:n])
+        else:
+            store.frames[:n] = fill
+        store._mark_written(np.arange(n))
         for column in id_columns:
             store.refs[:n] += np.bincount(column.ravel(), minlength=n)[:n]
-        store.fps[:n] = store.fingerprint(np.ascontiguousarray(frames)) if n else store.fps[:0]
+        store.fps[:n] = store.fingerprint(store.frames[:n]) if n else store.fps[:0]
         store._n_free = 0
         store._push_free(np.arange(store.capacity - 1, n - 1, -1))
         store._never_used = store.capacity - n

@@ -159,6 +159,10 @@ class RingBuffer(IBuffer):
             stats[STORAGE_BYTES] = self._storage.nbytes
         return stats
 
+    @property
+    def frame_stores(self) -> list:
+        return self._storage.frame_stores if isinstance(self._storage, ColumnarRing) else []
+
     # ------------------------------------------------------------------ persistence
     def state_dict(self) -> dict:
         with self._lock:

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from ding_ray.data.columnar import Batch, Path, _name, flatten, unflatten, unstack_batch
+from ding_ray.data.frame_archive import current_archive
 from ding_ray.data.frames import FrameStore, frame_field, initial_frames, store_nbytes
 from ding_ray.errors import ConfigError, DataFormatError, ShapeError
 from ding_ray.utils.memory import system_memory
@@ -207,16 +208,20 @@ class ColumnarRing:
             "schema": self.schema,
             "columns": columns,
         }
+        archive = current_archive()
         if self.frame_stores:
             state["frame_stores"] = []
             for store in self.frame_stores:
                 fields = [i for i, s in enumerate(self._stores) if s is store]
-                frames, ids = store.compact([columns[i][1] for i in fields])
-                for i, field_ids in zip(fields, ids, strict=True):
-                    columns[i][1] = field_ids.astype(ID_DTYPE)
-                state["frame_stores"].append(
-                    {"fields": [list(self._paths[i]) for i in fields], "frames": frames}
-                )
+                entry: dict[str, Any] = {"fields": [list(self._paths[i]) for i in fields]}
+                if archive is None:  # the frames the rows hold, in the state itself
+                    frames, ids = store.compact([columns[i][1] for i in fields])
+                    for i, field_ids in zip(fields, ids, strict=True):
+                        columns[i][1] = field_ids.astype(ID_DTYPE)
+                    entry["frames"] = frames
+                else:  # every slot, kept by the archive; the ids are the slots
+                    entry["archived"] = archive.save(store)
+                state["frame_stores"].append(entry)
         return state
 
     @classmethod
@@ -316,9 +321,17 @@ def load_frames(ring: ColumnarRing, state: Mapping, flat: dict[Path, np.ndarray]
     schema, entries = state.get("schema"), state["frame_stores"]
     try:
         protos = {tuple(f["path"]): (tuple(f["shape"]), np.dtype(f["dtype"])) for f in schema}
-        groups = [([tuple(p) for p in e["fields"]], e["frames"]) for e in entries]
-    except (KeyError, TypeError, ValueError) as err:
+        groups = [([tuple(p) for p in e["fields"]], e.get("frames", e.get("archived"))) for e in entries]
+    except (KeyError, TypeError, ValueError, AttributeError) as err:
         raise DataFormatError(f"Buffer storage state: malformed schema or frame stores: {err!r}") from err
+    archive = current_archive()
+    if archive is None and any(isinstance(frames, Mapping) for _, frames in groups):
+        raise DataFormatError(
+            "Buffer storage state: its frames are kept beside it in a run checkpoint (checkpoints/frames/); "
+            "load it through the run (resume=<the run's folder>), not as a file of its own."
+        )
+    # an archived store's frames are read straight into the store (one copy of gigabytes, not two)
+    groups = [(paths, _archived(archive, frames, protos[paths[0]])) for paths, frames in groups]
     if list(protos) != list(flat):
         raise DataFormatError("Buffer storage state: the schema does not name the stored columns.")
     frame_paths = [p for paths, _ in groups for p in paths]
@@ -331,7 +344,7 @@ def load_frames(ring: ColumnarRing, state: Mapping, flat: dict[Path, np.ndarray]
     for paths, frames in groups:
         shape, dtype = protos[paths[0]]
         if (
-            not isinstance(frames, np.ndarray)
+            not isinstance(frames, (np.ndarray, _Archived))
             or len(shape) != 3
             or (frames.shape[1:], frames.dtype) != (shape[1:], dtype)
             or any(protos[p] != (shape, dtype) for p in paths)
@@ -346,7 +359,13 @@ def load_frames(ring: ColumnarRing, state: Mapping, flat: dict[Path, np.ndarray]
     ring._create({p: np.zeros((0, *shape), dtype) for p, (shape, dtype) in protos.items()}, frame_paths)
     for paths, frames in groups:
         ids = [flat[p] for p in paths]
-        store = FrameStore.from_compact(frames, ids, initial_frames(ring.capacity))
+        if isinstance(frames, _Archived):
+            store = FrameStore.rebuilt(
+                frames.shape[1:], frames.dtype, len(frames), ids, initial_frames(ring.capacity), frames.fill
+            )
+            archive.adopt(store, frames.manifest)
+        else:
+            store = FrameStore.from_compact(frames, ids, initial_frames(ring.capacity))
         for path, column in zip(paths, ids, strict=True):
             i = ring._paths.index(path)
             ring._stores[i] = store
@@ -354,6 +373,29 @@ def load_frames(ring: ColumnarRing, state: Mapping, flat: dict[Path, np.ndarray]
     for i, path in enumerate(ring._paths):
         if ring._stores[i] is None:
             ring._columns[i][:filled] = flat[path]
+
+
+class _Archived:
+    """An archived frame store's frames before they are read: shape and dtype (checked like an
+    array's), and ``fill``, which reads them into the view it is given."""
+
+    def __init__(self, archive: Any, manifest: Mapping, frame_shape: tuple, dtype: np.dtype) -> None:
+        self.manifest, self.dtype = manifest, dtype
+        try:
+            self.shape = (int(manifest["slots"]), *frame_shape)
+        except (KeyError, TypeError, ValueError) as err:
+            raise DataFormatError(f"Buffer storage state: malformed frame archive entry: {err!r}") from err
+        self.fill = lambda out: archive.load_into(manifest, out)
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+
+def _archived(archive: Any, frames: Any, proto: tuple) -> Any:
+    if not isinstance(frames, Mapping):
+        return frames
+    shape, dtype = proto
+    return _Archived(archive, frames, shape[1:], dtype)
 
 
 def conform(

@@ -367,7 +367,13 @@ def _create(
     if buffer:
         buffer_handle = ReplayBufferActor.options(
             name="buffer", num_cpus=rc.buffer_num_cpus, resources=dict(rc.buffer_resources), **core
-        ).remote(cfg.policy.other.replay_buffer, cfg.exp_name, int(cfg.seed), storage_root(cfg))
+        ).remote(
+            cfg.policy.other.replay_buffer,
+            cfg.exp_name,
+            int(cfg.seed),
+            storage_root(cfg),
+            cfg.checkpoint.frames_flush_s if cfg.checkpoint.save_buffer else 0.0,
+        )
     collectors = [collector(0)]
     publish_freq = rc.publish_freq if publish_freq is None else publish_freq
     learner_options = dict(

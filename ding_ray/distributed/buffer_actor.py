@@ -3,6 +3,7 @@ so the buffer actor is up in a fraction of the time the torch-based actors take.
 
 from __future__ import annotations
 
+import time
 import uuid
 
 import ray
@@ -13,6 +14,7 @@ from ding_ray.distributed.metrics import RayMetrics
 from ding_ray.utils.checkpoint import (
     BUFFER_FILE,
     CheckpointStore,
+    FrameBlocks,
     buffer_bytes,
     load_buffer_bytes,
     restore_latest,
@@ -23,21 +25,35 @@ class BufferWorker:
     """The replay buffer named by ``policy.other.replay_buffer`` plus its dashboard metrics."""
 
     def __init__(
-        self, buffer_cfg: EasyDict, exp_name: str, seed: int = 0, checkpoints: str | None = None
+        self,
+        buffer_cfg: EasyDict,
+        exp_name: str,
+        seed: int = 0,
+        checkpoints: str | None = None,
+        frames_flush_s: float = 0.0,
     ) -> None:
         """``checkpoints``: the run's checkpoint storage root; when it holds a buffer snapshot (a
-        resumed run, or Ray restarting this actor after it died) the buffer starts from the latest."""
+        resumed run, or Ray restarting this actor after it died) the buffer starts from the latest.
+        ``frames_flush_s``: seconds between writes of new frames there (``FrameBlocks.flush``)."""
         self.buffer = create_buffer(buffer_cfg, exp_name=exp_name, instance_name="buffer")
         self.buffer.seed(seed)
         self._metrics = RayMetrics("buffer", exp_name, interval_s=1.0)
         self._store = None if checkpoints is None else CheckpointStore(checkpoints)
+        self._frames = None if self._store is None else FrameBlocks(self._store)
+        self._flush_s = float(frames_flush_s)
+        self._next_flush = time.monotonic() + self._flush_s
         self.restored_from = None
         self._instance_id = uuid.uuid4().hex
         if self._store is not None:
             self.restored_from = restore_latest(
-                self._store, BUFFER_FILE, lambda data, where: load_buffer_bytes(self.buffer, data)
+                self._store,
+                BUFFER_FILE,
+                lambda data, where: load_buffer_bytes(self.buffer, data, self._frames),
             )
         self._restored_count = self.buffer.count()  # what it started with
+
+    def _load(self, data: bytes, where: str) -> None:
+        load_buffer_bytes(self.buffer, data, self._frames)
 
     def ping(self) -> int:
         return self.buffer.count()
@@ -48,12 +64,15 @@ class BufferWorker:
 
     def save_checkpoint_file(self, folder: str) -> dict:
         """Write ``buffer.msgpack`` of a run checkpoint into ``folder``; what ``meta.json`` records."""
-        info = self._store.write(folder, BUFFER_FILE, buffer_bytes(self.buffer))
-        return {"file": info, "count": self.buffer.count()}
+        info = self._store.write(folder, BUFFER_FILE, buffer_bytes(self.buffer, self._frames))
+        return {"file": info, "count": self.buffer.count(), "frame_blocks": self._frames.referenced()}
 
     def push(self, batch: Batch, envstep: int = -1) -> None:
         self.buffer.push(batch, envstep)
         self._metrics.record(self.buffer.stats())
+        if self._flush_s > 0 and self._frames is not None and time.monotonic() >= self._next_flush:
+            self._frames.flush(self.buffer)  # the frames since the last flush: the last save has few left
+            self._next_flush = time.monotonic() + self._flush_s
 
     def sample(self, size: int, train_iter: int) -> Batch | None:
         batch = self.buffer.sample(size, cur_learner_iter=train_iter, columnar=True)

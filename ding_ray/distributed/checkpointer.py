@@ -120,6 +120,7 @@ class RayCheckpointer:
         else:
             pending.files[BUFFER_FILE] = out["file"]
             pending.meta["buffer_count"] = out["count"]
+            pending.meta["frame_blocks"] = out["frame_blocks"]
         self._pending = None
         self.last = self.store.commit(pending.folder, pending.files, pending.meta)
         self._metas[pending.folder] = self.last.meta

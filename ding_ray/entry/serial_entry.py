@@ -27,6 +27,7 @@ from ding_ray.utils.checkpoint import (
     LEARNER_FILE,
     Checkpoint,
     CheckpointSchedule,
+    FrameBlocks,
     buffer_bytes,
     learner_bytes,
     load_buffer_bytes,
@@ -267,6 +268,7 @@ class SerialRun(RunBase):
         self.buffer: Any = None
         if not on_policy:  # part of every run checkpoint (with checkpoint.save_buffer)
             self.buffer = create_buffer(buffer_cfg, tb_logger=self.tb_logger, exp_name=cfg.exp_name)
+        self.frames = FrameBlocks(self.store)  # a pixel buffer's frames, saved incrementally
 
     # ----- the stages of running here --------------------------------------------------------------
     def monitor(self) -> Callable:
@@ -329,12 +331,15 @@ class SerialRun(RunBase):
         learner.collector_envstep = self.collector.envstep
         try:
             files = {LEARNER_FILE: self.store.write(folder, LEARNER_FILE, learner_bytes(learner))}
+            meta = self.counters()
             if self.buffer is not None and self.cfg.checkpoint.save_buffer:
-                files[BUFFER_FILE] = self.store.write(folder, BUFFER_FILE, buffer_bytes(self.buffer))
+                data = buffer_bytes(self.buffer, self.frames)
+                files[BUFFER_FILE] = self.store.write(folder, BUFFER_FILE, data)
+                meta["frame_blocks"] = self.frames.referenced()
         except StorageError:
             self.store.abandon(folder)
             raise
-        self.last_checkpoint = self.store.commit(folder, files, self.counters())
+        self.last_checkpoint = self.store.commit(folder, files, meta)
         self.checkpoints_saved += 1
         return self.last_checkpoint
 
@@ -347,7 +352,7 @@ class SerialRun(RunBase):
         evaluator = ckpt.meta.get("evaluator", {})
         self.evaluator.restore(evaluator.get("best_return"), evaluator.get("last_eval_iter", -1))
         if self.buffer is not None and ckpt.has_buffer:
-            load_buffer_bytes(self.buffer, self.store.read(ckpt, BUFFER_FILE))
+            load_buffer_bytes(self.buffer, self.store.read(ckpt, BUFFER_FILE), self.frames)
         logger.info(
             "resumed %s at iteration %d, %d env steps%s",
             ckpt.folder,

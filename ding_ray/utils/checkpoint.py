@@ -10,6 +10,9 @@ run's name: a local folder, or any fsspec URL such as ``s3://bucket/runs`` that 
             buffer.msgpack   the replay buffer in its own file format (with checkpoint.save_buffer)
             meta.json        written last: format and ding_ray versions, counters, evaluator best,
                              the resolved config, and each file's size and sha256
+        frames/              a pixel buffer's frames, in blocks shared by the checkpoints that
+            <id>.zblk        hold them (``FrameBlocks``): each block is written once, when its
+                             frames changed, so a save writes only what came since the last one
 
 A folder without ``meta.json`` is a checkpoint that was being written when the run died: it is
 never picked up. A folder whose files do not match its ``meta.json`` was changed after it was
@@ -29,7 +32,9 @@ import random
 import re
 import time
 import uuid
+import zlib
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,6 +49,7 @@ FORMAT_VERSION = 1
 LEARNER_FILE = "learner.pth"
 BUFFER_FILE = "buffer.msgpack"
 META_FILE = "meta.json"
+FRAMES_DIR = "frames"  # under checkpoints/: the frame blocks
 _FOLDER = re.compile(r"^iter_(\d+)$")
 
 CHECKPOINT_CONFIG = dict(
@@ -53,6 +59,10 @@ CHECKPOINT_CONFIG = dict(
     # None: $DING_RAY_STORAGE_PATH, else the exp_name folder; or a folder / fsspec URL every node reaches
     storage_path=None,
     keep=2,  # complete checkpoints kept; older ones are deleted
+    # seconds between writes of a pixel buffer's new frames (on Ray, by the buffer actor) between
+    # checkpoints, so that the last one, which `ray job stop` gives 3 s, has only seconds of frames
+    # left to write (0: frames are written at checkpoints only)
+    frames_flush_s=10.0,
 )
 
 
@@ -205,6 +215,40 @@ class CheckpointStore:
             "folder> goes on from the latest complete one."
         )
 
+    # ----- frame blocks (FrameBlocks), shared by the checkpoints that name them --------------------
+    def write_block(self, data: bytes) -> dict[str, Any]:
+        """Write one frame block under a new name; what ``meta.json`` records of it."""
+        name = f"{uuid.uuid4().hex}.zblk"
+        folder = f"{self.dir}/{FRAMES_DIR}"
+        try:
+            self.fs.makedirs(folder, exist_ok=True)
+        except OSError as err:
+            raise self._storage_error(folder, err) from err
+        self._put(f"{folder}/{name}", data)
+        return {"file": name, "size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+
+    def read_block(self, info: Mapping) -> bytes:
+        """The bytes of a frame block, checked against the size and sha256 recorded of it."""
+        path = f"{self.dir}/{FRAMES_DIR}/{info['file']}"
+        try:
+            with self.fs.open(path, "rb") as f:
+                data = f.read()
+        except FileNotFoundError:
+            raise DataFormatError(
+                f"{path}, a frame block of the replay buffer, is missing. Resume from an older checkpoint "
+                "(delete the newer ones) or start a new run."
+            ) from None
+        if len(data) != info["size"] or hashlib.sha256(data).hexdigest() != info["sha256"]:
+            raise DataFormatError(
+                f"{path} does not match the size and sha256 recorded of it: the frame block was changed "
+                "or damaged after it was written. Resume from an older checkpoint or start a new run."
+            )
+        return data
+
+    def remove_block(self, name: str) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            self.fs.rm(f"{self.dir}/{FRAMES_DIR}/{name}")
+
     def abandon(self, folder: str) -> None:
         """Remove the files of the unfinished checkpoint ``folder`` (a write failed: a full disk), so
         that what is left of the disk goes to ``result.json``; a complete checkpoint is kept."""
@@ -217,8 +261,15 @@ class CheckpointStore:
         complete one. A damaged checkpoint (``_check``) is never deleted: it is evidence."""
         checked = {f: self._check(f, strict=False) for f in self._folders()}
         complete = [f for f, (meta, _) in checked.items() if meta is not None]
+        released = set()
         for folder in complete[self.keep :]:
+            released |= set(checked[folder][0].get("frame_blocks") or {})
             self.fs.rm(folder, recursive=True)
+        # a frame block goes with the last checkpoint that names it (never one no checkpoint named
+        # yet: the buffer may be about to name it)
+        kept = {name for f in complete[: self.keep] for name in checked[f][0].get("frame_blocks") or {}}
+        for name in released - kept:
+            self.remove_block(name)
         if complete:  # unfinished folders older than the newest complete checkpoint are dead ends
             newest = _iter_of(complete[0])
             for folder, (meta, damage) in checked.items():
@@ -287,14 +338,17 @@ class CheckpointStore:
         files = meta.get("files")
         if not isinstance(files, dict):
             return None, f"{path} lists no files"
-        for name, info in files.items():
+        blocks = meta.get("frame_blocks") or {}
+        listed = [(f"{folder}/{name}", info) for name, info in files.items()]
+        listed += [(f"{self.dir}/{FRAMES_DIR}/{name}", info) for name, info in dict(blocks).items()]
+        for path, info in listed:
             try:
-                size = self.fs.size(f"{folder}/{name}")
+                size = self.fs.size(path)
             except FileNotFoundError:
-                return None, f"{folder}/{name}, which its meta.json lists, is missing"
+                return None, f"{path}, which its meta.json lists, is missing"
             expected = info.get("size") if isinstance(info, dict) else None
             if size != expected:
-                return None, f"{folder}/{name} is {size} bytes and its meta.json records {expected}"
+                return None, f"{path} is {size} bytes and its meta.json records {expected}"
         return meta, None
 
 
@@ -352,27 +406,121 @@ def load_learner_bytes(data: bytes, where: str) -> dict[str, Any]:
 
 
 # ----- the buffer file ----------------------------------------------------------------------------------
-def buffer_bytes(buffer: Any) -> bytes:
-    """The buffer's snapshot in its own file format (``save_data``), as bytes."""
+def buffer_bytes(buffer: Any, frames: FrameBlocks | None = None) -> bytes:
+    """The buffer's snapshot in its own file format (``save_data``), as bytes; with ``frames``,
+    its frame stores' frames go to those blocks (what changed since the last save) and the file
+    names them: ``frames.referenced()`` is what the checkpoint's ``meta.json`` records."""
     import tempfile
 
-    with tempfile.TemporaryDirectory(prefix="ding_ray_buffer_") as tmp:
+    from ding_ray.data.frame_archive import archived_frames
+
+    with tempfile.TemporaryDirectory(prefix="ding_ray_buffer_") as tmp, archived_frames(frames):
         path = os.path.join(tmp, BUFFER_FILE)
         buffer.save_data(path)
         with open(path, "rb") as f:
-            return f.read()
+            data = f.read()
+    if frames is not None:
+        frames.hand_out()
+    return data
 
 
-def load_buffer_bytes(buffer: Any, data: bytes) -> None:
+def load_buffer_bytes(buffer: Any, data: bytes, frames: FrameBlocks | None = None) -> None:
     """Replace the buffer's contents with a snapshot from ``buffer_bytes`` (``load_data``'s checks:
-    a damaged or foreign snapshot is a ``DataFormatError`` and leaves the buffer as it was)."""
+    a damaged or foreign snapshot is a ``DataFormatError`` and leaves the buffer as it was); its
+    frame blocks are read through ``frames``, which goes on from them."""
     import tempfile
 
-    with tempfile.TemporaryDirectory(prefix="ding_ray_buffer_") as tmp:
+    from ding_ray.data.frame_archive import archived_frames
+
+    with tempfile.TemporaryDirectory(prefix="ding_ray_buffer_") as tmp, archived_frames(frames):
         path = os.path.join(tmp, BUFFER_FILE)
         with open(path, "wb") as f:
             f.write(data)
         buffer.load_data(path)
+    if frames is not None:
+        frames.hand_out()
+
+
+class FrameBlocks:
+    """A run's frame archive (``ding_ray.data.frame_archive``): each frame store's slots in blocks of
+    ``BLOCK_FRAMES`` frames, zlib-compressed, one file each under ``checkpoints/frames/``.
+
+    ``save`` writes only the blocks written since the store's last save and names the others as
+    they were, so a checkpoint of a pixel buffer costs what changed since the one before; ``flush``
+    does the same between checkpoints (the buffer actor calls it every ``checkpoint.frames_flush_s``
+    seconds), so the last save of a run, which ``ray job stop`` gives seconds, has little left.
+    A block is removed when the last checkpoint naming it is pruned, or at once when a newer
+    version of it replaced it before any checkpoint named it.
+    """
+
+    def __init__(self, store: CheckpointStore) -> None:
+        self.store = store
+        self._blocks: dict[str, list[dict | None]] = {}  # frame store key -> each block's file (or None)
+        self._named: set[str] = set()  # block files a checkpoint's buffer file names
+        self._touched: set[str] = set()  # the stores saved or loaded since the last hand_out
+
+    def save(self, frame_store: Any) -> dict:
+        from ding_ray.data.frames import BLOCK_FRAMES
+
+        self._touched.add(frame_store.key)
+        blocks = self._blocks.setdefault(frame_store.key, [])
+        blocks.extend([None] * (-(-frame_store.capacity // BLOCK_FRAMES) - len(blocks)))
+        written = frame_store.take_written()
+        with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:  # zlib lets go of the GIL
+            packed = pool.map(lambda b: zlib.compress(frame_store.block(b).tobytes(), 1), written)
+            for index, data in zip(written, packed, strict=True):
+                old, blocks[index] = blocks[index], self.store.write_block(data)
+                if old is not None and old["file"] not in self._named:
+                    self.store.remove_block(old["file"])
+        return {"slots": frame_store.capacity, "block_frames": BLOCK_FRAMES, "blocks": list(blocks)}
+
+    def flush(self, buffer: Any) -> None:
+        """Write the blocks of ``buffer``'s frame stores written since their last save."""
+        for frame_store in buffer.frame_stores:
+            self.save(frame_store)
+
+    def load_into(self, manifest: Mapping, out: np.ndarray) -> None:
+        """Read the blocks ``manifest`` names into ``out`` (zeros: a block never written stays so)."""
+        try:
+            per, blocks = int(manifest["block_frames"]), list(manifest["blocks"])
+        except (KeyError, TypeError, ValueError) as err:
+            raise DataFormatError(f"A frame archive manifest is malformed: {err!r}") from err
+        if len(blocks) != -(-len(out) // per):
+            raise DataFormatError("A frame archive manifest does not cover the slots it declares.")
+        for index, info in enumerate(blocks):
+            if info is None:  # never written: the zeros ``out`` holds
+                continue
+            view = out[index * per : (index + 1) * per]
+            unzip = zlib.decompressobj()
+            try:  # never inflates past the block's size
+                raw = unzip.decompress(self.store.read_block(info), view.nbytes)
+            except zlib.error as err:
+                raise DataFormatError(f"Frame block {info['file']} is corrupt: {err}") from err
+            if len(raw) != view.nbytes or not unzip.eof or unzip.unconsumed_tail:
+                raise DataFormatError(f"Frame block {info['file']} does not hold {len(view)} frames.")
+            view[:] = np.frombuffer(raw, out.dtype).reshape(view.shape)
+
+    def adopt(self, frame_store: Any, manifest: Mapping) -> None:
+        frame_store.take_written()  # what was loaded is in those blocks already
+        self._blocks[frame_store.key] = [None if b is None else dict(b) for b in manifest["blocks"]]
+        self._touched.add(frame_store.key)
+
+    def hand_out(self) -> None:
+        """The buffer file just written (or read) names the blocks of the stores it saved (or
+        loaded): from now on pruning removes them, not ``save``; stores it no longer holds are
+        forgotten."""
+        self._blocks = {key: blocks for key, blocks in self._blocks.items() if key in self._touched}
+        self._touched = set()
+        self._named |= set(self.referenced())
+
+    def referenced(self) -> dict[str, dict]:
+        """Each block file the stores' latest manifests name: its size and sha256."""
+        return {
+            b["file"]: {"size": b["size"], "sha256": b["sha256"]}
+            for blocks in self._blocks.values()
+            for b in blocks
+            if b is not None
+        }
 
 
 # ----- RNG states ----------------------------------------------------------------------------------------

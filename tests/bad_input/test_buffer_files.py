@@ -79,8 +79,8 @@ def test_every_single_bit_flip_is_detected(saved, tmp_path):
 
 def test_another_format_version_says_which_version_reads_it(saved, tmp_path):
     cls, _, blob = saved
-    text = refused(cls, rewrap(blob, lambda h: h.update(version=3)), tmp_path)
-    assert "format version 3 is not supported; this ding_ray reads versions [1, 2]" in text
+    text = refused(cls, rewrap(blob, lambda h: h.update(version=4)), tmp_path)
+    assert "format version 4 is not supported; this ding_ray reads versions [1, 2, 3]" in text
     assert "Load it with the ding_ray version that wrote it" in text
 
 

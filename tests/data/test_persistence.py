@@ -182,7 +182,7 @@ def corruptions(blob):
         flipped = bytearray(blob)
         flipped[pos] ^= 0x10
         yield f"bit flip at {pos}", bytes(flipped)
-    yield "wrong version", rewrap(blob, lambda h: h.update(version=3))
+    yield "wrong version", rewrap(blob, lambda h: h.update(version=4))
     yield "wrong format", rewrap(blob, lambda h: h.update(format="something.else"))
     yield "wrong schema", rewrap(blob, lambda h: h["schema"][0].update(dtype="<f8"))
     yield "pickle file", pickle.dumps(Trap())
@@ -222,8 +222,10 @@ def test_wrong_buffer_type_and_capacity(saved):
 
 def test_error_messages_say_what_is_wrong(saved):
     _, blob = saved
-    with pytest.raises(DataFormatError, match="version 3"):
-        decode_state(rewrap(blob, lambda h: h.update(version=3)))
+    with pytest.raises(DataFormatError, match="version 4"):  # a version this ding_ray does not know
+        decode_state(rewrap(blob, lambda h: h.update(version=4)))
+    with pytest.raises(DataFormatError, match="does not match where its frames are kept"):
+        decode_state(rewrap(blob, lambda h: h.update(version=3)))  # 3 keeps frames beside the file
     with pytest.raises(DataFormatError, match="checksum"):
         flipped = bytearray(blob)
         flipped[len(blob) // 2] ^= 1
