@@ -13,9 +13,8 @@ Needs the ``tune`` extra (``pip install 'ding_ray[tune]'``).
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
+import tempfile
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -143,7 +142,12 @@ def _train_reporting(tune: Any, run: Any, max_env_step: int | None, max_train_it
             "train_iter": ctx.train_iter,
             "stop_value_reached": bool(ctx.eval_output["stop"]),
         }
-        tune.report(metrics, checkpoint=None if ckpt is None else tune.Checkpoint.from_directory(ckpt.folder))
+        if ckpt is None:
+            tune.report(metrics)
+            return
+        with tempfile.TemporaryDirectory(prefix="ding_ray_tune_") as staged:  # Tune copies it in report
+            run.store.export(ckpt, staged)  # the checkpoint with the frame blocks it names
+            tune.report(metrics, checkpoint=tune.Checkpoint.from_directory(staged))
 
     run.budget = dict(max_env_step=max_env_step, max_train_iter=max_train_iter)
     stages = pipelines.on_policy if run.on_policy else pipelines.off_policy
@@ -179,7 +183,7 @@ def ray_trial_resources(input_cfg: str | tuple[Mapping, Mapping], cpus_per_trial
 def _restore_trial(tune: Any, exp_name: str) -> str | None:
     """The run folder to resume when Tune restores the trial: the trial's own run if it left a
     checkpoint, else Tune's latest reported checkpoint copied into a new run folder."""
-    from ding_ray.utils.checkpoint import META_FILE, CheckpointStore
+    from ding_ray.utils.checkpoint import CheckpointStore
 
     if CheckpointStore(exp_name).latest() is not None:
         return exp_name
@@ -187,9 +191,7 @@ def _restore_trial(tune: Any, exp_name: str) -> str | None:
     if checkpoint is None:
         return None
     with checkpoint.as_directory() as folder:
-        with open(os.path.join(folder, META_FILE)) as f:
-            train_iter = int(json.load(f)["train_iter"])
-        shutil.copytree(folder, CheckpointStore(exp_name).folder(train_iter))
+        CheckpointStore(exp_name).import_checkpoint(folder)
     return exp_name
 
 

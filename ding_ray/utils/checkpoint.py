@@ -30,6 +30,7 @@ import logging
 import os
 import random
 import re
+import shutil
 import time
 import uuid
 import zlib
@@ -248,6 +249,34 @@ class CheckpointStore:
     def remove_block(self, name: str) -> None:
         with contextlib.suppress(FileNotFoundError):
             self.fs.rm(f"{self.dir}/{FRAMES_DIR}/{name}")
+
+    # ----- a checkpoint on its own (what Ray Tune keeps of a trial) ---------------------------------
+    def export(self, ckpt: Checkpoint, dest: str) -> None:
+        """Copy ``ckpt`` into the new local folder ``dest`` with all it needs: its files, its
+        ``meta.json`` and, under ``frames/``, the frame blocks it names."""
+        names = [f"{ckpt.folder}/{name}" for name in ckpt.meta["files"]] + [f"{ckpt.folder}/{META_FILE}"]
+        blocks = [f"{self.dir}/{FRAMES_DIR}/{name}" for name in ckpt.meta.get("frame_blocks") or {}]
+        os.makedirs(os.path.join(dest, FRAMES_DIR), exist_ok=True)
+        for path, into in [(p, dest) for p in names] + [(p, os.path.join(dest, FRAMES_DIR)) for p in blocks]:
+            with self.fs.open(path, "rb") as src, open(os.path.join(into, os.path.basename(path)), "wb") as f:
+                shutil.copyfileobj(src, f)
+
+    def import_checkpoint(self, src: str) -> Checkpoint:
+        """Add the checkpoint ``export`` wrote into the local folder ``src`` to this store (its
+        frame blocks first, its ``meta.json`` last: complete only once everything is in)."""
+        with open(os.path.join(src, META_FILE), "rb") as f:
+            meta = json.loads(f.read())
+        folder = self.folder(int(meta["train_iter"]))
+        for name in meta.get("frame_blocks") or {}:
+            with open(os.path.join(src, FRAMES_DIR, name), "rb") as f:
+                self.fs.makedirs(f"{self.dir}/{FRAMES_DIR}", exist_ok=True)
+                self._put(f"{self.dir}/{FRAMES_DIR}/{name}", f.read())
+        for name in meta["files"]:
+            with open(os.path.join(src, name), "rb") as f:
+                self.write(folder, name, f.read())
+        with open(os.path.join(src, META_FILE), "rb") as f:
+            self._put(f"{folder}/{META_FILE}", f.read())
+        return Checkpoint(folder, meta)
 
     def abandon(self, folder: str) -> None:
         """Remove the files of the unfinished checkpoint ``folder`` (a write failed: a full disk), so

@@ -138,3 +138,20 @@ def test_a_block_leaves_the_disk_with_the_last_checkpoint_that_names_it(tmp_path
         with open(os.path.join(tmp_path, "checkpoints", folder, "meta.json")) as f:
             named |= set(json.load(f)["frame_blocks"])
     assert _blocks_on_disk(tmp_path) == named
+
+
+def test_a_checkpoint_exported_on_its_own_carries_its_frame_blocks(tmp_path):
+    """What Ray Tune keeps of a trial is one folder: ``export`` puts the blocks in it, and a new
+    run's store imports them, so the buffer comes back whole."""
+    store, buffer = CheckpointStore(str(tmp_path / "run")), _buffer()
+    _push(buffer, 0, BLOCK_FRAMES + 10)
+    ckpt = _save(store, FrameBlocks(store), buffer, 3)
+    store.export(ckpt, str(tmp_path / "kept"))
+    other = CheckpointStore(str(tmp_path / "restored"))
+    imported = other.import_checkpoint(str(tmp_path / "kept"))
+    assert other.latest().folder == imported.folder and imported.train_iter == 3
+    resumed = _buffer()
+    load_buffer_bytes(resumed, other.read(imported, BUFFER_FILE), FrameBlocks(other))
+    assert encode_state(decode_state(buffer_bytes(resumed)), "x") == encode_state(
+        decode_state(buffer_bytes(buffer)), "x"
+    )
