@@ -125,7 +125,7 @@ def ray_collectors(seconds: float, num_collectors: int) -> float:
         cfg.policy.other.replay_buffer, cfg.exp_name
     )
     collectors = [
-        CollectorActor.options(num_cpus=0.5, namespace=namespace).remote(cfg, i, buffer=buffer)
+        CollectorActor.options(num_cpus=0.5, namespace=namespace).remote(cfg, i, buffer_namespace=namespace)
         for i in range(num_collectors)
     ]
     kwargs = {"eps": 0.1}

@@ -46,18 +46,22 @@ class CollectorWorker(RolloutWorker):
         torch_threads: int = 1,
         n_sample: int | None = None,
         imports: dict[str, str | None] | None = None,
-        buffer: Any = None,
+        buffer_namespace: str | None = None,
     ) -> None:
-        """``imports``: the user's modules to import first (``user_modules``). ``buffer``: the
-        buffer actor this collector pushes its batches into (async pipelines); None: the batches go
-        back to the driver by reference (sync rounds hand them to the learner)."""
+        """``imports``: the user's modules to import first (``user_modules``). ``buffer_namespace``:
+        the Ray namespace of the ``buffer`` actor this collector pushes its batches into (async
+        pipelines); None: the batches go back to the driver by reference (sync rounds hand them to
+        the learner). The buffer is looked up by name, not handed over as a handle: a handle in the
+        arguments of a restartable actor is an object-store reference its restarts depend on (Ray
+        logs an error for each such actor)."""
         import_user_modules(imports, f"collector-{index} actor")
         set_torch_threads(torch_threads)
         lower_priority(cfg.ray.get("helper_nice", 0))
         super().__init__(cfg, index, n_sample=n_sample)
         self._metrics = RayMetrics(self.name, cfg.exp_name)
         self._pusher = None
-        if buffer is not None:
+        if buffer_namespace is not None:
+            buffer = ray.get_actor("buffer", namespace=buffer_namespace)
             self._pusher = Pusher(buffer, cfg.ray.backpressure, cfg.ray.call_timeout_s)
 
     def ping(self) -> int:
@@ -361,7 +365,7 @@ def _create(
             resources=dict(rc.collector_resources),
             scheduling_strategy=rc.collector_scheduling,
             **restartable,
-        ).remote(cfg, i, rc.torch_threads, n_sample, imports, buffer_handle)
+        ).remote(cfg, i, rc.torch_threads, n_sample, imports, namespace if buffer else None)
 
     buffer_handle = None
     if buffer:
