@@ -144,6 +144,7 @@ def start_local_ray(
     """
     from ray._private import ray_constants  # private: the switch Ray reads to pick the node address
 
+    require_token_auth()
     cluster_mode = getattr(ray_constants, "ENABLE_RAY_CLUSTER", None)
     ray_constants.ENABLE_RAY_CLUSTER = False
     try:
@@ -162,6 +163,18 @@ def start_local_ray(
     node_ip = ray.util.get_node_ip_address()
     if node_ip not in ("127.0.0.1", "::1"):
         logger.warning("this Ray's node address is %s: its ports are open on the network", node_ip)
+
+
+def require_token_auth() -> None:
+    """Token authentication on for the Ray this process starts, unless ``RAY_AUTH_MODE`` says
+    otherwise: what ``ray.init()`` does itself when the mode is unset, but chosen here, so Ray
+    does not warn on every run that it chose it (``RAY_AUTH_MODE=disabled`` still opts out; see
+    docs/security.md)."""
+    if os.environ.get("RAY_AUTH_MODE") is None:
+        # private: Ray's own switch, which also refreshes the mode Ray has read already
+        from ray._private.authentication.authentication_token_setup import _enable_token_auth
+
+        _enable_token_auth()
 
 
 def check_object_store_memory(ray_cfg: Mapping) -> None:
