@@ -149,7 +149,8 @@ class RemoteCollectors:
     def _warm_up(self, train_iter: int) -> Any:
         """One batch of random transitions rolled out here, put into the object store."""
         if self._worker is None:
-            self._worker = RolloutWorker(self.cfg, index=self.cfg.ray.num_collectors)  # seeds no actor uses
+            # seeds no collector actor uses, and a name that no actor has
+            self._worker = RolloutWorker(self.cfg, index=self.cfg.ray.num_collectors, name="driver-warm-up")
         batch, info = self._worker.rollout(self.plan.n_sample, train_iter, None, random_collect=True)
         self._random_left -= info["n"]
         if self.limiter is not None:

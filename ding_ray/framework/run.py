@@ -93,7 +93,10 @@ class RunBase:
         return ctx
 
     def last_eval_return(self) -> float | None:
-        return None if self.ctx.last_eval_iter < 0 else self.ctx.last_eval_value
+        """The latest evaluation's return; None until one finished. (``last_eval_iter`` is set when
+        an evaluation starts; an evaluator actor answers later, and ``last_eval_value`` is
+        DI-engine's -inf until then.)"""
+        return finite_or_none(self.ctx.last_eval_value)
 
     def counters(self) -> dict[str, Any]:
         """The driver's part of a run checkpoint's ``meta.json``, from the latest context."""

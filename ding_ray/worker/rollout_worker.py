@@ -59,11 +59,18 @@ class RolloutWorker:
     """
 
     def __init__(
-        self, cfg: EasyDict, index: int = 0, tb_logger: Any = None, n_sample: int | None = None
+        self,
+        cfg: EasyDict,
+        index: int = 0,
+        tb_logger: Any = None,
+        n_sample: int | None = None,
+        name: str | None = None,
     ) -> None:
         """``n_sample``: samples per ``rollout`` call when it is given none (default: the collector's
         ``n_sample``). Each env's trajectory is cut every ``n_sample / env_num`` steps, so that a call
-        ends when every env has delivered its part: no env's steps beyond the call's are thrown away."""
+        ends when every env has delivered its part: no env's steps beyond the call's are thrown away.
+        ``index`` picks the seeds; ``name``, the one log lines carry, is ``collector-{index}`` unless
+        given (a worker that is no collector actor names itself)."""
         collector_cfg = cfg.policy.collect.collector
         if n_sample is not None:
             collector_cfg = EasyDict(dict(collector_cfg, n_sample=int(n_sample)))
@@ -73,7 +80,7 @@ class RolloutWorker:
                 f"'{collector_cfg.type}'. Set policy.collect.n_sample instead of n_episode."
             )
         self.index = index
-        self.name = f"collector-{index}"
+        self.name = name or f"collector-{index}"
         seed = int(cfg.seed) + index * SEED_STRIDE
         set_pkg_seed(seed)
         env_fn, env_cfgs, _ = get_vec_env_setting(cfg.env)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import shutil
 import struct
 import subprocess
@@ -282,14 +283,26 @@ def test_user_errors_are_one_line(tmp_path, args, fragments):
     assert not (tmp_path / "cartpole_dqn_seed0" / "result.json").exists()
 
 
+# An error or warning line of Ray (Python: 'WARNING file.py:N --'; C++: '[time E pid tid] file.cc')
+# or of ding_ray ('13:21:03 W ding_ray.x: ...').
+ALARM = re.compile(r"\b(WARNING|ERROR)\b|^\[[^\]]* [WE] \d+ \d+\]| [WE] ding_ray\.")
+
+
 @pytest.mark.ray
-def test_train_ray_mode_with_a_tiny_budget(tmp_path):
+def test_train_ray_mode_with_a_tiny_budget_prints_no_alarm_and_names_its_actors(tmp_path):
     proc = ding_ray(
         "train", "apex_dqn", "--max-env-step", "2500",
-        "--set", "ray.num_collectors=1", "ray.helper_nice=0", "policy.random_collect_size=500",
-        cwd=tmp_path,
+        "--set", "ray.num_collectors=2", "ray.helper_nice=0", "policy.random_collect_size=500",
+        cwd=tmp_path, timeout=240,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = json.loads((tmp_path / "apex_dqn_seed0" / "result.json").read_text())
     assert result["pipeline"].startswith("ray") and result["env_steps"] >= 2500
     assert "apex_dqn_seed0" in proc.stdout and "(ray, seed 0" in proc.stdout
+    lines = re.split(r"[\r\n]+", proc.stdout + proc.stderr)  # progress bar updates end in \r
+    assert [line for line in lines if ALARM.search(line)] == []
+    # the driver rolls out random steps itself while the actors start, under its own name
+    assert "[driver-warm-up]" in proc.stderr
+    assert set(re.findall(r"\[(collector-\d+)\]", proc.stderr)) <= {"collector-0", "collector-1"}
+    # the progress bar shows no evaluation return before the first evaluation has finished
+    assert ", eval " in proc.stderr and "eval -inf" not in proc.stderr
