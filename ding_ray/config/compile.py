@@ -357,6 +357,7 @@ def _check_consistency(merged: EasyDict) -> None:
     """Settings that each pass the key check but cannot work together."""
     _check_exp_name(merged.exp_name)
     _check_sizes(merged)
+    _check_n_sample(merged)
     policy, buffer = merged.policy, merged.policy.other.replay_buffer
     ckpt = merged.checkpoint
     if ckpt.freq < 0 or ckpt.keep < 1:
@@ -372,6 +373,20 @@ def _check_consistency(merged: EasyDict) -> None:
             "replay_buffer=dict(type='advanced')), or 'deque' with priority=True, or set "
             "policy.priority=False."
         )
+
+
+def _check_n_sample(merged: EasyDict) -> None:
+    """A collector that collects transitions (not episodes) needs how many per call: DI-engine's
+    PPO, IMPALA and others have no default, and a run without one fails at its first collect."""
+    collector = merged.policy.collect.collector
+    if "n_sample" not in collector or collector.n_sample or (merged.get("ray") or {}).get("n_sample"):
+        return
+    raise ConfigError(
+        f"Config key 'policy.collect.n_sample' is not set: the '{collector.type}' collector needs the "
+        f"transitions to collect per call, and policy '{merged.policy.type}' has no default. Set it (e.g. "
+        f"policy.collect.n_sample={16 * merged.env.get('collector_env_num', 8)}: "
+        "16 steps of each collector env), or ray.n_sample on Ray."
+    )
 
 
 def _buffer_prioritizes(buffer_cfg: Mapping) -> bool:

@@ -11,6 +11,7 @@ from easydict import EasyDict
 
 import tests.bad_input.envs  # noqa: F401 - registers the BadInput* envs
 from ding_ray.config import compile_config
+from ding_ray.configs import load_config
 from ding_ray.data import AdvancedReplayBuffer, NaiveReplayBuffer
 from ding_ray.entry import serial_pipeline
 from ding_ray.errors import ConfigError, EnvError, RegistryError
@@ -449,4 +450,16 @@ def test_an_impala_replay_of_unrolls_too_large_for_memory_is_refused_at_compile_
         f"A replay buffer of 100000 rows of 2000-step unrolls of obs and next_obs [4, 84, 84] alone (1 byte "
         f"a value, each frame once) needs {gib(2 * 10**5 * 2000 * 28224)} GiB, more than this machine's"
     )
+    assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize("name", ["cartpole_ppo", "cartpole_impala"])
+def test_a_sample_collector_without_n_sample_is_refused_at_compile_time(tmp_path, name):
+    """PPO and IMPALA have no default n_sample: the run would fail at its first collect."""
+    bundled = load_config(name)
+    bundled.main_config.exp_name = str(tmp_path / "exp")
+    bundled.main_config.policy.collect.pop("n_sample", None)
+    with pytest.raises(ConfigError) as err:
+        compile_config(bundled.main_config, seed=0, auto=True, create_cfg=bundled.create_config)
+    assert str(err.value).startswith("Config key 'policy.collect.n_sample' is not set")
     assert os.listdir(tmp_path) == []
