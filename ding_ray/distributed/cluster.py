@@ -21,6 +21,7 @@ from easydict import EasyDict
 
 from ding_ray.config.compile import split_input_cfg
 from ding_ray.distributed.config import CPU_SHARES, Plan, RayConfig, fit_cpu_shares, make_plan, namespace_of
+from ding_ray.envs.game_ids import check_extra
 from ding_ray.errors import ConfigError, DingRayError
 from ding_ray.utils.memory import system_memory
 from ding_ray.utils.resume import find_checkpoint
@@ -247,6 +248,9 @@ def start_run(
     ray_cfg = RayConfig.default_config()
     ray_cfg.update(main_cfg.get("ray") or {})
     check_object_store_memory(ray_cfg)  # before Ray starts: Ray's own check raises a bare ValueError
+    env = main_cfg.get("env") or {}
+    # a game whose package is missing is named before Ray starts (compile_config checks it too)
+    check_extra(env.get("env_id"), env.get("type") or (create_cfg.get("env") or {}).get("type"))
     running = ray.is_initialized()  # a test fixture's, a notebook's: used as it is
     cluster = None if running else cluster_to_join(ray_cfg)
     if not running and cluster is None and ray_cfg.check_resources:

@@ -46,7 +46,7 @@ from easydict import EasyDict
 
 from ding_ray.config.merge import checked_config, default_config_of
 from ding_ray.envs.atari_wrappers import EpisodicLife, FireReset
-from ding_ray.envs.game_ids import EXTRA_HINT, ensure_registered, is_atari_id, is_minatar_id
+from ding_ray.envs.game_ids import EXTRA_HINT, check_extra, ensure_registered, is_atari_id, is_minatar_id
 from ding_ray.envs.gym_holder import GymEnvHolder
 from ding_ray.envs.gymnasium_env import BaseEnvTimestep, make_gymnasium
 from ding_ray.errors import ConfigError, EnvError
@@ -94,6 +94,7 @@ class AtariEnv(GymEnvHolder):
                 "DeepMind's preprocessing) does not make: leave the env type 'gymnasium' (the default; "
                 "create_config env=dict(type='gymnasium')), which gives MinAtar's (C, 10, 10) maps."
             )
+        check_extra(env_id, "atari")
         frame_stack = cfg.get("frame_stack", 4)
         if not isinstance(frame_stack, int) or frame_stack < 1:
             raise ConfigError(
@@ -201,8 +202,6 @@ class AtariEnv(GymEnvHolder):
         env_id = self._cfg.env_id
         if env_id is None:
             raise EnvError("env.env_id is not set; give an ale-py id such as 'PongNoFrameskip-v4'.")
-        if importlib.util.find_spec("ale_py") is None:
-            raise EnvError(f"env.env_id={env_id!r} needs ale-py. {EXTRA_HINT}.")
         if not ensure_registered(env_id):
             make_gymnasium(env_id)  # raises, naming the registered ids closest to it
         if not is_atari_id(env_id):

@@ -10,6 +10,8 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from ding_ray.errors import ConfigError
+
 EXTRA_HINT = 'Atari and MinAtar games need the atari extra: pip install "ding_ray[atari]"'
 
 
@@ -41,6 +43,23 @@ def ensure_registered(env_id: str) -> bool:
 
         gym.register_envs(ale_py)
     return env_id in gym.envs.registry
+
+
+def check_extra(env_id: Any, env_type: str | None = None) -> None:
+    """Refuse (``ConfigError``), before anything starts, a MinAtar or Atari game whose package (of
+    the ``atari`` extra) is not installed: a MinAtar id needs minatar, an ``ALE/`` id or the env type
+    ``'atari'`` needs ale-py."""
+    if is_minatar_id(env_id):
+        needed = ["minatar"]
+    elif env_type == "atari" or (isinstance(env_id, str) and env_id.startswith("ALE/")):
+        needed = ["ale_py"]
+    else:
+        return
+    missing = [name for name in needed if importlib.util.find_spec(name) is None]
+    if missing:
+        raise ConfigError(
+            f"env.env_id={env_id!r} needs {', '.join(missing)}, which is not installed. {EXTRA_HINT}."
+        )
 
 
 def missing_packages() -> list[str]:

@@ -14,6 +14,7 @@ from ding_ray.config.merge import checked_config, default_config_of
 from ding_ray.envs.dizoo_keys import check_dizoo_keys, discretised_space, make_kwargs, unit_of_index
 from ding_ray.envs.game_ids import (
     EXTRA_HINT,
+    check_extra,
     ensure_registered,
     is_atari_id,
     is_minatar_id,
@@ -138,6 +139,7 @@ class GymnasiumEnv(GymEnvHolder):
         Atari ids, whose raw RGB frames no model takes without DI-engine's preprocessing."""
         check_dizoo_keys(cfg)
         env_id = cfg.get("env_id")
+        check_extra(env_id)
         if isinstance(env_id, str) and ensure_registered(env_id) and is_atari_id(env_id):
             raise ConfigError(
                 f"env.env_id={env_id!r} is an Atari game: use DI-engine's env type 'atari' (create_config "

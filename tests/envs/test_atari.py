@@ -249,7 +249,7 @@ def test_missing_package_names_the_extra(monkeypatch):
     monkeypatch.setattr(
         importlib.util, "find_spec", lambda name, *a: None if name == "ale_py" else find_spec(name, *a)
     )
-    with pytest.raises(EnvError, match=r"ding_ray\[atari\]"):
+    with pytest.raises(ConfigError, match=r"needs ale_py.*ding_ray\[atari\]"):
         AtariEnv(dict(env_id=PONG))
 
 
