@@ -34,8 +34,14 @@ BLOCK_FRAMES = 2048  # frame slots per block of an incremental save (84x84 frame
 
 def frame_field(shape: tuple, dtype: np.dtype) -> bool:
     """Whether a field of per-row ``shape`` and ``dtype`` is an image stack to store as frames:
-    uint8 ``(stack, H, W)`` with frames of at least ``MIN_FRAME_BYTES``."""
-    return dtype == np.uint8 and len(shape) == 3 and shape[1] * shape[2] >= MIN_FRAME_BYTES
+    uint8 ``(stack, H, W)`` with frames of at least ``MIN_FRAME_BYTES``, or a sequence of them
+    ``(T, stack, H, W)`` (an unroll of IMPALA's, R2D2's sequences): a row then holds ``T`` stacks."""
+    return dtype == np.uint8 and len(shape) >= 3 and shape[-2] * shape[-1] >= MIN_FRAME_BYTES
+
+
+def stacks_per_row(shape: tuple) -> int:
+    """The frame stacks one row of a frame field of per-row ``shape`` holds (1, or ``T``)."""
+    return math.prod(shape[:-3])
 
 
 def initial_frames(capacity: int) -> int:
@@ -112,7 +118,7 @@ class FrameStore:
         return frames.reshape(len(frames), -1).view(np.uint8).view(self._word)
 
     def put(self, stacks: Sequence[np.ndarray], released: np.ndarray | None = None) -> list[np.ndarray]:
-        """Frame ids ``(n, stack)`` of each array in ``stacks`` (``(n, stack, *frame_shape)``).
+        """Frame ids ``(n, ..., stack)`` of each array in ``stacks`` (``(n, ..., stack, *frame_shape)``).
 
         Frames already held (by content) are shared, new ones stored. ``released``: frame ids
         of rows being overwritten by these; their references are dropped after the new rows'
@@ -144,7 +150,7 @@ class FrameStore:
         self._verify(flat, ids, fp)
         out, lo = [], 0
         for s, frames in zip(stacks, flat, strict=True):
-            out.append(ids[lo : lo + len(frames)].reshape(s.shape[:2]))
+            out.append(ids[lo : lo + len(frames)].reshape(s.shape[: s.ndim - len(self.frame_shape)]))
             lo += len(frames)
         return out
 

@@ -10,7 +10,7 @@ import numpy as np
 
 from ding_ray.data.columnar import Batch, Path, _name, flatten, unflatten, unstack_batch
 from ding_ray.data.frame_archive import current_archive
-from ding_ray.data.frames import FrameStore, frame_field, initial_frames, store_nbytes
+from ding_ray.data.frames import FrameStore, frame_field, initial_frames, stacks_per_row, store_nbytes
 from ding_ray.errors import ConfigError, DataFormatError, ShapeError
 from ding_ray.utils.memory import system_memory
 
@@ -100,11 +100,13 @@ class ColumnarRing:
             columns = []
             for path, proto in zip(flat, protos, strict=True):
                 if path in frame_paths:
-                    key = (proto.shape[2:], proto.dtype.str)
+                    shape = proto.shape[1:]
+                    key = (shape[-2:], proto.dtype.str)
                     if key not in shared:
-                        shared[key] = FrameStore(proto.shape[2:], proto.dtype, initial_frames(self.capacity))
+                        slots = initial_frames(self.capacity * stacks_per_row(shape))
+                        shared[key] = FrameStore(shape[-2:], proto.dtype, slots)
                     stores.append(shared[key])
-                    columns.append(np.zeros((self.capacity, proto.shape[1]), dtype=ID_DTYPE))
+                    columns.append(np.zeros((self.capacity, *shape[:-2]), dtype=ID_DTYPE))
                 else:
                     stores.append(None)
                     columns.append(np.zeros((self.capacity, *proto.shape[1:]), dtype=proto.dtype))
@@ -282,8 +284,9 @@ def ring_nbytes(
     for path, (shape, dtype) in fields.items():
         dtype = np.dtype(dtype)
         if path in frame_paths:
-            total += capacity * shape[0] * np.dtype(ID_DTYPE).itemsize
-            stores[(tuple(shape[1:]), dtype.str)] = store_nbytes(shape[1:], dtype, initial_frames(capacity))
+            total += capacity * math.prod(shape[:-2]) * np.dtype(ID_DTYPE).itemsize
+            slots = initial_frames(capacity * stacks_per_row(shape))
+            stores[(tuple(shape[-2:]), dtype.str)] = store_nbytes(shape[-2:], dtype, slots)
         else:
             total += capacity * math.prod(shape) * dtype.itemsize
     return total + sum(stores.values())
@@ -345,27 +348,26 @@ def load_frames(ring: ColumnarRing, state: Mapping, flat: dict[Path, np.ndarray]
         shape, dtype = protos[paths[0]]
         if (
             not isinstance(frames, (np.ndarray, _Archived))
-            or len(shape) != 3
-            or (frames.shape[1:], frames.dtype) != (shape[1:], dtype)
+            or len(shape) < 3
+            or (frames.shape[1:], frames.dtype) != (shape[-2:], dtype)
             or any(protos[p] != (shape, dtype) for p in paths)
         ):
             raise DataFormatError("Buffer storage state: frames do not match the schema of their fields.")
         for path in paths:
             ids = flat[path]
-            if ids.dtype.kind not in "iu" or ids.shape != (filled, shape[0]):
+            if ids.dtype.kind not in "iu" or ids.shape != (filled, *shape[:-2]):
                 raise DataFormatError("Buffer storage state: frame ids of the wrong shape or type.")
             if filled and (ids.min() < 0 or ids.max() >= len(frames)):
                 raise DataFormatError("Buffer storage state: frame ids outside the stored frames.")
     ring._create({p: np.zeros((0, *shape), dtype) for p, (shape, dtype) in protos.items()}, frame_paths)
     for paths, frames in groups:
         ids = [flat[p] for p in paths]
+        slots = initial_frames(ring.capacity * stacks_per_row(protos[paths[0]][0]))
         if isinstance(frames, _Archived):
-            store = FrameStore.rebuilt(
-                frames.shape[1:], frames.dtype, len(frames), ids, initial_frames(ring.capacity), frames.fill
-            )
+            store = FrameStore.rebuilt(frames.shape[1:], frames.dtype, len(frames), ids, slots, frames.fill)
             archive.adopt(store, frames.manifest)
         else:
-            store = FrameStore.from_compact(frames, ids, initial_frames(ring.capacity))
+            store = FrameStore.from_compact(frames, ids, slots)
         for path, column in zip(paths, ids, strict=True):
             i = ring._paths.index(path)
             ring._stores[i] = store
@@ -395,7 +397,7 @@ def _archived(archive: Any, frames: Any, proto: tuple) -> Any:
     if not isinstance(frames, Mapping):
         return frames
     shape, dtype = proto
-    return _Archived(archive, frames, shape[1:], dtype)
+    return _Archived(archive, frames, shape[-2:], dtype)
 
 
 def conform(

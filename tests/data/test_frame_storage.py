@@ -176,6 +176,25 @@ def test_only_image_stacks_are_stored_as_frames_unless_asked():
         ring.write(Batch({k: v[:, :2] if k == "obs" else v for k, v in batch.items()}), 2)
 
 
+def test_unrolls_of_stacks_are_stored_as_frames_each_held_once():
+    """A row of IMPALA's ``(T, stack, H, W)`` unrolls holds T overlapping stacks: ``T + stack - 1``
+    distinct frames, each stored once (not ``T * stack * 2`` with next_obs), rebuilt exactly."""
+    T, stack, rows = 8, 4, 5
+    rng = np.random.default_rng(3)
+    frames = rng.integers(0, 255, (rows * T + stack, H, W), dtype=np.uint8)
+    stacks = np.stack([frames[i : i + stack] for i in range(rows * T + 1)])  # (steps + 1, stack, H, W)
+    obs = stacks[:-1].reshape(rows, T, stack, H, W)
+    next_obs = stacks[1:].reshape(rows, T, stack, H, W)
+    ring = ColumnarRing(rows)
+    ring.write(Batch(obs=obs, next_obs=next_obs), rows)
+    (store,) = ring.frame_stores
+    assert store.held == rows * T + stack  # every frame of the episode once
+    got = ring.gather(np.arange(rows))
+    assert np.array_equal(got["obs"], obs) and np.array_equal(got["next_obs"], next_obs)
+    fields = {(s["path"][0],): (tuple(s["shape"]), np.dtype(s["dtype"])) for s in ring.schema}
+    assert ring_nbytes(rows, fields, frame_paths_of(fields)) == ring.nbytes
+
+
 def test_fingerprint_collisions_and_unshared_frames_stay_exact(monkeypatch):
     """Every fingerprint equal: matches are checked byte for byte, so each frame gets its own
     slot; frames no stack shares overflow the reserve, and the store grows."""
