@@ -79,6 +79,8 @@ class RayComponents(RunBase):
         store, resumed = checkpoint_store(cfg, resume)  # before any actor reads it
         budget = dict(max_env_step=max_env_step, max_train_iter=max_train_iter)
         super().__init__(cfg, store, resumed, budget, started_at)
+        if not self.on_policy:
+            self._warn_short_budget(cfg, plan)
         try:
             if cfg.ray.check_resources:
                 check_cluster(cfg.ray)
@@ -92,6 +94,22 @@ class RayComponents(RunBase):
         except BaseException:  # the folder as it was (a new run: none left to divert the next one)
             self.lock.undo()
             raise
+
+    def _warn_short_budget(self, cfg: EasyDict, plan: Plan) -> None:
+        """The learner's first sample waits for the buffer's minimum size (``make_plan``): say so
+        if the budget ends before it, naming what sets that size."""
+        size = plan.min_replay_size
+        if cfg.ray.min_replay_size:
+            setting, lower = f"ray.min_replay_size={size}", "ray.min_replay_size"
+        elif size == plan.random_collect_size:
+            setting, lower = f"policy.random_collect_size={size}", "policy.random_collect_size"
+        else:
+            setting = (
+                f"unset ray.min_replay_size: twice a learner call's sample, 2 x ray.train_iters_per_call x "
+                f"policy.learn.batch_size = 2 x {cfg.ray.train_iters_per_call} x {plan.batch_size}"
+            )
+            lower = "ray.train_iters_per_call, or set ray.min_replay_size"
+        self.warn_short_budget(size, setting, lower)
 
     def _build(self, cfg: EasyDict, plan: Plan) -> None:
         """The actors and the run's parts around them (the folder is locked for this run)."""

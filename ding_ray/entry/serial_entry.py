@@ -155,6 +155,9 @@ def serial_pipeline(
 def train(run: SerialRun, max_env_step: int | None, max_train_iter: int | None) -> Any:
     """Run ``run``'s stage list (``off_policy`` or ``on_policy``) until the stop value or a budget."""
     run.budget = dict(max_env_step=max_env_step, max_train_iter=max_train_iter)
+    random_collect = int(run.cfg.policy.get("random_collect_size") or 0)
+    key = "policy.random_collect_size"
+    run.warn_short_budget(random_collect, f"{key}={random_collect}", key)
     stages = pipelines.on_policy if run.on_policy else pipelines.off_policy
     with run, run.task() as task:
         stages(task, run.cfg, run, max_env_step, max_train_iter)

@@ -68,6 +68,23 @@ class RunBase:
         """Free the run's envs, actors and folder."""
         raise NotImplementedError
 
+    def warn_short_budget(self, warm_up: int, setting: str, lower: str) -> None:
+        """One warning line when a new run's ``max_env_step`` ends within its warm-up: the first
+        ``warm_up`` env steps (``setting`` says what sets them) only fill the replay buffer, so the
+        run would train little or not at all. ``lower``: the keys to lower instead."""
+        max_env_step = self.budget.get("max_env_step")
+        if warm_up <= 0 or self.resumed is not None or max_env_step is None or max_env_step > warm_up:
+            return
+        logger.warning(
+            "max_env_step=%d ends before training starts: the first %d env steps fill the replay buffer "
+            "(%s), so this run trains little or not at all. Set max_env_step above %d, or lower %s.",
+            max_env_step,
+            warm_up,
+            setting,
+            warm_up,
+            lower,
+        )
+
     # ----- the task and its counters --------------------------------------------------------------
     def task(self) -> Task:
         """The run's ``Task``, on a context that goes on from a resumed run's counters. A resumed

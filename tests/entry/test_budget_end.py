@@ -53,3 +53,16 @@ def test_an_on_policy_run_ends_after_training_without_evaluating_its_last_weight
     result = read_result("ppo_budget")
     assert result["train_iter"] == 80, result
     assert seen == [0, 40]
+
+
+def test_a_budget_within_the_random_warm_up_is_named_with_what_to_set(tmp_path, monkeypatch, caplog):
+    monkeypatch.chdir(tmp_path)
+    main, create = config(cartpole_dqn, "short_budget", eval_freq=1000)
+    main["policy"]["random_collect_size"] = 256
+    serial_pipeline((main, create), seed=0, max_env_step=200)
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert warnings == [
+        "max_env_step=200 ends before training starts: the first 256 env steps fill the replay buffer "
+        "(policy.random_collect_size=256), so this run trains little or not at all. Set max_env_step "
+        "above 256, or lower policy.random_collect_size."
+    ]

@@ -293,11 +293,12 @@ def test_train_ray_mode_with_a_tiny_budget_prints_no_alarm_and_names_its_actors(
     proc = ding_ray(
         "train", "apex_dqn", "--max-env-step", "2500",
         "--set", "ray.num_collectors=2", "ray.helper_nice=0", "policy.random_collect_size=500",
+        "ray.train_iters_per_call=2",  # the learner starts at 2 x 2 x 128 = 512 transitions
         cwd=tmp_path, timeout=240,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = json.loads((tmp_path / "apex_dqn_seed0" / "result.json").read_text())
-    assert result["pipeline"].startswith("ray") and result["env_steps"] >= 2500
+    assert result["pipeline"].startswith("ray") and result["env_steps"] >= 2500 and result["train_iter"] > 0
     assert "apex_dqn_seed0" in proc.stdout and "(ray, seed 0" in proc.stdout
     lines = re.split(r"[\r\n]+", proc.stdout + proc.stderr)  # progress bar updates end in \r
     assert [line for line in lines if ALARM.search(line)] == []
@@ -306,3 +307,21 @@ def test_train_ray_mode_with_a_tiny_budget_prints_no_alarm_and_names_its_actors(
     assert set(re.findall(r"\[(collector-\d+)\]", proc.stderr)) <= {"collector-0", "collector-1"}
     # the progress bar shows no evaluation return before the first evaluation has finished
     assert ", eval " in proc.stderr and "eval -inf" not in proc.stderr
+
+
+@pytest.mark.ray
+def test_train_ray_mode_with_a_budget_within_the_warm_up_says_what_to_set(tmp_path):
+    proc = ding_ray(
+        "train", "apex_dqn", "--max-env-step", "400",
+        "--set", "ray.num_collectors=1", "ray.helper_nice=0", "policy.random_collect_size=600",
+        "ray.train_iters_per_call=2",  # 2 x 2 x 128 = 512: the random warm-up is the larger
+        cwd=tmp_path, timeout=240,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert json.loads((tmp_path / "apex_dqn_seed0" / "result.json").read_text())["train_iter"] == 0
+    warnings = [line for line in proc.stderr.splitlines() if ALARM.search(line)]
+    assert len(warnings) == 1 and warnings[0].endswith(
+        "max_env_step=400 ends before training starts: the first 600 env steps fill the replay buffer "
+        "(policy.random_collect_size=600), so this run trains little or not at all. Set max_env_step "
+        "above 600, or lower policy.random_collect_size."
+    ), warnings
