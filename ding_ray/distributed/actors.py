@@ -26,7 +26,7 @@ from ding_ray.distributed.cluster import ClusterError, learner_name, lower_prior
 from ding_ray.distributed.errors import ActorDiedError
 from ding_ray.distributed.metrics import RayMetrics
 from ding_ray.distributed.startup import why_not_started
-from ding_ray.distributed.user_modules import check_user_modules, import_user_modules, user_modules
+from ding_ray.distributed.user_modules import UserCode, check_user_code, load_user_code, user_code
 from ding_ray.distributed.weights import WeightsPublisher, WeightsRef, pull
 from ding_ray.utils.checkpoint import CheckpointStore, storage_root
 from ding_ray.utils.runtime import set_torch_threads
@@ -45,16 +45,16 @@ class CollectorWorker(RolloutWorker):
         index: int,
         torch_threads: int = 1,
         n_sample: int | None = None,
-        imports: dict[str, str | None] | None = None,
+        code: UserCode | None = None,
         buffer_namespace: str | None = None,
     ) -> None:
-        """``imports``: the user's modules to import first (``user_modules``). ``buffer_namespace``:
+        """``code``: the user's code to load first (``user_code``). ``buffer_namespace``:
         the Ray namespace of the ``buffer`` actor this collector pushes its batches into (async
         pipelines); None: the batches go back to the driver by reference (sync rounds hand them to
         the learner). The buffer is looked up by name, not handed over as a handle: a handle in the
         arguments of a restartable actor is an object-store reference its restarts depend on (Ray
         logs an error for each such actor)."""
-        import_user_modules(imports, f"collector-{index} actor")
+        load_user_code(code, f"collector-{index} actor")
         set_torch_threads(torch_threads)
         lower_priority(cfg.ray.get("helper_nice", 0))
         super().__init__(cfg, index, n_sample=n_sample)
@@ -156,10 +156,8 @@ class Pusher:
 class EvaluatorWorker(EvalWorker):
     """An ``EvalWorker`` that pulls the weights it is asked to evaluate."""
 
-    def __init__(
-        self, cfg: EasyDict, torch_threads: int = 1, imports: dict[str, str | None] | None = None
-    ) -> None:
-        import_user_modules(imports, "evaluator actor")
+    def __init__(self, cfg: EasyDict, torch_threads: int = 1, code: UserCode | None = None) -> None:
+        load_user_code(code, "evaluator actor")
         set_torch_threads(torch_threads)
         lower_priority(cfg.ray.get("helper_nice", 0))
         super().__init__(cfg)
@@ -186,10 +184,8 @@ class EvaluatorWorker(EvalWorker):
 class LearnerWorker(LearnWorker):
     """A ``LearnWorker`` that publishes its weights to the object store every ``publish_freq`` iters."""
 
-    def __init__(
-        self, cfg: EasyDict, publish_freq: int = 1, imports: dict[str, str | None] | None = None
-    ) -> None:
-        import_user_modules(imports, "learner actor")
+    def __init__(self, cfg: EasyDict, publish_freq: int = 1, code: UserCode | None = None) -> None:
+        load_user_code(code, "learner actor")
         set_torch_threads(cfg.policy.learn.get("num_threads", 1))
         super().__init__(cfg)
         self._publisher = WeightsPublisher()
@@ -321,9 +317,9 @@ def create_actors(
     ``cfg.exp_name`` is made absolute for the actors, whose working directory may differ.
     ``n_sample``: the collectors' samples per call (their trajectories are cut to fit it).
     ``buffer=False`` (on-policy: the data goes from the collectors to the learner): no buffer actor,
-    and the call returns at once. The user's modules (``user_modules``) are imported by each actor
-    first, and checked in a Ray worker before any actor is created (a ``ConfigError`` naming a
-    module the actors cannot import).
+    and the call returns at once. The user's code (``user_code``: modules, and what the driver's
+    script registers) is loaded by each actor first, and checked in a Ray worker before any actor is
+    created (a ``ConfigError`` naming a module the actors cannot import).
     """
     rc = cfg.ray
     cfg = copy.deepcopy(cfg)
@@ -333,10 +329,10 @@ def create_actors(
     core = dict(namespace=namespace, max_restarts=core_restarts, max_task_retries=0)
     restartable = dict(namespace=namespace, max_restarts=rc.max_restarts, max_task_retries=0)
 
-    imports = user_modules(cfg)
-    check_user_modules(imports, rc.actor_start_timeout_s)
+    code = user_code(cfg)
+    check_user_code(code, rc.actor_start_timeout_s)
     try:
-        return _create(cfg, namespace, rc, core, restartable, publish_freq, n_sample, buffer, imports)
+        return _create(cfg, namespace, rc, core, restartable, publish_freq, n_sample, buffer, code)
     except ray.exceptions.ActorAlreadyExistsError as err:
         raise ClusterError(
             f"Another run holds the actor names in Ray namespace '{namespace}' ({err}). Each run needs "
@@ -354,7 +350,7 @@ def _create(
     publish_freq: int | None,
     n_sample: int | None,
     buffer: bool,
-    imports: dict[str, str | None],
+    code: UserCode,
 ) -> Actors:
     """``create_actors``'s work: the named actors, with the options it settled."""
 
@@ -365,7 +361,7 @@ def _create(
             resources=dict(rc.collector_resources),
             scheduling_strategy=rc.collector_scheduling,
             **restartable,
-        ).remote(cfg, i, rc.torch_threads, n_sample, imports, namespace if buffer else None)
+        ).remote(cfg, i, rc.torch_threads, n_sample, code, namespace if buffer else None)
 
     buffer_handle = None
     if buffer:
@@ -390,10 +386,10 @@ def _create(
     if rc.get("num_learners", 1) > 1:
         from ding_ray.distributed.learner_group import create_learner_group
 
-        learners = create_learner_group(cfg, publish_freq, rc.num_learners, learner_options, imports)
+        learners = create_learner_group(cfg, publish_freq, rc.num_learners, learner_options, code)
         learner = learners[0]
     else:
-        learner = LearnerActor.options(name="learner", **learner_options).remote(cfg, publish_freq, imports)
+        learner = LearnerActor.options(name="learner", **learner_options).remote(cfg, publish_freq, code)
     evaluator = EvaluatorActor.options(name="evaluator", num_cpus=rc.evaluator_num_cpus, **restartable)
     actors = Actors(
         namespace,
@@ -402,7 +398,7 @@ def _create(
         None,
         collectors,
         cfg,
-        make_evaluator=lambda: evaluator.remote(cfg, rc.torch_threads, imports),
+        make_evaluator=lambda: evaluator.remote(cfg, rc.torch_threads, code),
         make_collector=collector,
         num_collectors=rc.num_collectors,
         learners=learners,

@@ -18,6 +18,7 @@ from easydict import EasyDict
 from ding_ray.distributed.buffer_actor import ReplayBufferActor
 from ding_ray.distributed.cluster import start_local_ray
 from ding_ray.distributed.errors import get
+from ding_ray.distributed.user_modules import UserCode, load_user_code, user_code
 from ding_ray.distributed.weights import WeightsPublisher, WeightsRef, pull
 from ding_ray.errors import ConfigError
 from ding_ray.utils.runtime import set_torch_threads
@@ -25,9 +26,13 @@ from ding_ray.worker.selfplay import BattleRolloutWorker, SelfPlayLearner
 
 
 class BattleCollectorWorker(BattleRolloutWorker):
-    """A ``BattleRolloutWorker`` that takes its weights as object-store references."""
+    """A ``BattleRolloutWorker`` that takes its weights as object-store references; ``code``: the
+    user's code to load first (``user_code``)."""
 
-    def __init__(self, cfg: EasyDict, index: int, torch_threads: int = 1) -> None:
+    def __init__(
+        self, cfg: EasyDict, index: int, torch_threads: int = 1, code: UserCode | None = None
+    ) -> None:
+        load_user_code(code, f"battle collector-{index} actor")
         set_torch_threads(torch_threads)
         super().__init__(cfg, index)
 
@@ -93,8 +98,9 @@ def selfplay_on_ray(
     buffer_ = ReplayBufferActor.options(num_cpus=0).remote(
         cfg.policy.other.replay_buffer, cfg.exp_name, int(cfg.seed)
     )
+    code = user_code(cfg)
     collectors = [
-        BattleCollectorActor.options(num_cpus=collector_cpus).remote(cfg, index)
+        BattleCollectorActor.options(num_cpus=collector_cpus).remote(cfg, index, 1, code)
         for index in range(n_collectors)
     ]
     publisher, pool_refs = WeightsPublisher(), _PoolRefs()

@@ -29,6 +29,7 @@ from ding_ray.distributed.actors import LearnerWorker
 from ding_ray.distributed.cluster import learner_name
 from ding_ray.distributed.errors import get
 from ding_ray.distributed.metrics import RayMetrics
+from ding_ray.distributed.user_modules import UserCode
 
 
 class GroupLearnerWorker(LearnerWorker):
@@ -40,15 +41,15 @@ class GroupLearnerWorker(LearnerWorker):
         publish_freq: int,
         rank: int,
         world_size: int,
-        imports: dict[str, str | None] | None = None,
+        code: UserCode | None = None,
     ) -> None:
-        """``imports``: the user's modules to import first (``user_modules``)."""
+        """``code``: the user's code to load first (``user_code``)."""
         self.rank, self.world_size = int(rank), int(world_size)
         if cfg.policy.get("on_policy", False):
             # the policy cuts each member's share into minibatches itself: of a share's size
             cfg = copy.deepcopy(cfg)
             cfg.policy.learn.batch_size = max(1, int(cfg.policy.learn.batch_size) // self.world_size)
-        super().__init__(cfg, publish_freq, imports)
+        super().__init__(cfg, publish_freq, code)
         self._metrics = RayMetrics(learner_name(self.rank), cfg.exp_name, interval_s=1.0)
         if self.rank != 0:
             self._publish_freq = 2**62  # member 0 publishes; the weights are the same everywhere
@@ -125,13 +126,13 @@ GroupLearnerActor = ray.remote(GroupLearnerWorker)
 
 
 def create_learner_group(
-    cfg: EasyDict, publish_freq: int, size: int, options: dict, imports: dict[str, str | None] | None = None
+    cfg: EasyDict, publish_freq: int, size: int, options: dict, code: UserCode | None = None
 ) -> list:
     """The members, named ``learner``, ``learner-1``, ..., joined into one process group (this
-    waits for them to start: the group needs member 0's address); each imports ``imports`` first."""
+    waits for them to start: the group needs member 0's address); each loads ``code`` first."""
     members = [
         GroupLearnerActor.options(name=learner_name(rank), **options).remote(
-            cfg, publish_freq, rank, size, imports
+            cfg, publish_freq, rank, size, code
         )
         for rank in range(size)
     ]

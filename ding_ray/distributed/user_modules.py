@@ -1,15 +1,23 @@
-"""The user's modules in the actors: what the config's ``import_names`` name (and where its env,
-policy and model types come from), imported by each actor before it builds anything.
+"""The user's code in the actors: what the config's ``import_names`` name (and where its env,
+policy and model types come from), imported by each actor before it builds anything, and what the
+driver's script defines for the config, registered in each actor.
 
 A user module that registers an env works in one process because the driver imports it; an actor
 is another process, and may be on another node. Each actor imports the modules the driver found,
 from where the driver found them when its own ``sys.path`` lacks them (a local Ray, or nodes that
 share the file system: a module beside the driver's script just works); a module an actor cannot
 import ends the run before any actor is created, with a ``ConfigError`` naming it and what to do.
+
+No actor runs the driver's script (``__main__``), so what it registers travels instead: the
+gymnasium registration of the config's env id when its entry point is the script's (or any object
+rather than a ``'module:name'`` string), and the env, policy and model types the config names that
+the script defines. Ray pickles the script's classes and functions by value, as RLlib's
+``register_env`` relies on, so they need no module on the actors' nodes.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import importlib.util
 import os
@@ -37,9 +45,7 @@ def user_modules(cfg: EasyDict) -> dict[str, str | None]:
     the driver imported through a create_config's ``import_names`` is no longer in the compiled
     config, but the registries remember where it came from.
     """
-    from ding_ray.utils.registry import ENV_REGISTRY, MODEL_REGISTRY, POLICY_REGISTRY
-
-    names: list[str] = []
+    names: list[str | None] = []
 
     def walk(node: Any) -> None:
         if isinstance(node, dict):
@@ -49,23 +55,39 @@ def user_modules(cfg: EasyDict) -> dict[str, str | None]:
                 walk(value)
 
     walk(cfg)
-    env_id = cfg.env.get("env_id")
-    if isinstance(env_id, str):
-        import gymnasium
-
-        spec = gymnasium.envs.registry.get(env_id)
-        entry = getattr(spec, "entry_point", None)
-        names.append(entry.split(":")[0] if isinstance(entry, str) else getattr(entry, "__module__", None))
-    for registry, node in (
-        (ENV_REGISTRY, cfg.env),
-        (POLICY_REGISTRY, cfg.policy),
-        (MODEL_REGISTRY, cfg.policy.get("model")),
-    ):
-        kind = (node or {}).get("type")
-        if isinstance(kind, str) and kind in registry:
-            names.append(getattr(registry.get(kind), "__module__", None))
+    entry = getattr(_gym_spec(cfg), "entry_point", None)
+    names.append(entry.split(":")[0] if isinstance(entry, str) else getattr(entry, "__module__", None))
+    names.extend(getattr(cls, "__module__", None) for _, _, cls in _named_types(cfg))
     found = {n: _path_entry(n) for n in dict.fromkeys(names) if n and n.split(".")[0] not in _OWN_PACKAGES}
     return {name: folder for name, folder in found.items() if not _installed(folder)}
+
+
+def _gym_spec(cfg: EasyDict) -> Any:
+    """The gymnasium registration of the config's env id, or None."""
+    env_id = cfg.env.get("env_id")
+    if not isinstance(env_id, str):
+        return None
+    import gymnasium
+
+    return gymnasium.envs.registry.get(env_id)
+
+
+def _registries() -> dict[str, Any]:
+    from ding_ray.utils.registry import ENV_REGISTRY, MODEL_REGISTRY, POLICY_REGISTRY
+
+    return {"env": ENV_REGISTRY, "policy": POLICY_REGISTRY, "model": MODEL_REGISTRY}
+
+
+def _named_types(cfg: EasyDict) -> list[tuple[str, str, Any]]:
+    """``(registry, type name, class)`` of the env, policy and model types ``cfg`` names."""
+    registries = _registries()
+    sections = {"env": cfg.env, "policy": cfg.policy, "model": cfg.policy.get("model")}
+    named = []
+    for kind, node in sections.items():
+        name = (node or {}).get("type")
+        if isinstance(name, str) and name in registries[kind]:
+            named.append((kind, name, registries[kind].get(name)))
+    return named
 
 
 def _path_entry(module: str) -> str | None:
@@ -118,12 +140,53 @@ def import_user_modules(modules: dict[str, str | None] | None, role: str) -> Non
             raise ConfigError(f"The {role} could not import '{name}': {type(err).__name__}: {err}") from err
 
 
-def check_user_modules(modules: dict[str, str | None], timeout_s: float) -> None:
-    """Import ``modules`` in a Ray worker before any actor is created: a module the actors cannot
-    import ends the run at once with ``import_user_modules``'s error, not with dead actors."""
-    if not modules:
+@dataclasses.dataclass(frozen=True)
+class UserCode:
+    """What an actor needs of the user's code before it builds anything from the config
+    (``user_code``); ``load_user_code`` brings it into the actor's process."""
+
+    modules: dict[str, str | None] = dataclasses.field(default_factory=dict)  # as ``user_modules``
+    gym_specs: tuple[Any, ...] = ()  # gymnasium registrations made by the driver's script
+    types: tuple[tuple[str, str, Any], ...] = ()  # (registry, type name, class) of the script's
+
+
+def user_code(cfg: EasyDict) -> UserCode:
+    """The user's code an actor needs for ``cfg``: the modules of ``user_modules``; and, from the
+    driver's script, the gymnasium registration of ``cfg.env.env_id`` and the env, policy and model
+    types ``cfg`` names (see the module docstring)."""
+    spec = _gym_spec(cfg)
+    entry = getattr(spec, "entry_point", None)
+    if isinstance(entry, str):  # 'module:name': an actor imports the module, unless it is the script
+        from gymnasium.envs.registration import load_env_creator
+
+        script = entry.startswith("__main__:")
+        spec = dataclasses.replace(spec, entry_point=load_env_creator(entry)) if script else None
+    types = tuple(named for named in _named_types(cfg) if getattr(named[2], "__module__", None) == "__main__")
+    return UserCode(user_modules(cfg), (spec,) if spec is not None else (), types)
+
+
+def load_user_code(code: UserCode | None, role: str) -> None:
+    """Import ``code``'s modules in this process (``import_user_modules``), then register what the
+    driver's script registered: after this the config builds here as in the driver."""
+    if code is None:
         return
-    ref = ray.remote(num_cpus=0)(import_user_modules).remote(modules, "Ray actors")
+    import_user_modules(code.modules, role)
+    if code.gym_specs:
+        import gymnasium
+
+        for spec in code.gym_specs:
+            gymnasium.envs.registry[spec.id] = spec
+    registries = _registries()
+    for kind, name, cls in code.types:
+        registries[kind].register(name)(cls)  # the same class again (a reused process) is no change
+
+
+def check_user_code(code: UserCode, timeout_s: float) -> None:
+    """Load ``code`` in a Ray worker before any actor is created: a module the actors cannot
+    import ends the run at once with ``import_user_modules``'s error, not with dead actors."""
+    if not (code.modules or code.gym_specs or code.types):
+        return
+    ref = ray.remote(num_cpus=0)(load_user_code).remote(code, "Ray actors")
     try:
         get(ref, timeout=timeout_s)  # a module that fails to import: the ConfigError saying which
     except ray.exceptions.GetTimeoutError:  # no worker started: the actors' start timeout says why

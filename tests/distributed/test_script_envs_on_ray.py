@@ -1,0 +1,83 @@
+"""An env that the driver's script defines and registers (in its ``__main__``, which no actor runs)
+trains on Ray as in one process: the actors get the gymnasium registration and the env type from the
+driver. Each script runs in a process of its own, with its own Ray."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import pytest
+
+from tests.distributed.conftest import REPO
+
+pytestmark = pytest.mark.ray
+BUDGET = 400  # env steps
+
+DRIVER = '''
+import sys
+
+import gymnasium as gym
+import numpy as np
+
+from ding_ray.entry import ray_pipeline
+from ding_ray.envs import GymnasiumEnv
+from ding_ray.utils import ENV_REGISTRY
+
+
+class Line(gym.Env):
+    """Observation [t, t, t, t] / 10; reward 1 per step; 10 steps an episode."""
+
+    observation_space = gym.spaces.Box(-np.inf, np.inf, shape=(4,), dtype=np.float32)
+    action_space = gym.spaces.Discrete(2)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        return np.zeros(4, dtype=np.float32), {}
+
+    def step(self, action):
+        self.t += 1
+        return np.full(4, self.t / 10, dtype=np.float32), 1.0, self.t >= 10, False, {}
+
+
+gym.register(id="Line-v0", entry_point="__main__:Line")
+
+
+@ENV_REGISTRY.register("line")
+class LineEnv(GymnasiumEnv):
+    """An env type of the script's own, as a DI-engine config names one (create_config's env type)."""
+
+
+if __name__ == "__main__":
+    main, create = small_config(sys.argv[1])
+    main["ray"]["num_collectors"] = 1
+    main["env"]["env_id"] = "Line-v0"
+    create["env"]["type"] = "line"
+    ray_pipeline((main, create), seed=0, max_env_step=int(sys.argv[2]))
+'''
+
+
+def run_script(args: list[str], cwd) -> subprocess.CompletedProcess:
+    """``python <args>`` in ``cwd``, with ``tests`` importable and a Ray of its own."""
+    env = {**os.environ, "PYTHONPATH": REPO, "RAY_TMPDIR": tempfile.mkdtemp(prefix="drse", dir="/tmp")}
+    return subprocess.run(
+        [sys.executable, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=300
+    )
+
+
+def trained(proc: subprocess.CompletedProcess, exp, budget: int) -> dict:
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads((exp / "result.json").read_text())
+    assert result["pipeline"] == "ray-async" and "error" not in result, result
+    assert result["env_steps"] >= budget and result["train_iter"] > 0, result
+    return result
+
+
+def test_an_env_id_and_env_type_the_driver_script_registers_train_on_ray(tmp_path):
+    (tmp_path / "driver.py").write_text(DRIVER)
+    proc = run_script(["driver.py", str(tmp_path / "exp"), str(BUDGET)], tmp_path)
+    trained(proc, tmp_path / "exp", BUDGET)
