@@ -22,7 +22,7 @@ from typing import Any
 import ray
 from ray.exceptions import RayActorError
 
-from ding_ray.distributed.errors import get
+from ding_ray.distributed.errors import get, raised_line
 from ding_ray.errors import ActorDiedError
 from ding_ray.utils.call_watch import SLOW, TIMED_OUT, CallWatch
 
@@ -169,14 +169,12 @@ class CollectorPool:
             ray.get(ref)
         except RayActorError as err:
             slot.failures += 1
-            if slot.failures >= self._max_failures:
+            # an actor whose constructor raised is not restarted: it would raise again
+            if slot.failures >= self._max_failures or err.actor_init_failed:
                 slot.state, slot.ref = DEAD, None
                 logger.error("%s is gone for good (%s); going on without it", slot.name, err)
                 if not self.alive():
-                    raise ActorDiedError(
-                        f"Every collector actor died and none could be restarted (last: {slot.name}: {err}). "
-                        "Raise ray.max_restarts (-1 = unlimited) or look at the collectors' logs."
-                    ) from err
+                    raise ActorDiedError(_every_collector_died(slot.name, err)) from err
                 return Outcome(slot)
             self._ping(slot)
             return Outcome(slot)
@@ -185,3 +183,17 @@ class CollectorPool:
         slot.restarts += 1
         logger.warning("%s is back (restart %d)", slot.name, slot.restarts)
         return Outcome(slot)
+
+
+def _every_collector_died(name: str, err: RayActorError) -> str:
+    """The run's error when the last collector is gone, with what can bring collectors back."""
+    if err.actor_init_failed:
+        return (
+            f"Every collector actor died and none could be restarted (last: {name}, whose constructor "
+            f"raised {raised_line(err)}). A restart raises it again: fix that error (its traceback is "
+            "logged above)."
+        )
+    return (
+        f"Every collector actor died and none could be restarted (last: {name}: {err}). "
+        "Raise ray.max_restarts (-1 = unlimited) or look at the collectors' logs."
+    )

@@ -49,6 +49,13 @@ def actor_error(err: BaseException) -> BaseException:
     return inner
 
 
+def raised_line(err: BaseException) -> str:
+    """The last line of a Ray error's text, colours removed: for an error an actor raised (also in
+    its constructor, which an ``ActorDiedError`` reports), the error's own ``Type: message``."""
+    lines = [line.strip() for line in _COLOUR.sub("", str(err)).splitlines() if line.strip()]
+    return lines[-1] if lines else type(err).__name__
+
+
 def get(refs: Any, timeout: float | None = None) -> Any:
     """``ray.get``; a ding_ray error an actor raised is raised as itself (``actor_error``)."""
     try:

@@ -43,6 +43,8 @@ def make_gymnasium(env_id: str, **kwargs: Any) -> gym.Env:
         raise EnvError(
             f"Unknown gymnasium env id '{env_id}'."
             + (f" Close registered ids: {hint}." if hint else " See gymnasium.envs.registry for the ids.")
+            + " Fix the id, or register it with gymnasium.register before training starts (in the training "
+            "script, or in a module the config's import_names lists)."
             + (f" {EXTRA_HINT} (not installed: {', '.join(missing)})." if missing else "")
         )
     try:

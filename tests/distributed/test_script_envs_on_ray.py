@@ -1,6 +1,7 @@
 """An env that the driver's script defines and registers (in its ``__main__``, which no actor runs)
 trains on Ray as in one process: the actors get the gymnasium registration and the env type from the
-driver. Each script runs in a process of its own, with its own Ray."""
+driver. Each script runs in a process of its own, with its own Ray. An error in the collectors'
+constructors ends a run with that error, not with advice to allow more restarts."""
 
 from __future__ import annotations
 
@@ -12,6 +13,10 @@ import tempfile
 
 import pytest
 
+from ding_ray.distributed import RayComponents, make_plan
+from ding_ray.entry import compile_ray_config
+from ding_ray.framework import pipelines
+from tests.distributed.configs import small_config
 from tests.distributed.conftest import REPO
 
 pytestmark = pytest.mark.ray
@@ -26,6 +31,7 @@ import numpy as np
 from ding_ray.entry import ray_pipeline
 from ding_ray.envs import GymnasiumEnv
 from ding_ray.utils import ENV_REGISTRY
+from tests.distributed.configs import small_config
 
 
 class Line(gym.Env):
@@ -81,3 +87,18 @@ def test_an_env_id_and_env_type_the_driver_script_registers_train_on_ray(tmp_pat
     (tmp_path / "driver.py").write_text(DRIVER)
     proc = run_script(["driver.py", str(tmp_path / "exp"), str(BUDGET)], tmp_path)
     trained(proc, tmp_path / "exp", BUDGET)
+
+
+def test_a_collector_constructor_error_ends_the_run_with_it_and_no_restart_advice(ray_session, tmp_path):
+    main, create = small_config(str(tmp_path / "exp"))
+    main["ray"]["num_collectors"] = 1
+    main["env"]["kwargs"] = dict(no_such_argument=1)  # CartPole's constructor raises a TypeError
+    cfg = compile_ray_config((main, create), seed=0, save_cfg=False)
+    with pytest.raises(Exception) as err:
+        with RayComponents(cfg, make_plan(cfg)) as rc, rc.task() as task:
+            pipelines.off_policy(task, rc.cfg, rc, max_train_iter=20)
+            task.run()
+    message = str(err.value)
+    assert "collector-0, whose constructor raised TypeError" in message and "no_such_argument" in message
+    assert "A restart raises it again: fix that error" in message
+    assert "max_restarts" not in message
