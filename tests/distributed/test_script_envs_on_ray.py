@@ -1,7 +1,7 @@
 """An env that the driver's script defines and registers (in its ``__main__``, which no actor runs)
-trains on Ray as in one process: the actors get the gymnasium registration and the env type from the
-driver. Each script runs in a process of its own, with its own Ray. An error in the collectors'
-constructors ends a run with that error, not with advice to allow more restarts."""
+trains on Ray as in one process: the actors get the gymnasium registration, the env type and the
+model type from the driver. Each script runs in a process of its own, with its own Ray. An error in
+the collectors' constructors ends a run with that error, not with advice to allow more restarts."""
 
 from __future__ import annotations
 
@@ -30,7 +30,8 @@ import numpy as np
 
 from ding_ray.entry import ray_pipeline
 from ding_ray.envs import GymnasiumEnv
-from ding_ray.utils import ENV_REGISTRY
+from ding_ray.model import DQN
+from ding_ray.utils import ENV_REGISTRY, MODEL_REGISTRY
 from tests.distributed.configs import small_config
 
 
@@ -58,11 +59,17 @@ class LineEnv(GymnasiumEnv):
     """An env type of the script's own, as a DI-engine config names one (create_config's env type)."""
 
 
+@MODEL_REGISTRY.register("line_q")
+class LineQ(DQN):
+    """A model type of the script's own (policy.model.type)."""
+
+
 if __name__ == "__main__":
     main, create = small_config(sys.argv[1])
     main["ray"]["num_collectors"] = 1
     main["env"]["env_id"] = "Line-v0"
     create["env"]["type"] = "line"
+    main["policy"]["model"]["type"] = "line_q"
     ray_pipeline((main, create), seed=0, max_env_step=int(sys.argv[2]))
 '''
 
@@ -83,10 +90,20 @@ def trained(proc: subprocess.CompletedProcess, exp, budget: int) -> dict:
     return result
 
 
-def test_an_env_id_and_env_type_the_driver_script_registers_train_on_ray(tmp_path):
+def test_an_env_id_env_type_and_model_type_the_driver_script_registers_train_on_ray(tmp_path):
     (tmp_path / "driver.py").write_text(DRIVER)
     proc = run_script(["driver.py", str(tmp_path / "exp"), str(BUDGET)], tmp_path)
     trained(proc, tmp_path / "exp", BUDGET)
+
+
+@pytest.mark.slow
+def test_the_custom_env_example_trains_on_ray(tmp_path):
+    example = os.path.join(REPO, "examples", "custom_env.py")
+    budget = 1500  # past the example's random warm-up
+    args = ["--max-env-step", str(budget), "--num-collectors", "1", "--set", "ray.progress_bar=False"]
+    proc = run_script([example, "--ray", *args], tmp_path)
+    result = trained(proc, tmp_path / "custom_env_seed0", budget)
+    assert json.loads(proc.stdout.splitlines()[-1]) == result  # what the example prints
 
 
 def test_a_collector_constructor_error_ends_the_run_with_it_and_no_restart_advice(ray_session, tmp_path):
