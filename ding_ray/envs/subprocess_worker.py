@@ -212,7 +212,11 @@ def dumps_env_fn(env_fn: Any) -> bytes:
 
 
 def portable_gym_specs() -> list[bytes]:
-    """Pickled gymnasium specs registered outside gymnasium itself (a fresh worker lacks them)."""
+    """Pickled gymnasium specs registered outside gymnasium itself (a fresh worker lacks them).
+
+    An entry point pickle cannot name goes by value (``dumps_env_fn``): a lambda, or in a Ray actor
+    an env class of the driver's script, which came by value and is not in this process's ``__main__``.
+    """
     import gymnasium as gym
 
     blobs = []
@@ -220,8 +224,8 @@ def portable_gym_specs() -> list[bytes]:
         if isinstance(spec.entry_point, str) and spec.entry_point.startswith("gymnasium."):
             continue
         try:
-            blobs.append(pickle.dumps(spec))
-        except Exception:  # noqa: BLE001 - e.g. a lambda entry point; only 'fork' can carry it
+            blobs.append(dumps_env_fn(spec))
+        except Exception:  # noqa: BLE001 - not even by value; only 'fork' can carry it
             continue
     return blobs
 

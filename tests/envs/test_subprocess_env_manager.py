@@ -390,3 +390,18 @@ def test_start_method_is_chosen_or_given():
     m.launch()
     assert m.context == "forkserver" and sorted(m.ready_obs) == [0]
     m.close()
+
+
+def test_an_env_class_that_came_by_value_reaches_fork_server_workers():
+    """In a Ray actor an env class of the driver's script came by value: it names ``__main__`` as its
+    module but is not there, so pickle cannot send its registration to the workers; it goes by value
+    too, and the workers a fork server starts build the env."""
+    script_env = type("ScriptCountdown", (CountdownEnv,), {"__module__": "__main__"})
+    gym.register("ScriptCountdown-v0", entry_point=script_env, max_episode_steps=100)
+    try:
+        m = make("subprocess", env_id="ScriptCountdown-v0", n=1, context="forkserver", max_retry=1)
+        m.launch()
+        assert sorted(m.ready_obs) == [0]
+        m.close()
+    finally:
+        del gym.envs.registry["ScriptCountdown-v0"]
