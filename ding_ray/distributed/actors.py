@@ -9,6 +9,7 @@ dashboard lists them by role.
 from __future__ import annotations
 
 import copy
+import logging
 import os
 import time
 import uuid
@@ -23,7 +24,7 @@ from ray.exceptions import RayActorError
 from ding_ray.data import Batch
 from ding_ray.distributed.buffer_actor import ReplayBufferActor
 from ding_ray.distributed.cluster import ClusterError, learner_name, lower_priority
-from ding_ray.distributed.errors import ActorDiedError
+from ding_ray.distributed.errors import ActorDiedError, raised_line, ray_text
 from ding_ray.distributed.metrics import RayMetrics
 from ding_ray.distributed.startup import why_not_started
 from ding_ray.distributed.user_modules import UserCode, check_user_code, load_user_code, user_code
@@ -34,6 +35,8 @@ from ding_ray.worker import metrics
 from ding_ray.worker.eval_worker import EvalWorker
 from ding_ray.worker.learn_worker import LearnWorker
 from ding_ray.worker.rollout_worker import RolloutWorker
+
+logger = logging.getLogger(__name__)
 
 
 class CollectorWorker(RolloutWorker):
@@ -437,5 +440,8 @@ def _wait(actors: Actors, names: list[str], timeout_s: float) -> None:
             name = pending.pop(ref)
             try:
                 ray.get(ref)
-            except RayActorError as err:
-                raise ActorDiedError(f"The {name} actor could not start: {err}") from err
+            except RayActorError as err:  # its constructor raised: the error's own line, Ray's text logged
+                logger.warning("the %s actor could not start:\n%s", name, ray_text(err))
+                raise ActorDiedError(
+                    f"The {name} actor could not start: {raised_line(err)} (its traceback is in the log)."
+                ) from None

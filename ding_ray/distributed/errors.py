@@ -45,14 +45,19 @@ def actor_error(err: BaseException) -> BaseException:
     while isinstance(inner, RayTaskError) and isinstance(inner.cause, errors.DingRayError):
         inner = inner.cause
     if inner is not err:
-        logger.warning("%s raised in a Ray actor:\n%s", type(inner).__name__, _COLOUR.sub("", str(err)))
+        logger.warning("%s raised in a Ray actor:\n%s", type(inner).__name__, ray_text(err))
     return inner
+
+
+def ray_text(err: BaseException) -> str:
+    """A Ray error's text without its terminal colour codes (for the log)."""
+    return _COLOUR.sub("", str(err))
 
 
 def raised_line(err: BaseException) -> str:
     """The last line of a Ray error's text, colours removed: for an error an actor raised (also in
     its constructor, which an ``ActorDiedError`` reports), the error's own ``Type: message``."""
-    lines = [line.strip() for line in _COLOUR.sub("", str(err)).splitlines() if line.strip()]
+    lines = [line.strip() for line in ray_text(err).splitlines() if line.strip()]
     return lines[-1] if lines else type(err).__name__
 
 

@@ -105,3 +105,25 @@ def test_a_learner_restart_no_call_revealed_before_the_end_is_recorded(ray_sessi
     assert event["lost_train_iters"] == 40 - restored
     # what the restarted learner holds, counted by result.json and written by the last checkpoint
     assert result["train_iter"] == restored == _meta(result["last_checkpoint"])["train_iter"]
+
+
+def test_a_ray_resume_whose_buffer_file_is_damaged_fails_in_one_line_and_changes_nothing(
+    ray_session, tmp_path
+):
+    """The buffer actor reads the damaged file in its constructor: the run ends with the error's
+    own line (not Ray's traceback text), and the run folder is left byte for byte as it was."""
+    exp_name = str(tmp_path / "damaged")
+    main, create = small_config(exp_name)
+    ray_pipeline((main, create), seed=0, max_env_step=600)
+    (buffer_file,) = (tmp_path / "damaged" / "checkpoints").glob("iter_*/buffer.msgpack")
+    data = bytearray(buffer_file.read_bytes())
+    data[len(data) // 2] ^= 1
+    buffer_file.write_bytes(bytes(data))
+    before = {p: p.read_bytes() if p.is_file() else None for p in (tmp_path / "damaged").rglob("*")}
+    with pytest.raises(Exception) as caught:  # noqa: B017 - whatever its type: its text is checked
+        ray_pipeline((main, create), seed=0, max_env_step=1200, resume=exp_name)
+    message = str(caught.value)
+    assert "\n" not in message and "\x1b" not in message, message
+    assert "buffer.msgpack does not match the size and sha256" in message
+    after = {p: p.read_bytes() if p.is_file() else None for p in (tmp_path / "damaged").rglob("*")}
+    assert after == before
