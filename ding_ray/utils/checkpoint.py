@@ -153,6 +153,18 @@ class CheckpointStore:
         self._put(f"{folder}/{name}", data, before_replace=lambda: self._unfinish(folder))
         return {"size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
 
+    def next_incarnation(self, name: str) -> int:
+        """Count a start of actor ``name`` (its first, or a restart) and return the count: two
+        answers of one actor that differ by more than one say that it died in between unseen."""
+        path = f"{self.dir}/incarnations/{name}"
+        try:
+            self.fs.makedirs(os.path.dirname(path), exist_ok=True)
+            count = int(self.fs.cat_file(path)) + 1 if self.fs.exists(path) else 1
+        except (OSError, ValueError) as err:
+            raise self._storage_error(path, err) from err
+        self._put(path, str(count).encode())
+        return count
+
     def _unfinish(self, folder: str) -> None:
         if self.fs.exists(f"{folder}/{META_FILE}"):
             with contextlib.suppress(FileNotFoundError):  # the learner and the buffer both may

@@ -1,0 +1,85 @@
+"""``RayPort``: the ``ActorSupervisor``'s view of Ray, and ``Incarnation``, what every actor
+answers to its ``instance()`` calls."""
+
+from __future__ import annotations
+
+import uuid
+from typing import TYPE_CHECKING, Any
+
+import ray
+from ray.exceptions import ObjectLostError, RayActorError, RayTaskError
+
+from ding_ray.distributed.errors import get
+from ding_ray.distributed.startup import why_not_started
+from ding_ray.distributed.supervisor import Died
+
+if TYPE_CHECKING:
+    from ding_ray.distributed.actors import Actors
+    from ding_ray.utils.checkpoint import CheckpointStore
+
+
+def is_actor_failure(err: BaseException) -> bool:
+    """Whether ``err`` comes from an actor (or an object) that was lost, not from the call's code."""
+    if isinstance(err, (RayActorError, ObjectLostError)):
+        return True
+    return isinstance(err, RayTaskError) and isinstance(err.cause, (RayActorError, ObjectLostError))
+
+
+class RayPort:
+    """Ray calls for the supervisor of one run's ``actors``."""
+
+    def __init__(self, actors: Actors) -> None:
+        self.actors = actors
+        self._forgotten: list = []
+
+    def instance(self, handle: Any, retry: bool) -> Any:
+        # a call to a restarting actor fails at once; one that Ray retries answers once it is back
+        return (handle.instance.options(max_task_retries=-1) if retry else handle.instance).remote()
+
+    def ready(self, refs: list, timeout_s: float) -> list:
+        return ray.wait(refs, num_returns=len(refs), timeout=timeout_s)[0] if refs else []
+
+    def result(self, ref: Any) -> Any:
+        try:
+            return get(ref)
+        except (RayActorError, RayTaskError, ObjectLostError) as err:
+            if not is_actor_failure(err):
+                raise  # the call's own error (a NaN loss, a bad batch): not a death
+            init_failed = isinstance(err, RayActorError) and err.actor_init_failed
+            raise Died(f"{type(err).__name__}: {err}", init_failed=init_failed) from err
+
+    def kill(self, handle: Any) -> None:
+        ray.kill(handle, no_restart=False)
+
+    def forget(self, refs: list) -> None:
+        """Their outcomes are taken later (``sweep``), so that Ray does not log each failure
+        again when a reference is dropped."""
+        self._forgotten += list(refs)
+        self.sweep(0)
+
+    def sweep(self, wait_s: float = 0) -> None:
+        if not self._forgotten:
+            return
+        done, self._forgotten = ray.wait(self._forgotten, num_returns=len(self._forgotten), timeout=wait_s)
+        for ref in done:
+            try:
+                ray.get(ref)
+            except Exception:  # noqa: BLE001 - their errors are the death already handled
+                pass
+
+    def why_not_started(self, names: list[str]) -> str:
+        return why_not_started(self.actors, names)
+
+
+class Incarnation:
+    """One process of an actor: a restart is another. ``store``: the run's checkpoints, where the
+    starts of the actor ``name`` are counted (its answers then also reveal deaths nobody saw)."""
+
+    def __init__(self, name: str, store: CheckpointStore | None = None, **info: Any) -> None:
+        self.id = uuid.uuid4().hex
+        self.count = None if store is None else store.next_incarnation(name)
+        self.info = info
+
+    def answer(self, **now: Any) -> dict[str, Any]:
+        """What ``instance()`` returns: who this is, where it started from, and ``now``."""
+        return {"id": self.id, "incarnation": self.count, **self.info, **now}

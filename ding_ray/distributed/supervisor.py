@@ -1,0 +1,392 @@
+"""``ActorSupervisor``: the one mechanism that keeps a run's actors going.
+
+Every actor of a run (learner, buffer, evaluator, collectors) is watched by one supervisor, which
+the driver's clients tell about their calls. It
+
+- notices a death: a call that failed because its actor died (``get``, ``died``), or a periodic
+  ``instance()`` probe that finds a new incarnation (the actor died between two calls and Ray
+  brought it back before the next one);
+- notices a stall: a call on the clock (``calls``) past ``call_timeout_s`` gets its actor killed, so
+  that Ray restarts it (a frozen process neither answers nor dies); one far slower than the recent
+  median is logged;
+- pings the actor (an ``instance()`` call that Ray retries until the actor is back) and, when the new
+  incarnation answers, records the restart (``events``: result.json's ``recoveries``) and runs the
+  callbacks registered with ``on_back``, which drop what the dead incarnation owed;
+- ends the run with an ``ActorDiedError`` naming the actor when it does not come back in time, dies
+  for good, or keeps dying; a group (the collectors) ends it only when none of its members is left.
+
+It talks to Ray through a small port (``ActorPort``; ``ray_port.RayPort`` is Ray's), so that its
+bookkeeping is tested with a fake port and a fake clock.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from ding_ray.distributed.cluster import ClusterError
+from ding_ray.distributed.errors import ActorDiedError
+from ding_ray.utils.call_watch import SLOW, TIMED_OUT, CallWatch
+
+logger = logging.getLogger(__name__)
+
+UP, RESTARTING, GONE = "up", "restarting", "gone"
+
+
+class Died(Exception):
+    """The actor behind a call is dead (``init_failed``: its constructor raised, so a restart would
+    raise again)."""
+
+    def __init__(self, message: str, init_failed: bool = False) -> None:
+        super().__init__(message)
+        self.init_failed = init_failed
+
+
+class Recovered(Exception):
+    """The actor behind a call died and is back (or the call depended on one that did): whatever
+    was in flight on it is gone, and the caller drops the call."""
+
+
+class ActorPort(Protocol):
+    """What the supervisor asks of the actor system."""
+
+    def instance(self, handle: Any, retry: bool) -> Any:
+        """A reference to ``handle.instance()``; ``retry``: once the actor is back, if it is restarting."""
+
+    def ready(self, refs: list, timeout_s: float) -> list:
+        """The references of ``refs`` that are in after waiting up to ``timeout_s`` for all of them."""
+
+    def result(self, ref: Any) -> Any:
+        """The value behind ``ref``; raises ``Died`` when its actor died, the call's own error otherwise."""
+
+    def kill(self, handle: Any) -> None:
+        """End the actor's process; the actor system restarts it."""
+
+    def forget(self, refs: list) -> None:
+        """Calls whose results nobody wants any more (their failures are the death being handled)."""
+
+    def why_not_started(self, names: list[str]) -> str:
+        """Sentences on why these actors are not up, with what to do."""
+
+
+@dataclass
+class Member:
+    """One watched actor."""
+
+    name: str
+    handle: Any
+    group: str
+    restart_timeout_s: float
+    max_failures: int | None  # deaths in a row without a finished call before it is given up on
+    record: bool  # restarts go into ``events`` (result.json's recoveries)
+    advice: str  # what the error that ends the run says to do
+    watch: CallWatch | None  # call durations of its group; None: no stall detection
+    state: str = UP
+    known: Any = None  # what instance() answered last (a dict), or the reference of the first probe
+    ping: Any = None  # the retried instance() call while restarting
+    down_since: float = 0.0
+    busy_since: float | None = None  # the call at the head of its queue went on the clock
+    answered: bool = False  # this incarnation finished a call (the first one waits for its start)
+    warned: bool = False  # the call on the clock was logged as slow
+    killed_after_s: float | None = None  # killed as frozen after so long, until it is back
+    failures: int = 0
+    restarts: int = 0
+    on_back: list[Callable[[dict, dict], None]] = field(default_factory=list)
+
+
+class ActorSupervisor:
+    """Watches the actors added with ``add``; the driver's clients report to it."""
+
+    def __init__(
+        self,
+        port: ActorPort,
+        clock: Callable[[], float] = time.monotonic,
+        probe_every_s: float = 2.0,
+        check_every_s: float = 0.2,
+    ) -> None:
+        self.port, self.clock = port, clock
+        self.probe_every_s, self.check_every_s = probe_every_s, check_every_s
+        self.events: list[dict[str, Any]] = []  # one per recorded restart, for result.json
+        self.members: dict[str, Member] = {}
+        self._watches: dict[str, CallWatch] = {}  # one per group: its calls are alike
+        self._probe: dict[str, Any] | None = None  # instance() calls in flight
+        self._probed_at = clock()
+        self._checked_at = clock()
+        self._failed: Exception | None = None  # the error that ended the run, raised again
+
+    # ----- membership ----------------------------------------------------------------------------
+    def add(
+        self,
+        name: str,
+        handle: Any,
+        *,
+        restart_timeout_s: float,
+        group: str | None = None,
+        call_timeout_s: float | None = None,
+        max_failures: int | None = None,
+        record: bool = True,
+        advice: str = "",
+    ) -> None:
+        """Watch actor ``name``. ``group``: actors that stand in for each other (the collectors): the
+        run ends only when none of them is left. ``call_timeout_s``: a call on the clock this long
+        means a frozen actor; None: no stall detection. ``max_failures``: deaths in a row without
+        a finished call before the actor is given up on (None: as many as the actor system restarts
+        it). ``record``: its restarts are events (result.json's recoveries)."""
+        group = group or name
+        watch = None
+        if call_timeout_s is not None:
+            watch = self._watches.setdefault(group, CallWatch(call_timeout_s))
+        known = self.port.instance(handle, retry=False)  # who it is: a later answer tells a restart
+        self.members[name] = Member(
+            name, handle, group, float(restart_timeout_s), max_failures, record, advice, watch, known=known
+        )
+
+    def on_back(self, name: str, fn: Callable[[dict, dict], None]) -> None:
+        """``fn(instance, event)`` runs when actor ``name`` is back after a restart: ``instance`` is
+        what its ``instance()`` says (``restored_from``, its counters); ``fn`` drops what the dead
+        incarnation owed and adds what was lost to ``event`` (``lost_...`` keys)."""
+        self.members[name].on_back.append(fn)
+
+    def state(self, name: str) -> str:
+        return self.members[name].state
+
+    def up(self, name: str) -> bool:
+        return self.members[name].state == UP
+
+    def restarts(self, name: str) -> int:
+        return self.members[name].restarts
+
+    def refs(self) -> list:
+        """The pings in flight (the driver may wait on them with its calls)."""
+        return [m.ping for m in self.members.values() if m.ping is not None]
+
+    # ----- calls ---------------------------------------------------------------------------------
+    def calls(self, name: str, busy: bool, finished: int = 0) -> None:
+        """Report actor ``name``'s calls: ``finished`` of them finished since the last report, and
+        whether one is ready to run or running now (``busy``), which puts it on the clock."""
+        member = self.members[name]
+        now = self.clock()
+        if finished:
+            if member.busy_since is not None and member.answered and member.watch is not None:
+                member.watch.done(now - member.busy_since)
+            member.busy_since, member.answered, member.warned, member.failures = None, True, False, 0
+        if not busy:
+            member.busy_since = None
+        elif member.busy_since is None:
+            member.busy_since = now
+
+    def get(self, ref: Any, suspects: Iterable[str]) -> Any:
+        """The result of a call that depends on actors ``suspects`` (its own, and those whose
+        results it takes as arguments). When one of them died, every suspect is waited for until
+        it is back (or the run ends), its ``on_back`` callbacks run, and ``Recovered`` is raised
+        for the caller to drop the call."""
+        try:
+            return self.port.result(ref)
+        except Died as err:
+            self.recover(suspects, err)
+            raise Recovered(str(err)) from err
+
+    def recover(self, names: Iterable[str], err: BaseException | None = None) -> None:
+        """Bring back whichever of actors ``names`` died, waiting for each (``ActorDiedError`` if
+        one does not come back)."""
+        if self._failed is not None:
+            raise self._failed
+        for name in names:
+            member = self.members[name]
+            self.died(name)  # or not: a call also fails when an actor it depends on died
+            if not self.port.ready([member.ping], member.restart_timeout_s):
+                self._give_up(member, f"not back within {member.restart_timeout_s:g} s")
+            self._take_ping(member)
+            if member.state != UP:
+                raise self._failed or ActorDiedError(f"The {name} actor is gone.")
+
+    def died(self, name: str, err: BaseException | None = None) -> None:
+        """A call of actor ``name`` failed as its actor died (or might have): ping it until it is
+        back. Does not wait: ``poll`` takes the answer."""
+        member = self.members[name]
+        if member.state != UP:
+            return
+        if err is not None and member.max_failures is not None:
+            member.failures += 1
+            if member.failures >= member.max_failures:
+                why = f"it keeps dying ({member.failures} deaths without a finished call): {err}"
+                self._gone(member, why)
+                return
+        if isinstance(err, Died) and err.init_failed:
+            self._gone(member, f"its constructor raised: {err}")
+            return
+        if err is not None:
+            logger.warning("the %s actor died (%s); waiting for it to be restarted", name, err)
+        member.state, member.down_since = RESTARTING, self.clock()
+        member.ping = self.port.instance(member.handle, retry=True)
+        member.busy_since = None
+
+    # ----- the driver's loop ---------------------------------------------------------------------
+    def poll(self) -> None:
+        """Take the pings that answered, probe for restarts no call revealed (every
+        ``probe_every_s``), kill frozen actors, and end the run with an actor that did not come
+        back in time. Never blocks."""
+        if self._failed is not None:
+            raise self._failed
+        pings = self.refs()
+        if pings:
+            for ref in self.port.ready(pings, 0):
+                self._take_ping(next(m for m in self.members.values() if m.ping is ref))
+        now = self.clock()
+        self._check_away(now)
+        self._take_probe(now)
+        if now - self._checked_at >= self.check_every_s:
+            self._checked_at = now
+            for member in self.members.values():
+                self._check_stall(member, now)
+
+    def check(self, timeout_s: float) -> None:
+        """Probe every actor now, waiting up to ``timeout_s`` for the answers: the end of a run,
+        whose last checkpoint and result.json must count what the actors hold, not what they held
+        before a restart not seen yet."""
+        if self._failed is not None:
+            return
+        if self._probe is not None:  # sent earlier: a dead incarnation may have answered it
+            self.port.forget(list(self._probe.values()))
+        self._probe = {
+            m.name: self.port.instance(m.handle, retry=True) for m in self.members.values() if m.state == UP
+        }
+        refs = list(self._probe.values())
+        self.port.ready(refs, timeout_s)
+        self._take_probe(self.clock(), force=True)
+
+    def record(self, *events: dict[str, Any]) -> None:
+        """Log and keep (for result.json) restarts: this supervisor's, or those a client reports."""
+        for event in events:
+            self.events.append(event)
+            if event.get("unseen"):
+                logger.warning("the %s actor died again before it answered (restarted again)", event["actor"])
+                continue
+            lost = {k: v for k, v in event.items() if k.startswith("lost_")}
+            logger.warning(
+                "the %s actor died and is back, restored from %s; lost: %s",
+                event["actor"],
+                event.get("restored_from") or "nothing (no checkpoint)",
+                lost,
+            )
+
+    # ----- internals -----------------------------------------------------------------------------
+    def _take_ping(self, member: Member) -> None:
+        ref, member.ping = member.ping, None
+        try:
+            instance = self.port.result(ref)
+        except Died as err:  # the actor system gave up on it: dead for good
+            self._gone(member, str(err))
+            return
+        member.state = UP
+        if self._identity(member) == instance.get("id"):
+            return  # it had not died: the call failed for a dependency of it
+        self._restarted(member, instance)
+
+    def _take_probe(self, now: float, force: bool = False) -> None:
+        if self._probe is None:
+            if now - self._probed_at >= self.probe_every_s:
+                members = [m for m in self.members.values() if m.state == UP]
+                self._probe = {m.name: self.port.instance(m.handle, retry=False) for m in members}
+            return
+        refs = list(self._probe.values())
+        if not force and len(self.port.ready(refs, 0)) < len(refs):
+            return
+        probe, self._probe, self._probed_at = self._probe, None, now
+        for name, ref in probe.items():
+            member = self.members[name]
+            try:
+                instance = self.port.result(ref)
+            except Died:  # dead now: its next call (or ``died``) brings it back
+                continue
+            if member.state == UP and self._identity(member) not in (None, instance.get("id")):
+                self._restarted(member, instance)
+
+    def _identity(self, member: Member) -> Any:
+        """The id of the incarnation the supervisor knows; None if it never answered."""
+        if not isinstance(member.known, dict):
+            ref, member.known = member.known, None
+            try:
+                if self.port.ready([ref], member.restart_timeout_s):
+                    member.known = self.port.result(ref)
+            except Died:
+                member.known = None
+        return None if member.known is None else member.known.get("id")
+
+    def _restarted(self, member: Member, instance: dict) -> None:
+        before = (member.known or {}).get("incarnation")
+        member.known, member.restarts = instance, member.restarts + 1
+        member.answered, member.warned, member.busy_since = True, False, None
+        now = instance.get("incarnation")
+        if member.record and before is not None and now is not None:
+            unseen = range(now - before - 1)  # deaths between the two answers that nobody saw
+            self.record(*({"actor": member.name, "restored_from": None, "unseen": True} for _ in unseen))
+        event: dict[str, Any] = {"actor": member.name, "restored_from": instance.get("restored_from")}
+        if member.killed_after_s is not None:
+            event["timed_out"] = True  # killed as frozen, not a death of its own
+            member.killed_after_s = None
+        for fn in member.on_back:
+            fn(instance, event)
+        if member.record:
+            self.record(event)
+        else:
+            logger.warning("%s is back (restart %d)", member.name, member.restarts)
+
+    def _check_stall(self, member: Member, now: float) -> None:
+        if member.watch is None or member.state != UP or member.busy_since is None:
+            return
+        if not member.answered or member.killed_after_s is not None:
+            return  # its first call waits for it to start, which restart_timeout_s bounds
+        elapsed = now - member.busy_since
+        verdict = member.watch.check(
+            f"the {member.name} actor",
+            elapsed,
+            member.warned,
+            lambda: self.port.kill(member.handle),
+            "the actor system restarts it",
+        )
+        member.warned = member.warned or verdict == SLOW
+        if verdict == TIMED_OUT:
+            member.killed_after_s = elapsed
+            self.died(member.name)
+
+    def _check_away(self, now: float) -> None:
+        """End the run when a group has no member up and one has been restarting too long."""
+        groups: dict[str, list[Member]] = {}
+        for member in self.members.values():
+            groups.setdefault(member.group, []).append(member)
+        for group, members in groups.items():
+            alive = [m for m in members if m.state != GONE]
+            if not alive or any(m.state == UP for m in alive):
+                continue
+            latest = max(alive, key=lambda m: m.down_since)
+            waited = now - latest.down_since
+            if waited > latest.restart_timeout_s:
+                names = [m.name for m in alive]
+                if len(members) == 1:
+                    self._give_up(latest, f"not back within {waited:.0f} s (ray.actor_start_timeout_s)")
+                why = self.port.why_not_started(names)
+                self._failed = ClusterError(
+                    f"Every {group} actor died and none came back within {latest.restart_timeout_s:g} s "
+                    f"(ray.actor_start_timeout_s). {why} {latest.advice}".rstrip()
+                )
+                raise self._failed
+
+    def _gone(self, member: Member, why: str) -> None:
+        """Actor ``member`` is given up on; the run ends unless its group has another member."""
+        member.state, member.ping = GONE, None
+        logger.error("the %s actor is gone for good (%s)", member.name, why)
+        if any(m.state != GONE for m in self.members.values() if m.group == member.group):
+            return
+        self._give_up(member, why)
+
+    def _give_up(self, member: Member, why: str) -> None:
+        member.state = GONE
+        self._failed = ActorDiedError(
+            f"The {member.name} actor died and did not come back: {why}. "
+            f"{self.port.why_not_started([member.name])} {member.advice}".rstrip()
+        )
+        raise self._failed
