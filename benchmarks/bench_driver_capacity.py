@@ -173,7 +173,7 @@ def one_run(pipeline: str, n: int, seconds: float, pace_ms: float = 0.0) -> dict
 
         def measure(ctx) -> None:
             now = time.monotonic()
-            delivered = sum(slot.answered for slot in rc.collector.pool.slots)
+            delivered = sum(slot.delivered > 0 for slot in rc.collector.pool.slots)
             iteration["count"] += 1
             if "start" not in window and delivered == n:
                 window.update(

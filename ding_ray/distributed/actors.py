@@ -26,6 +26,7 @@ from ding_ray.distributed.buffer_actor import ReplayBufferActor
 from ding_ray.distributed.cluster import ClusterError, learner_name, lower_priority
 from ding_ray.distributed.errors import ActorDiedError, raised_line, ray_text
 from ding_ray.distributed.metrics import RayMetrics
+from ding_ray.distributed.ray_port import Incarnation
 from ding_ray.distributed.startup import why_not_started
 from ding_ray.distributed.user_modules import UserCode, check_user_code, load_user_code, user_code
 from ding_ray.distributed.weights import WeightsPublisher, WeightsRef, pull
@@ -62,6 +63,7 @@ class CollectorWorker(RolloutWorker):
         lower_priority(cfg.ray.get("helper_nice", 0))
         super().__init__(cfg, index, n_sample=n_sample)
         self._metrics = RayMetrics(self.name, cfg.exp_name)
+        self._incarnation = Incarnation(self.name, CheckpointStore(storage_root(cfg)), cfg.ray.get("run_id"))
         self._pusher = None
         if buffer_namespace is not None:
             buffer = ray.get_actor("buffer", namespace=buffer_namespace)
@@ -69,6 +71,10 @@ class CollectorWorker(RolloutWorker):
 
     def ping(self) -> int:
         return self.version
+
+    def instance(self) -> dict[str, Any]:
+        """Which process this is (a restart is another): ``ActorSupervisor`` asks."""
+        return self._incarnation.answer()
 
     def node_id(self) -> str:
         """The Ray node this collector runs on."""
@@ -165,9 +171,16 @@ class EvaluatorWorker(EvalWorker):
         lower_priority(cfg.ray.get("helper_nice", 0))
         super().__init__(cfg)
         self._metrics = RayMetrics("evaluator", cfg.exp_name)
+        self._incarnation = Incarnation(
+            "evaluator", CheckpointStore(storage_root(cfg)), cfg.ray.get("run_id")
+        )
 
     def ping(self) -> int:
         return self.version
+
+    def instance(self) -> dict[str, Any]:
+        """Which process this is (a restart is another): ``ActorSupervisor`` asks."""
+        return self._incarnation.answer()
 
     def evaluate(
         self, weights: WeightsRef | None, train_iter: int, envstep: int, best_return: float | None = None
@@ -197,14 +210,19 @@ class LearnerWorker(LearnWorker):
         # A resumed run, or Ray restarting this actor after it died: go on from the latest checkpoint.
         self._store = CheckpointStore(storage_root(cfg), cfg.checkpoint.keep)
         self.restored_from = self.restore_run_checkpoint(self._store)
-        self._instance_id = uuid.uuid4().hex
+        self._incarnation = Incarnation(
+            ray.get_runtime_context().get_actor_name() or "learner",
+            self._store,
+            cfg.ray.get("run_id"),
+            restored_from=self.restored_from,
+        )
 
     def ping(self) -> int:
         return self.train_iter
 
     def instance(self) -> dict[str, Any]:
-        """Which process this is (a restart is another) and where it started from."""
-        return {"id": self._instance_id, "restored_from": self.restored_from, "train_iter": self.train_iter}
+        """Which process this is (a restart is another), where it started from, its iteration."""
+        return self._incarnation.answer(train_iter=self.train_iter)
 
     def save_checkpoint_file(self) -> dict[str, Any]:
         """Write ``learner.pth`` of a run checkpoint into the folder of this learner's iteration;
@@ -327,6 +345,7 @@ def create_actors(
     rc = cfg.ray
     cfg = copy.deepcopy(cfg)
     cfg.exp_name = os.path.abspath(cfg.exp_name)
+    cfg.ray.run_id = uuid.uuid4().hex[:12]  # names this start's counts of actor starts (``Incarnation``)
     # the learner and the buffer come back from the run's latest checkpoint (a learner group cannot)
     core_restarts = rc.core_max_restarts if rc.get("num_learners", 1) == 1 else 0
     core = dict(namespace=namespace, max_restarts=core_restarts, max_task_retries=0)
@@ -376,6 +395,7 @@ def _create(
             int(cfg.seed),
             storage_root(cfg),
             cfg.checkpoint.frames_flush_s if cfg.checkpoint.save_buffer else 0.0,
+            cfg.ray.run_id,
         )
     collectors = [collector(0)]
     publish_freq = rc.publish_freq if publish_freq is None else publish_freq

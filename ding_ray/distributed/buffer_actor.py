@@ -4,13 +4,13 @@ so the buffer actor is up in a fraction of the time the torch-based actors take.
 from __future__ import annotations
 
 import time
-import uuid
 
 import ray
 from easydict import EasyDict
 
 from ding_ray.data import Batch, create_buffer
 from ding_ray.distributed.metrics import RayMetrics
+from ding_ray.distributed.ray_port import Incarnation
 from ding_ray.utils.checkpoint import (
     BUFFER_FILE,
     CheckpointStore,
@@ -31,10 +31,12 @@ class BufferWorker:
         seed: int = 0,
         checkpoints: str | None = None,
         frames_flush_s: float = 0.0,
+        run_id: str | None = None,
     ) -> None:
         """``checkpoints``: the run's checkpoint storage root; when it holds a buffer snapshot (a
         resumed run, or Ray restarting this actor after it died) the buffer starts from the latest.
-        ``frames_flush_s``: seconds between writes of new frames there (``FrameBlocks.flush``)."""
+        ``frames_flush_s``: seconds between writes of new frames there (``FrameBlocks.flush``).
+        ``run_id``: the run's start, whose starts of this actor are counted there (``Incarnation``)."""
         self.buffer = create_buffer(buffer_cfg, exp_name=exp_name, instance_name="buffer")
         self.buffer.seed(seed)
         self._metrics = RayMetrics("buffer", exp_name, interval_s=1.0)
@@ -43,14 +45,15 @@ class BufferWorker:
         self._flush_s = float(frames_flush_s)
         self._next_flush = time.monotonic() + self._flush_s
         self.restored_from = None
-        self._instance_id = uuid.uuid4().hex
         if self._store is not None:
             self.restored_from = restore_latest(
                 self._store,
                 BUFFER_FILE,
                 lambda data, where: load_buffer_bytes(self.buffer, data, self._frames),
             )
-        self._restored_count = self.buffer.count()  # what it started with
+        self._incarnation = Incarnation(
+            "buffer", self._store, run_id, restored_from=self.restored_from, count=self.buffer.count()
+        )
 
     def _load(self, data: bytes, where: str) -> None:
         load_buffer_bytes(self.buffer, data, self._frames)
@@ -59,8 +62,8 @@ class BufferWorker:
         return self.buffer.count()
 
     def instance(self) -> dict:
-        """Which process this is (a restart is another) and where it started from."""
-        return {"id": self._instance_id, "restored_from": self.restored_from, "count": self._restored_count}
+        """Which process this is (a restart is another), where it started from and what it held then."""
+        return self._incarnation.answer()
 
     def save_checkpoint_file(self, folder: str) -> dict:
         """Write ``buffer.msgpack`` of a run checkpoint into ``folder``; what ``meta.json`` records."""

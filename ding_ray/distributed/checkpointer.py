@@ -21,7 +21,8 @@ import ray
 from easydict import EasyDict
 
 from ding_ray.distributed.actors import Actors
-from ding_ray.distributed.recovery import Recovered, Recovery
+from ding_ray.distributed.remote import core_actors
+from ding_ray.distributed.supervisor import ActorSupervisor, Recovered
 from ding_ray.errors import StorageError
 from ding_ray.utils.checkpoint import (
     BUFFER_FILE,
@@ -53,11 +54,11 @@ class RayCheckpointer:
         self,
         cfg: EasyDict,
         actors: Actors,
-        recovery: Recovery,
+        supervisor: ActorSupervisor,
         store: CheckpointStore,
         resumed: Checkpoint | None = None,
     ) -> None:
-        self.actors, self.recovery, self.store = actors, recovery, store
+        self.actors, self.supervisor, self.store = actors, supervisor, store
         self.save_buffer = bool(cfg.checkpoint.save_buffer) and actors.buffer is not None
         self.last = resumed
         self.saved = 0
@@ -100,7 +101,7 @@ class RayCheckpointer:
         committed, or None while it is unfinished (or abandoned: an actor died while writing)."""
         pending = self._pending
         try:
-            out = self.recovery.get(pending.waiting)
+            out = self.supervisor.get(pending.waiting, core_actors(self.supervisor))
         except Recovered:  # an actor died while writing: this one is left unfinished, never read
             logger.warning("checkpoint %s abandoned: an actor died while writing it", pending.folder)
             self._pending = None

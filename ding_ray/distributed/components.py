@@ -4,9 +4,10 @@ What every Ray run does around its pipeline lives here, once, for ``ray_pipeline
 driver script alike: the cluster check (fail in seconds when the cluster is too small), the
 actors (``create_actors``) behind their protocols (``collector``, ``buffer``, ``learner``,
 ``evaluator``), a rate limiter between collection and sampling (off-policy), run checkpoints
-(``rc.checkpoint()``), the learner and buffer brought back from them when they die
-(``Recovery``), and the stages of running on Ray (``monitor``, ``wait``). Counters, resume,
-``result.json`` and the end of the run are ``RunBase``'s, shared with the serial run::
+(``rc.checkpoint()``), every actor watched by one ``ActorSupervisor`` (the learner and the buffer
+come back from the checkpoints when they die), and the stages of running on Ray (``monitor``,
+``wait``). Counters, resume, ``result.json`` and the end of the run are ``RunBase``'s, shared with
+the serial run::
 
     with RayComponents(cfg, plan) as rc, rc.task() as task:
         pipelines.off_policy(task, cfg, rc)     # or its stages written out (examples/apex_dqn.py)
@@ -32,10 +33,11 @@ from ding_ray.distributed.cluster import check_cluster
 from ding_ray.distributed.config import Plan, pipeline_of
 from ding_ray.distributed.errors import ActorDiedError
 from ding_ray.distributed.monitor import RunMonitor, monitor_stage
-from ding_ray.distributed.recovery import Recovered, Recovery
-from ding_ray.distributed.remote import RemoteBuffer, RemoteLearner
+from ding_ray.distributed.ray_port import RayPort
+from ding_ray.distributed.remote import RemoteBuffer, RemoteLearner, core_actors
 from ding_ray.distributed.remote_collectors import RemoteCollectors
 from ding_ray.distributed.remote_evaluator import RemoteEvaluator
+from ding_ray.distributed.supervisor import ActorSupervisor, Recovered
 from ding_ray.framework import OnlineRLContext
 from ding_ray.framework.middleware.evaluate import take_evaluation
 from ding_ray.framework.run import RunBase
@@ -117,7 +119,7 @@ class RayComponents(RunBase):
         # sync: each round splits n_sample over the collectors
         per_call = math.ceil(plan.n_sample / cfg.ray.num_collectors) if sync else plan.n_sample
         self.actors = create_actors(cfg, plan.namespace, n_sample=per_call, buffer=not sync)
-        self.recovery = Recovery(self.actors, cfg.ray.actor_start_timeout_s, cfg.ray.core_max_restarts)
+        self.supervisor = self._supervise(cfg)
         meta = {} if self.resumed is None else self.resumed.meta
         self.limiter = None
         if not sync:
@@ -127,13 +129,13 @@ class RayComponents(RunBase):
             self.limiter.check_chunks(plan.n_sample, plan.sample_size)
             self.limiter.inserted = int((meta.get("limiter") or {}).get("inserted", 0))
             self.limiter.sampled = int((meta.get("limiter") or {}).get("sampled", 0))
-        self.collector = RemoteCollectors(cfg, self.actors, plan, self.limiter, sync=sync)
+        self.collector = RemoteCollectors(cfg, self.actors, plan, self.supervisor, self.limiter, sync=sync)
         self.buffer = (
             None
             if sync
             else RemoteBuffer(
                 self.actors,
-                self.recovery,
+                self.supervisor,
                 self.limiter,
                 cfg.ray.train_iters_per_call,
                 max_in_flight=cfg.ray.sample_prefetch,
@@ -143,7 +145,7 @@ class RayComponents(RunBase):
         )
         self.learner = RemoteLearner(
             self.actors,
-            self.recovery,
+            self.supervisor,
             self.buffer,
             on_policy=sync,
             start_timeout_s=cfg.ray.actor_start_timeout_s,
@@ -154,13 +156,14 @@ class RayComponents(RunBase):
         # evaluated (a backlog, also of those due while the evaluator starts), not only the latest.
         self.evaluator = RemoteEvaluator(
             self.actors,
+            self.supervisor,
             max_backlog=8 if sync else 0,
             restart_timeout_s=cfg.ray.actor_start_timeout_s,
-            recovery=self.recovery,
         )
         self.weights_sinks = [self.collector, self.evaluator]
-        self.checkpointer = RayCheckpointer(cfg, self.actors, self.recovery, self.store, self.resumed)
-        self.recovery.on_restart("buffer", self._buffer_restarted)
+        self.checkpointer = RayCheckpointer(cfg, self.actors, self.supervisor, self.store, self.resumed)
+        if self.buffer is not None:
+            self.supervisor.on_back("buffer", self._buffer_restarted)
         if self.resumed is not None:
             self._resume_counters(meta)
         self.state: dict[str, Any] | None = None  # the learner's final state, once the run ended well
@@ -168,6 +171,27 @@ class RayComponents(RunBase):
         self._monitor: RunMonitor | None = None
 
     # ----- resume and recovery ------------------------------------------------------------------
+    def _supervise(self, cfg: EasyDict) -> ActorSupervisor:
+        """The run's supervisor, watching the learner and the buffer from the start (the
+        evaluator and the collectors join as their clients start them)."""
+        supervisor = ActorSupervisor(RayPort(self.actors))
+        timeout_s = cfg.ray.actor_start_timeout_s
+        advice = (
+            f"It is restarted at most ray.core_max_restarts={cfg.ray.core_max_restarts} times, within "
+            f"{timeout_s:g} s each (ray.actor_start_timeout_s). The run's latest checkpoint is in its "
+            "checkpoints/ folder: resume=<the run's folder> goes on from there."
+        )
+        for name, handle in (("learner", self.actors.learner), ("buffer", self.actors.buffer)):
+            if handle is not None:
+                supervisor.add(
+                    name,
+                    handle,
+                    restart_timeout_s=timeout_s,
+                    call_timeout_s=self.actors.call_timeout_s,
+                    advice=advice,
+                )
+        return supervisor
+
     def _resume_counters(self, meta: dict) -> None:
         self.collector.envstep = int(meta["env_steps"])
         self.collector.envepisode = int(meta.get("episodes", 0))
@@ -215,7 +239,9 @@ class RayComponents(RunBase):
         def _wait(ctx: OnlineRLContext) -> None:
             if self.collector.warming_up or (self.buffer is not None and self.buffer.wants_sample()):
                 return
-            refs = self.collector.refs() + self.learner.refs() + self.evaluator.refs()
+            refs = (
+                self.collector.refs() + self.learner.refs() + self.evaluator.refs() + self.supervisor.refs()
+            )
             if not refs:
                 raise RuntimeError("Nothing is in flight on any actor; the rate limiter setup has a bug.")
             if not ray.wait(refs, num_returns=1, timeout=timeout_s)[0]:
@@ -249,7 +275,7 @@ class RayComponents(RunBase):
         # the evaluator runs beside training: the weights that reached the stop value were taken
         # at this many env steps, while env_steps counts what was collected until it said so
         out["stop_env_step"] = self.evaluator.stop_env_step
-        out["recoveries"] = self.recovery.events  # each restart of learner, buffer, evaluator; its losses
+        out["recoveries"] = self.supervisor.events  # each restart of learner, buffer, evaluator; its losses
         out.update(self.checkpointer.summary())
         if self.limiter is not None:
             out.update(
@@ -313,7 +339,7 @@ class RayComponents(RunBase):
         timeout_s = float(self.cfg.ray.call_timeout_s)
         try:
             before = self.learner.train_iter
-            self.recovery.check(timeout_s)  # a restart not seen yet takes back the iterations it lost
+            self.supervisor.check(timeout_s)  # a restart not seen yet takes back the iterations it lost
             self.learner.finish(timeout_s)
             self.ctx.train_iter += self.learner.train_iter - before
             evaluations = self.evaluator.finish(timeout_s)
@@ -332,14 +358,20 @@ class RayComponents(RunBase):
         if error is None:
             if self.evaluator.stop_weights is not None:  # held by the learner: fetch before the kill
                 self.stop_weights = ray.get(self.evaluator.stop_weights.ref)
-            self.state = self.recovery.get(self.actors.learner.state_dict.remote())
-            self.recovery.get(self.actors.learner.close.remote())  # after_run hooks: ckpt_final.pth.tar
+            self.state = self.supervisor.get(
+                self.actors.learner.state_dict.remote(), core_actors(self.supervisor)
+            )
+            self.supervisor.get(
+                self.actors.learner.close.remote(), core_actors(self.supervisor)
+            )  # after_run hooks: ckpt_final.pth.tar
         return ckpt
 
     def close(self) -> None:
         try:
-            self.recovery.sweep(wait_s=1.0)
+            self.supervisor.port.sweep(wait_s=1.0)
             self.actors.kill()
+            if self.store is not None:
+                self.store.forget_incarnations(self.actors.cfg.ray.run_id)
         finally:
             self.lock.release()
 

@@ -19,7 +19,7 @@ import ray
 from tqdm import tqdm
 
 from ding_ray.distributed.metrics import RayMetrics
-from ding_ray.distributed.recovery import Recovered
+from ding_ray.distributed.supervisor import Recovered
 from ding_ray.utils.result import log_config
 from ding_ray.utils.run_dir import events_writer
 from ding_ray.worker import metrics
@@ -147,7 +147,6 @@ def monitor_stage(rc: Any) -> tuple[RunMonitor, Callable]:
 
     def _monitor(ctx: Any) -> None:
         rc.ctx = ctx
-        rc.recovery.poll()  # a learner or buffer restarted between two calls
         lags = []
         for info in rc.collector.pop_infos():
             lags.append(ctx.train_iter - max(info["policy_version"], 0))
@@ -165,7 +164,7 @@ def monitor_stage(rc: Any) -> tuple[RunMonitor, Callable]:
             monitor.scalars[metrics.BUFFER_SAMPLES_PER_INSERT] = rc.limiter.samples_per_insert_now()
         if stats["ref"] is not None and ray.wait([stats["ref"]], timeout=0)[0]:
             with contextlib.suppress(Recovered):  # the buffer died meanwhile: ask the new one
-                monitor.update(rc.recovery.get(stats["ref"]))
+                monitor.update(rc.supervisor.get(stats["ref"], ["buffer"]))
             stats["ref"] = None
         due = time.monotonic() - stats["at"] >= rc.cfg.ray.report_interval_s
         if stats["ref"] is None and rc.actors.buffer is not None and due:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import ray
 from ray.exceptions import ObjectLostError, RayActorError, RayTaskError
 
-from ding_ray.distributed.errors import get
+from ding_ray.distributed.errors import get, raised_line
 from ding_ray.distributed.startup import why_not_started
 from ding_ray.distributed.supervisor import Died
 
@@ -45,8 +45,9 @@ class RayPort:
         except (RayActorError, RayTaskError, ObjectLostError) as err:
             if not is_actor_failure(err):
                 raise  # the call's own error (a NaN loss, a bad batch): not a death
-            init_failed = isinstance(err, RayActorError) and err.actor_init_failed
-            raise Died(f"{type(err).__name__}: {err}", init_failed=init_failed) from err
+            if isinstance(err, RayActorError) and err.actor_init_failed:  # the error's own line
+                raise Died(raised_line(err), init_failed=True) from err
+            raise Died(f"{type(err).__name__}: {err}") from err
 
     def kill(self, handle: Any) -> None:
         ray.kill(handle, no_restart=False)
@@ -70,16 +71,24 @@ class RayPort:
     def why_not_started(self, names: list[str]) -> str:
         return why_not_started(self.actors, names)
 
+    def describe(self, name: str) -> str:
+        return f"{name} actor (namespace '{self.actors.namespace}')"
+
 
 class Incarnation:
-    """One process of an actor: a restart is another. ``store``: the run's checkpoints, where the
-    starts of the actor ``name`` are counted (its answers then also reveal deaths nobody saw)."""
+    """One process of an actor: a restart is another. ``store`` and ``run_id``: where the starts of
+    the actor ``name`` in the run ``run_id`` are counted (the run's checkpoints), so that its answers
+    also reveal deaths nobody saw; without them, only the deaths the driver sees count."""
 
-    def __init__(self, name: str, store: CheckpointStore | None = None, **info: Any) -> None:
+    def __init__(
+        self, name: str, store: CheckpointStore | None = None, run_id: str | None = None, **info: Any
+    ) -> None:
         self.id = uuid.uuid4().hex
-        self.count = None if store is None else store.next_incarnation(name)
+        # Ray restarted this actor: also one that died before it came this far (before any count)
+        self.restarted = ray.get_runtime_context().was_current_actor_reconstructed
+        self.count = None if store is None or not run_id else store.next_incarnation(f"{name}-{run_id}")
         self.info = info
 
     def answer(self, **now: Any) -> dict[str, Any]:
         """What ``instance()`` returns: who this is, where it started from, and ``now``."""
-        return {"id": self.id, "incarnation": self.count, **self.info, **now}
+        return {"id": self.id, "incarnation": self.count, "restarted": self.restarted, **self.info, **now}

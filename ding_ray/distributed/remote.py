@@ -12,10 +12,10 @@ remote calls that do not block the driver:
   ``WeightsRef``) for the ``weights_publisher`` stage to hand to collectors and evaluator.
 
 A dead learner or buffer is waited for while Ray restarts it from the run's latest checkpoint
-(``Recovery``): what was in flight on it is dropped and counted, and the run goes on; one that does
-not come back ends the run with an ``ActorDiedError`` naming it. A learner or buffer whose call
-runs past ``ray.call_timeout_s`` (a frozen process) is killed and goes the same way (``Recovery``'s
-``StallWatch``: ``poll`` reports their calls to it).
+(``ActorSupervisor``): what was in flight on it is dropped and counted, and the run goes on; one
+that does not come back ends the run with an ``ActorDiedError`` naming it. Both report their calls
+to the supervisor, which kills a learner or buffer whose call runs past ``ray.call_timeout_s`` (a
+frozen process): it then goes the same way.
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ import ray
 from ding_ray.data.rate_limiter import RateLimiter
 from ding_ray.distributed.actors import Actors
 from ding_ray.distributed.cluster import ClusterError, learner_name
-from ding_ray.distributed.recovery import Recovered, Recovery
 from ding_ray.distributed.startup import why_not_started
+from ding_ray.distributed.supervisor import ActorSupervisor, Recovered
 from ding_ray.distributed.weights import WeightsRef
 from ding_ray.utils.runtime import process_age_s
 from ding_ray.worker import metrics
@@ -50,13 +50,13 @@ class RemoteBuffer:
     def __init__(
         self,
         actors: Actors,
-        recovery: Recovery,
+        supervisor: ActorSupervisor,
         limiter: RateLimiter | None = None,
         batches_per_call: int = 1,
         max_in_flight: int = 2,
         max_pushes: int | None = None,
     ) -> None:
-        self.actors, self.handle, self.recovery, self.limiter = actors, actors.buffer, recovery, limiter
+        self.actors, self.handle, self.supervisor, self.limiter = actors, actors.buffer, supervisor, limiter
         self.batches_per_call, self.max_in_flight = int(batches_per_call), int(max_in_flight)
         self.in_flight = 0  # sampled batches the learner has not finished training on
         self.learner_waits = 0  # times the learner ran dry because the collectors were behind
@@ -64,9 +64,9 @@ class RemoteBuffer:
         self.dropped_batches = 0  # batches not pushed: max_pushes were in flight
         self._pushes: list = []
         self._updates: list = []
-        self._samples: list = []  # sample calls not finished yet (timed by the recovery's StallWatch)
+        self._samples: list = []  # sample calls not finished yet (timed by the supervisor)
         self._last_n: int | None = None  # items of the last sample call
-        recovery.on_restart("buffer", self._restarted)
+        supervisor.on_back("buffer", self._restarted)
 
     def push(self, data: Any, cur_collector_envstep: int = -1) -> None:
         """Store the batch (or list of batches) behind the reference(s) ``data``."""
@@ -84,25 +84,25 @@ class RemoteBuffer:
         done, refs = ray.wait(refs, num_returns=len(refs), timeout=0)
         for ref in done:
             try:
-                self.recovery.get(ref)
+                self.supervisor.get(ref, core_actors(self.supervisor))
             except Recovered as err:  # the buffer died with it, or its collector did before it was read
                 logger.info("a pushed batch or a priority update was lost: %s", err)
         return refs
 
     def _restarted(self, instance: dict, event: dict) -> None:
         """The buffer is back: what was being pushed or updated went with the dead one."""
-        self.recovery.discard(self._pushes + self._updates)
+        self.supervisor.port.forget(self._pushes + self._updates)
         self._pushes, self._updates, self._samples = [], [], []
 
     def watch(self) -> None:
-        """Report the calls in flight to the recovery's ``StallWatch`` (a frozen buffer is killed)."""
+        """Report the calls in flight to the supervisor (a frozen buffer is killed)."""
         before = len(self._pushes) + len(self._updates) + len(self._samples)
         self._pushes = self._take_finished(self._pushes)
         self._updates = self._take_finished(self._updates)
         if self._samples:
             self._samples = ray.wait(self._samples, num_returns=len(self._samples), timeout=0)[1]
         left = len(self._pushes) + len(self._updates) + len(self._samples)
-        self.recovery.stalled("buffer", busy=left > 0, finished=before - left)
+        self.supervisor.calls("buffer", busy=left > 0, finished=before - left)
 
     def sample(self, size: int, train_iter: int = 0, **_: Any) -> Any:
         """A reference to ``size * batches_per_call`` sampled items, or None (not yet)."""
@@ -161,7 +161,7 @@ class RemoteLearner:
     def __init__(
         self,
         actors: Actors,
-        recovery: Recovery,
+        supervisor: ActorSupervisor,
         buffer: RemoteBuffer | None = None,
         on_policy: bool = False,
         start_timeout_s: float = 120.0,
@@ -169,7 +169,7 @@ class RemoteLearner:
         train_iter: int = 0,
     ) -> None:
         self.actors, self.handle, self.buffer, self.on_policy = actors, actors.learner, buffer, on_policy
-        self.recovery = recovery
+        self.supervisor = supervisor
         self.members = actors.learners or [actors.learner]  # a learner group: every call goes to all
         self.train_iter = train_iter  # a resumed run's learner starts from its checkpoint
         self.priority_info: list | None = None  # refs of the priorities of the calls just finished
@@ -183,7 +183,7 @@ class RemoteLearner:
         self._first_publish: Any = self.handle.publish.remote()
         self._start_timeout_s = start_timeout_s
         self._created = time.monotonic()
-        recovery.on_restart("learner", self._restarted)
+        supervisor.on_back("learner", self._restarted)
 
     def _restarted(self, instance: dict, event: dict) -> None:
         """The learner is back from its latest checkpoint: the iterations since are lost, the calls
@@ -193,10 +193,10 @@ class RemoteLearner:
         for call in self._calls:
             if self.buffer is not None:
                 self.buffer.sample_done(call.size, trained=False)
-            self.recovery.discard([call.info, *(call.priority or []), *call.others])
+            self.supervisor.port.forget([call.info, *(call.priority or []), *call.others])
         self._calls.clear()
         if self._first_publish is not None:
-            self.recovery.discard([self._first_publish])
+            self.supervisor.port.forget([self._first_publish])
         self.latest = None
         self._first_publish = self.handle.publish.remote()
 
@@ -216,7 +216,7 @@ class RemoteLearner:
             wait = self._start_timeout_s if self.on_policy else 0
             if ray.wait([self._first_publish], timeout=wait)[0]:
                 try:
-                    self._take_weights(self.recovery.get(self._first_publish))
+                    self._take_weights(self._get(self._first_publish))
                     self._first_publish = None
                     logger.info("learner ready %.1f s after launch", process_age_s())
                 except Recovered:  # the learner died first; it publishes again once back
@@ -224,6 +224,10 @@ class RemoteLearner:
             elif self.on_policy:
                 self.check_started()
         return None if self.latest is None else (self.latest.version, self.latest)
+
+    def _get(self, ref: Any) -> Any:
+        """The result of a learner call (it may depend on the buffer's sample)."""
+        return self.supervisor.get(ref, core_actors(self.supervisor))
 
     def _take_weights(self, weights: WeightsRef) -> None:
         if weights.newer_than(self.latest):
@@ -254,13 +258,14 @@ class RemoteLearner:
         if calls is None:
             return None
         # waited for in steps, so that a frozen learner is killed (and the call fails) past the timeout
+        self.supervisor.calls("learner", busy=True)
         while len(ray.wait(calls, num_returns=len(calls), timeout=1.0)[0]) < len(calls):
-            self.recovery.stalled("learner", busy=True)
-        self.recovery.stalled("learner", busy=False, finished=1)
+            self.supervisor.poll()
+        self.supervisor.calls("learner", busy=False, finished=1)
         try:
-            info = self.recovery.get(calls)[0]  # member 0's: it publishes
+            info = self._get(calls)[0]  # member 0's: it publishes
         except Recovered:  # the round is lost with the learner (or with a collector's batch)
-            self.recovery.discard(calls)
+            self.supervisor.port.forget(calls)
             return None
         self.train_s += info["call_seconds"]
         return self._took(info)
@@ -281,12 +286,12 @@ class RemoteLearner:
         while self._calls and ray.wait([self._calls[0].info], timeout=0)[0]:
             call = self._calls.popleft()
             try:
-                info = self.recovery.get(call.info)
-                self.recovery.get(call.others)  # the other members' infos: their errors surface here
+                info = self._get(call.info)
+                self._get(call.others)  # the other members' infos: their errors surface here
             except Recovered:  # the learner died under it, or the buffer under its sample
                 if self.buffer is not None:
                     self.buffer.sample_done(call.size, trained=False)
-                self.recovery.discard([*(call.priority or []), *call.others])
+                self.supervisor.port.forget([*(call.priority or []), *call.others])
                 continue
             finished += 1  # calls that came back (a failed one's restart restarted the clock)
             self.train_s += info["call_seconds"]
@@ -299,7 +304,7 @@ class RemoteLearner:
             out = self._took(info)
         self.priority_info = priorities or None
         busy = bool(self._calls) and _ready(self._calls[0].data)
-        self.recovery.stalled("learner", busy=busy, finished=finished)
+        self.supervisor.calls("learner", busy=busy, finished=finished)
         return out
 
     def _took(self, info: dict) -> dict:
@@ -326,6 +331,11 @@ class RemoteLearner:
                 f"The learner actor did not start within {self._start_timeout_s:g} s "
                 "(ray.actor_start_timeout_s). " + why_not_started(self.actors, names)
             )
+
+
+def core_actors(supervisor: ActorSupervisor) -> list[str]:
+    """The actors a learner or buffer call may have failed with: the learner and the buffer."""
+    return [name for name in ("learner", "buffer") if name in supervisor.members]
 
 
 def _ready(data: Any) -> bool:

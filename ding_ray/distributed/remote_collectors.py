@@ -19,7 +19,8 @@ Two ways to collect, one per pipeline:
   ``n_sample`` transitions between them in parallel, and ``collect`` returns when all are in.
 
 A collector that dies loses its call (counted, never retried: no batch is duplicated), Ray
-restarts it and it rejoins with the latest weights (``CollectorPool``).
+restarts it and it rejoins with the latest weights (``CollectorPool``, with the run's
+``ActorSupervisor``, which this client polls each time it is called).
 """
 
 from __future__ import annotations
@@ -35,9 +36,10 @@ from easydict import EasyDict
 from ding_ray.data.rate_limiter import RateLimiter
 from ding_ray.distributed.actors import Actors
 from ding_ray.distributed.cluster import ClusterError
-from ding_ray.distributed.collector_pool import BUSY, CollectorPool
+from ding_ray.distributed.collector_pool import CollectorPool
 from ding_ray.distributed.config import Plan
 from ding_ray.distributed.startup import why_not_started
+from ding_ray.distributed.supervisor import ActorSupervisor
 from ding_ray.distributed.weights import WeightsRef
 from ding_ray.utils.runtime import process_age_s
 from ding_ray.worker.rollout_worker import RolloutWorker
@@ -51,11 +53,15 @@ class RemoteCollectors:
         cfg: EasyDict,
         actors: Actors,
         plan: Plan,
+        supervisor: ActorSupervisor,
         limiter: RateLimiter | None = None,
         sync: bool = False,
     ) -> None:
         self.cfg, self.actors, self.plan, self.limiter, self.sync = cfg, actors, plan, limiter, sync
-        self.pool = CollectorPool(actors.collectors, call_timeout_s=cfg.ray.call_timeout_s)
+        self.supervisor = supervisor
+        self.pool = CollectorPool(supervisor, cfg.ray.actor_start_timeout_s, cfg.ray.call_timeout_s)
+        for handle in actors.collectors:
+            self.pool.add(handle)
         self.weights: WeightsRef | None = None  # sent with every call; None: the actors' own initial weights
         self.envstep = 0
         self.envepisode = 0
@@ -99,9 +105,9 @@ class RemoteCollectors:
         if random_collect:
             self._random_left = 0 if self.sync else int(n_sample or 0)
             return []
+        self.supervisor.poll()  # collectors back, frozen ones killed, a run with none left ended
         if self.sync:
             return self._round(train_iter, policy_kwargs or {})
-        self.pool.check_stalls()
         refs = self.pool.refs()
         data = self._finish(ray.wait(refs, num_returns=len(refs), timeout=0)[0])
         self._launch(train_iter, policy_kwargs or {})
@@ -120,7 +126,7 @@ class RemoteCollectors:
         )
 
     def refs(self) -> list:
-        """Calls and pings in flight."""
+        """Calls in flight."""
         return self.pool.refs()
 
     def _launch(self, train_iter: int, policy_kwargs: dict) -> None:
@@ -163,15 +169,11 @@ class RemoteCollectors:
 
     def _round(self, train_iter: int, policy_kwargs: dict) -> list:
         """One sync round: ``n_sample`` split over the idle collectors; returns when all are in."""
-        pings = self.pool.refs()  # between rounds only restarting collectors have calls in flight
-        if pings:
-            self._finish(ray.wait(pings, num_returns=len(pings), timeout=0)[0])
         idle = self.pool.idle()
         while not idle:  # every collector is restarting: wait for one to come back, not forever
-            ready = ray.wait(self.pool.refs(), num_returns=1, timeout=1.0)[0]
-            if not ready:
-                self.check_started()
-            self._finish(ready)
+            ray.wait(self.supervisor.refs(), num_returns=1, timeout=1.0)
+            self.supervisor.poll()  # ends the run when none came back in time
+            self.check_started()
             idle = self.pool.idle()
         share = math.ceil(self.plan.n_sample / len(idle))
         for slot in idle:
@@ -179,9 +181,9 @@ class RemoteCollectors:
             info, batch = slot.handle.collect_batch.remote(weights, train_iter, policy_kwargs, False, share)
             self.pool.launch(slot, info, share, extra=batch)
         data = {}
-        while busy := [s.ref for s in idle if s.state == BUSY]:
+        while busy := [s.ref for s in idle if s.ref is not None]:
             ready = ray.wait(busy, num_returns=len(busy), timeout=1.0)[0]  # all, or what is in after 1 s
-            self.pool.check_stalls()  # a collector that neither answers nor dies would hold the round
+            self.supervisor.poll()  # a collector that neither answers nor dies would hold the round
             slots = [self.pool.slot_of(ref) for ref in ready]
             for slot, ref in zip(slots, self._finish(ready, keep_lost=True)):
                 if ref is not None:
@@ -190,7 +192,7 @@ class RemoteCollectors:
         return [data[s.name] for s in idle if s.name in data]
 
     def _finish(self, ready: list, keep_lost: bool = False) -> list:
-        """Take the finished calls (and pings) of ``ready``; the references of their batches (with
+        """Take the finished calls of ``ready``; the references of their batches (with
         ``keep_lost``, None in the place of a call that brought none)."""
         data = []
         for ref in ready:
@@ -225,23 +227,14 @@ class RemoteCollectors:
 
     # ----- health --------------------------------------------------------------------------------
     def check_started(self) -> None:
-        """Raise ``ClusterError`` when no collector actor finished a call within the start timeout,
-        or when every collector died and none came back within it (their node left the cluster and
-        no other has room for them: Ray would wait for one forever, and the run with it). The
-        message says, per collector, whether Ray has no room for it or its constructor hangs."""
+        """Raise ``ClusterError`` when no collector actor finished a call within the start timeout
+        (the message says, per collector, whether Ray has no room for it or its constructor hangs).
+        Collectors that died and do not come back are the supervisor's to report."""
         timeout = self.cfg.ray.actor_start_timeout_s
         if not self._actor_batches and time.monotonic() - self._created > timeout:
             raise ClusterError(
                 f"No collector actor started within {timeout:g} s (ray.actor_start_timeout_s). "
                 + why_not_started(self.actors, [slot.name for slot in self.pool.alive()])
-            )
-        if self.pool.away_s() > timeout:
-            raise ClusterError(
-                f"Every collector actor died and none was restarted within {timeout:g} s "
-                "(ray.actor_start_timeout_s). "
-                + why_not_started(self.actors, [slot.name for slot in self.pool.alive()])
-                + " Did their node leave the cluster? resume=<the run's folder> goes on from the run's "
-                "latest checkpoint."
             )
 
     def summary(self) -> dict[str, Any]:

@@ -54,7 +54,9 @@ class ActorPort(Protocol):
     """What the supervisor asks of the actor system."""
 
     def instance(self, handle: Any, retry: bool) -> Any:
-        """A reference to ``handle.instance()``; ``retry``: once the actor is back, if it is restarting."""
+        """A reference to ``handle.instance()`` (a dict: ``id`` of the process, ``incarnation``, its
+        count of starts or None, ``restarted``, whether it is not the first); ``retry``: answered
+        once the actor is back, if it is restarting."""
 
     def ready(self, refs: list, timeout_s: float) -> list:
         """The references of ``refs`` that are in after waiting up to ``timeout_s`` for all of them."""
@@ -70,6 +72,9 @@ class ActorPort(Protocol):
 
     def why_not_started(self, names: list[str]) -> str:
         """Sentences on why these actors are not up, with what to do."""
+
+    def describe(self, name: str) -> str:
+        """The actor ``name`` as a message names it, with where to find it."""
 
 
 @dataclass
@@ -92,6 +97,7 @@ class Member:
     answered: bool = False  # this incarnation finished a call (the first one waits for its start)
     warned: bool = False  # the call on the clock was logged as slow
     killed_after_s: float | None = None  # killed as frozen after so long, until it is back
+    died_unseen: bool = False  # its first call failed: it died before it ever answered
     failures: int = 0
     restarts: int = 0
     on_back: list[Callable[[dict, dict], None]] = field(default_factory=list)
@@ -216,10 +222,11 @@ class ActorSupervisor:
                 self._gone(member, why)
                 return
         if isinstance(err, Died) and err.init_failed:
-            self._gone(member, f"its constructor raised: {err}")
+            self._gone(member, f"{name}, whose constructor raised {err}", init_failed=True)
             return
         if err is not None:
             logger.warning("the %s actor died (%s); waiting for it to be restarted", name, err)
+        self._drop_probe()  # the dead process may have answered it
         member.state, member.down_since = RESTARTING, self.clock()
         member.ping = self.port.instance(member.handle, retry=True)
         member.busy_since = None
@@ -235,6 +242,10 @@ class ActorSupervisor:
         if pings:
             for ref in self.port.ready(pings, 0):
                 self._take_ping(next(m for m in self.members.values() if m.ping is ref))
+        unknown = [m.known for m in self.members.values() if m.state == UP and not isinstance(m.known, dict)]
+        if unknown:  # who each one is, as soon as it answers: a later answer then tells a restart
+            for ref in self.port.ready(unknown, 0):
+                self._identity(next(m for m in self.members.values() if m.known is ref))
         now = self.clock()
         self._check_away(now)
         self._take_probe(now)
@@ -249,8 +260,7 @@ class ActorSupervisor:
         before a restart not seen yet."""
         if self._failed is not None:
             return
-        if self._probe is not None:  # sent earlier: a dead incarnation may have answered it
-            self.port.forget(list(self._probe.values()))
+        self._drop_probe()  # sent earlier: a dead incarnation may have answered it
         self._probe = {
             m.name: self.port.instance(m.handle, retry=True) for m in self.members.values() if m.state == UP
         }
@@ -279,7 +289,8 @@ class ActorSupervisor:
         try:
             instance = self.port.result(ref)
         except Died as err:  # the actor system gave up on it: dead for good
-            self._gone(member, str(err))
+            why = f"{member.name}, whose constructor raised {err}" if err.init_failed else str(err)
+            self._gone(member, why, init_failed=err.init_failed)
             return
         member.state = UP
         if self._identity(member) == instance.get("id"):
@@ -306,17 +317,30 @@ class ActorSupervisor:
                 self._restarted(member, instance)
 
     def _identity(self, member: Member) -> Any:
-        """The id of the incarnation the supervisor knows; None if it never answered."""
-        if not isinstance(member.known, dict):
+        """The id of the incarnation the supervisor knows; None if it never answered. A first
+        answer from a later incarnation than the first (the actor died while it started) is a
+        restart."""
+        if member.known is not None and not isinstance(member.known, dict):
             ref, member.known = member.known, None
             try:
                 if self.port.ready([ref], member.restart_timeout_s):
-                    member.known = self.port.result(ref)
-            except Died:
-                member.known = None
+                    first = self.port.result(ref)
+                    member.known = {"id": None, "incarnation": 1}
+                    if (first.get("incarnation") or 1) > 1 or first.get("restarted") or member.died_unseen:
+                        self._restarted(member, first)
+                    member.known = first
+            except Died:  # it died before it answered: ask the process that comes back
+                member.known, member.died_unseen = self.port.instance(member.handle, retry=True), True
+                return None
         return None if member.known is None else member.known.get("id")
 
+    def _drop_probe(self) -> None:
+        if self._probe is not None:
+            self.port.forget(list(self._probe.values()))
+            self._probe, self._probed_at = None, self.clock()
+
     def _restarted(self, member: Member, instance: dict) -> None:
+        self._drop_probe()  # answers sent before this restart may come from the dead process
         before = (member.known or {}).get("incarnation")
         member.known, member.restarts = instance, member.restarts + 1
         member.answered, member.warned, member.busy_since = True, False, None
@@ -346,7 +370,7 @@ class ActorSupervisor:
             elapsed,
             member.warned,
             lambda: self.port.kill(member.handle),
-            "the actor system restarts it",
+            "Ray restarts it",
         )
         member.warned = member.warned or verdict == SLOW
         if verdict == TIMED_OUT:
@@ -375,18 +399,20 @@ class ActorSupervisor:
                 )
                 raise self._failed
 
-    def _gone(self, member: Member, why: str) -> None:
+    def _gone(self, member: Member, why: str, init_failed: bool = False) -> None:
         """Actor ``member`` is given up on; the run ends unless its group has another member."""
         member.state, member.ping = GONE, None
         logger.error("the %s actor is gone for good (%s)", member.name, why)
         if any(m.state != GONE for m in self.members.values() if m.group == member.group):
             return
-        self._give_up(member, why)
+        self._give_up(member, why, init_failed)
 
-    def _give_up(self, member: Member, why: str) -> None:
+    def _give_up(self, member: Member, why: str, init_failed: bool = False) -> None:
         member.state = GONE
-        self._failed = ActorDiedError(
-            f"The {member.name} actor died and did not come back: {why}. "
-            f"{self.port.why_not_started([member.name])} {member.advice}".rstrip()
-        )
+        if init_failed:  # Ray does not restart it, and a restart would raise the same
+            advice = "A restart raises it again: fix that error (its traceback is in the log)."
+        else:
+            advice = f"{self.port.why_not_started([member.name])} {member.advice}".rstrip()
+        who = self.port.describe(member.name)
+        self._failed = ActorDiedError(f"The {who} died and did not come back: {why}. {advice}")
         raise self._failed

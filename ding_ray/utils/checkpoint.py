@@ -153,10 +153,11 @@ class CheckpointStore:
         self._put(f"{folder}/{name}", data, before_replace=lambda: self._unfinish(folder))
         return {"size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
 
-    def next_incarnation(self, name: str) -> int:
-        """Count a start of actor ``name`` (its first, or a restart) and return the count: two
-        answers of one actor that differ by more than one say that it died in between unseen."""
-        path = f"{self.dir}/incarnations/{name}"
+    def next_incarnation(self, key: str) -> int:
+        """Count a start of the actor ``key`` names (its first, or a restart) and return the count:
+        an answer of the actor with a count more than one above the one before says that it died
+        in between, unseen."""
+        path = f"{self.dir}/incarnations/{key}"
         try:
             self.fs.makedirs(os.path.dirname(path), exist_ok=True)
             count = int(self.fs.cat_file(path)) + 1 if self.fs.exists(path) else 1
@@ -164,6 +165,12 @@ class CheckpointStore:
             raise self._storage_error(path, err) from err
         self._put(path, str(count).encode())
         return count
+
+    def forget_incarnations(self, run_id: str) -> None:
+        """Remove the start counts of the run ``run_id`` (its end)."""
+        with contextlib.suppress(OSError):
+            for path in self.fs.glob(f"{self.dir}/incarnations/*-{run_id}"):
+                self.fs.rm(path)
 
     def _unfinish(self, folder: str) -> None:
         if self.fs.exists(f"{folder}/{META_FILE}"):

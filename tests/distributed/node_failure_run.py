@@ -124,7 +124,7 @@ def main(exp_name: str, mode: str, how: str = "drain") -> None:
 
         def record(ctx) -> None:
             now = round(time.perf_counter() - t_run, 2)
-            restarts, recoveries = rc.collector.pool.restarts, len(rc.recovery.events)
+            restarts, recoveries = rc.collector.pool.restarts, len(rc.supervisor.events)
             if "removed_s" in out and "back_s" not in out and restarts + recoveries > 0:
                 out["back_s"] = round(now - out["removed_s"], 2)  # seconds the actor was away
             if not timeline or now - timeline[-1][0] >= 0.5:

@@ -16,7 +16,6 @@ import ray
 from ray.exceptions import RayActorError
 
 from ding_ray.distributed import RayComponents, make_plan, metric_name, wait_ready
-from ding_ray.distributed.collector_pool import BUSY
 from ding_ray.errors import ActorDiedError
 from ding_ray.framework import OnlineRLContext, Task, current_task, pipelines
 from ding_ray.worker import metrics
@@ -133,17 +132,17 @@ def test_killed_collector_restarts_with_the_latest_weights(rc):
     def kill_once_then_finish(recorder, ctx):
         assert time.monotonic() < deadline, "collector-0 did not come back"
         slot = rc.collector.pool.slots[0]
-        if not killed and ctx.train_iter >= 60 and slot.state == BUSY:
+        if not killed and ctx.train_iter >= 60 and slot.ref is not None:  # a call in flight
             ray.kill(slot.handle, no_restart=False)
             killed.append((ctx.train_iter, len(recorder.collected), recorder.published[-1]))
         back = [x for x in recorder.collected[killed[0][1] :] if x[0] == "collector-0"] if killed else []
-        if slot.restarts and len(back) >= 3:
+        if rc.supervisor.restarts("collector-0") and len(back) >= 3:
             current_task().finish = True  # collector-0 is back and has delivered batches again
 
     recorder, ctx = run(rc, each=kill_once_then_finish, max_train_iter=20000)
     assert killed and ctx.train_iter > killed[0][0]  # the run went on
     slot = rc.collector.pool.slots[0]
-    assert slot.restarts == 1 and slot.lost == rc.collector.pool.lost_batches <= 1
+    assert rc.supervisor.restarts("collector-0") == 1 and slot.lost == rc.collector.pool.lost_batches <= 1
     steps = [(v, env_steps) for n, v, env_steps in recorder.collected if n == "collector-0"]
     restart = next(i for i in range(1, len(steps)) if steps[i][1] < steps[i - 1][1])  # its counter reset
     # the restarted process pulled the weights it was handed, not its own initial ones

@@ -40,7 +40,7 @@ def test_a_frozen_collector_is_killed_and_replaced(ray_session, tmp_path, caplog
             raise AssertionError(f"the run is still stalled {GIVE_UP_S:g} s after the collector froze")
 
     try:
-        with caplog.at_level(logging.WARNING, logger="ding_ray.distributed.collector_pool"):
+        with caplog.at_level(logging.WARNING, logger="ding_ray.distributed.supervisor"):
             with RayComponents(cfg, make_plan(cfg)) as rc, rc.task() as task:
                 pipelines.off_policy(task, rc.cfg, rc, max_train_iter=300)
                 task.use(freeze_once)
@@ -52,8 +52,8 @@ def test_a_frozen_collector_is_killed_and_replaced(ray_session, tmp_path, caplog
     assert frozen and task.ctx.train_iter >= 300
     # at least: a machine loaded enough to hold a normal call 12 s would add its own restarts
     assert rc.result["collector_restarts"] >= 1 and rc.result["lost_batches"] >= 1
-    assert "collector-0's call has taken" in caplog.text and "its recent median" in caplog.text
-    assert "collector-0 has not answered its call for" in caplog.text
+    assert "the collector-0 actor's call has taken" in caplog.text and "its recent median" in caplog.text
+    assert "the collector-0 actor has not answered its call for" in caplog.text
     assert "(ray.call_timeout_s=12): treated as dead and killed, Ray restarts it" in caplog.text
     with pytest.raises(ProcessLookupError):  # the frozen process was killed, not left stopped
         os.kill(frozen["pid"], 0)

@@ -24,11 +24,17 @@ class FakeActor:
     def __init__(self, name: str, clock: Clock) -> None:
         self.name, self.clock = name, clock
         self.incarnation, self.up, self.gone, self.init_failed = 1, True, False, False
+        self.started = True  # it answered once: a call to it fails when it dies
+        self.counted = True  # its starts are counted (the run's checkpoints are within its reach)
         self.back_at: float | None = None
         self.frozen = False
 
     def answer(self) -> dict:
-        return {"id": f"{self.name}#{self.incarnation}", "incarnation": self.incarnation, "restored_from": "ckpt"}
+        return {
+            "id": f"{self.name}#{self.incarnation}",
+            "incarnation": self.incarnation if self.counted else None,
+            "restored_from": "ckpt",
+        }
 
     def die(self, back_after: float = 1.0) -> None:
         self.up, self.frozen, self.back_at = False, False, self.clock.now + back_after
@@ -47,7 +53,9 @@ class Call:
     """``handle.instance()`` in flight: bound to the incarnation it reached, or retried until back."""
 
     def __init__(self, actor: FakeActor, retry: bool) -> None:
-        self.actor, self.retry, self.incarnation = actor, retry, actor.incarnation if actor.up else None
+        # a call to an actor that has not started yet waits for whichever process starts
+        self.actor, self.retry = actor, retry or not actor.started
+        self.incarnation = actor.incarnation if actor.up else None
         # an actor that is up answers at once: its answer stays what it was if it dies later
         self.answer = actor.answer() if actor.up and not actor.frozen else None
 
@@ -103,6 +111,9 @@ class FakePort:
 
     def forget(self, refs: list) -> None:
         self.forgotten += refs
+
+    def describe(self, name: str) -> str:
+        return f"{name} actor (a fake)"
 
     def why_not_started(self, names: list[str]) -> str:
         return f"({', '.join(names)}: no node has room)"
@@ -238,7 +249,7 @@ def test_an_actor_that_keeps_dying_is_given_up_on_and_the_last_of_its_group_ends
     c1.die()
     c1.gone = True
     sup.died("collector-1", Died("its call failed"))
-    with pytest.raises(ActorDiedError, match="collector-1 actor died and did not come back"):
+    with pytest.raises(ActorDiedError, match="collector-1 actor .a fake. died and did not come back"):
         sup.poll()
 
 
@@ -260,7 +271,10 @@ def test_an_actor_whose_constructor_raises_is_not_waited_for(port):
     sup = supervisor(port)
     sup.add("evaluator", evaluator, restart_timeout_s=10)
     evaluator.die()
-    with pytest.raises(ActorDiedError, match="constructor raised: ValueError: bad env id"):
+    with pytest.raises(
+        ActorDiedError,
+        match="evaluator, whose constructor raised ValueError: bad env id. A restart raises it again",
+    ):
         sup.died("evaluator", Died("ValueError: bad env id", init_failed=True))
     with pytest.raises(ActorDiedError):  # the run's error stays the answer
         sup.poll()
@@ -270,7 +284,9 @@ def test_every_member_of_a_group_away_too_long_ends_the_run_naming_why(port):
     c0, c1 = port.actor("collector-0"), port.actor("collector-1")
     sup = supervisor(port)
     for c in (c0, c1):
-        sup.add(c.name, c, group="collector", restart_timeout_s=5, record=False, advice="Did their node leave?")
+        sup.add(
+            c.name, c, group="collector", restart_timeout_s=5, record=False, advice="Did their node leave?"
+        )
         c.die(back_after=1e9)  # their node left: no other has room for them
         sup.died(c.name, Died("node died"))
     port.advance(4.0)
@@ -287,7 +303,9 @@ def test_a_core_actor_not_back_in_time_ends_the_run_with_what_to_do(port):
     sup = supervisor(port)
     sup.add("learner", learner, restart_timeout_s=5, advice="resume=<the run's folder> goes on.")
     learner.die(back_after=60)
-    with pytest.raises(ActorDiedError, match=r"The learner actor died and did not come back.*resume=") as err:
+    with pytest.raises(
+        ActorDiedError, match=r"The learner actor .a fake. died and did not come back.*resume="
+    ) as err:
         sup.get(Failed(learner, retry=False), suspects=["learner"])
     with pytest.raises(ActorDiedError) as again:
         sup.recover(["learner"])
@@ -304,3 +322,42 @@ def test_the_end_of_run_check_sees_a_restart_the_probes_missed(port):
     sup.check(timeout_s=1)
     assert sup.events == [{"actor": "learner", "restored_from": "ckpt", "lost_train_iters": 3}]
     assert sup.state("learner") == UP
+
+
+def test_a_probe_the_dead_process_answered_is_not_a_second_restart(port):
+    learner = port.actor("learner")
+    sup = supervisor(port, probe_every_s=1.0)
+    sup.add("learner", learner, restart_timeout_s=10)
+    port.advance(1.0)
+    sup.poll()  # a probe goes out and the old process answers it at once
+    learner.die(back_after=0.5)
+    with pytest.raises(Recovered):
+        sup.get(Failed(learner, retry=False), suspects=["learner"])
+    for _ in range(4):
+        sup.poll()
+        port.advance(0.6)
+    assert len(sup.events) == 1 and sup.restarts("learner") == 1
+
+
+def test_an_actor_that_died_while_it_started_is_a_restart_at_its_first_answer(port):
+    evaluator = port.actor("evaluator")
+    evaluator.die(back_after=2.0)  # still starting: the first call waits for it
+    evaluator.started = False
+    sup = supervisor(port)
+    sup.add("evaluator", evaluator, restart_timeout_s=10)
+    sup.on_back("evaluator", lambda instance, event: event.update(lost_evaluations=1))
+    port.advance(2.5)  # the second process answers the first call
+    sup.check(timeout_s=1)
+    assert sup.events == [{"actor": "evaluator", "restored_from": "ckpt", "lost_evaluations": 1}]
+
+
+def test_an_actor_that_died_before_its_first_answer_is_a_restart_once_back(port):
+    evaluator = port.actor("evaluator")
+    sup = supervisor(port)
+    sup.add("evaluator", evaluator, restart_timeout_s=10)
+    evaluator.die(back_after=2.0)  # the first call fails with it
+    evaluator.counted = False  # the failed call is all there is to see
+    sup.poll()
+    port.advance(2.5)
+    sup.check(timeout_s=1)
+    assert [e["actor"] for e in sup.events] == ["evaluator"] and sup.restarts("evaluator") == 1

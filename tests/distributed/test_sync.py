@@ -54,7 +54,11 @@ class KillingWatcher:
             ray.kill(pool.slots[0].handle, no_restart=False)
         # ray.kill is asynchronous: a round may still reach the old process, so rejoining means
         # a batch from collector-0 after the pool has seen it restart.
-        if self.rejoined_at is None and pool.slots[0].restarts > 0 and "collector-0" in self.per_round[-1]:
+        if (
+            self.rejoined_at is None
+            and self.rc.supervisor.restarts("collector-0") > 0
+            and "collector-0" in self.per_round[-1]
+        ):
             self.rejoined_at = self.rounds
         if self.rejoined_at is not None and self.rounds >= self.rejoined_at + 2:
             current_task().finish = True
@@ -69,7 +73,7 @@ def test_rounds_are_on_policy_and_survive_a_dead_collector(ray_session, tmp_path
         task.run()
     assert not watcher.stale  # on-policy: each batch came from the version of its round
     pool = rc.collector.pool
-    assert pool.slots[0].restarts == 1 and pool.lost_batches <= 1
+    assert rc.supervisor.restarts("collector-0") == 1 and pool.lost_batches <= 1
     assert all("collector-1" in names for names in watcher.per_round)  # the other one never stopped
     # one learner call per round, as serial_pipeline_onpolicy makes per collect: DQN's is one step.
     # ray.kill lands late under load, during a later round: that round trains on collector-1's share
