@@ -59,6 +59,9 @@ _COMPONENTS: dict[str, tuple[Registry, tuple[str, ...], str | None]] = {
     "evaluator": (SERIAL_EVALUATOR_REGISTRY, ("policy", "eval", "evaluator"), "interaction"),
     "buffer": (BUFFER_REGISTRY, ("policy", "other", "replay_buffer"), "advanced"),  # DI-engine's default
 }
+# policy.other.commander, BaseSerialCommander's section: its defaults sit here, below the workers,
+# and ding_ray.worker.commander takes them from here (no registry has commanders).
+COMMANDER_CONFIG = dict(type="base")  # the commander's kind: 'base', the only one
 # create_config section -> component; DI-engine calls the buffer's section 'replay_buffer'.
 _CREATE_SECTIONS = {
     "env": "env",
@@ -180,9 +183,9 @@ def build_default_tree(
     tree.policy.collect.collector = resolved["collector"].default_config()
     tree.policy.eval.evaluator = resolved["evaluator"].default_config()
     tree.policy.other.replay_buffer = resolved["buffer"].default_config()
-    from ding_ray.worker.commander import BaseSerialCommander
-
-    tree.policy.other.commander = BaseSerialCommander.default_config()
+    tree.policy.other.commander = EasyDict(
+        copy.deepcopy(COMMANDER_CONFIG), cfg_type="BaseSerialCommanderDict"
+    )
     for key, value in (extra_defaults or {}).items():
         tree[key] = value
     return tree

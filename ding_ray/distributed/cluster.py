@@ -21,6 +21,7 @@ from easydict import EasyDict
 
 from ding_ray.config.compile import split_input_cfg
 from ding_ray.distributed.config import CPU_SHARES, Plan, RayConfig, fit_cpu_shares, make_plan, namespace_of
+from ding_ray.distributed.run_config import compile_ray_config
 from ding_ray.envs.game_ids import check_extra
 from ding_ray.errors import ConfigError, DingRayError
 from ding_ray.utils.memory import system_memory
@@ -330,8 +331,6 @@ def _local_cpu_count() -> float:
 
 
 def _compile(input_cfg: tuple, seed: int, save_cfg: bool) -> EasyDict:
-    from ding_ray.entry.ray_entry import compile_ray_config  # torch, the policy: the slow imports
-
     main_cfg, create_cfg, resume = input_cfg
     # a resumed run writes its config once RayComponents checked the checkpoint against it
     return compile_ray_config(

@@ -7,15 +7,15 @@ driver that starts Ray first (``ding_ray.distributed.start_run``) loads torch me
 import importlib
 
 _EXPORTS = {
-    "compile_ray_config": "ray_entry",
-    "eval": "eval_entry",
-    "load_policy": "trained_policy",
-    "ray_pipeline": "ray_entry",
-    "read_result": "result",
-    "serial_pipeline": "serial_entry",
-    "serial_pipeline_onpolicy": "serial_entry_onpolicy",
-    "tune_pipeline": "tune",
-    "write_result": "result",
+    "compile_ray_config": "ding_ray.distributed.run_config",
+    "eval": "ding_ray.entry.eval_entry",
+    "load_policy": "ding_ray.entry.trained_policy",
+    "ray_pipeline": "ding_ray.entry.ray_entry",
+    "read_result": "ding_ray.entry.result",
+    "serial_pipeline": "ding_ray.entry.serial_entry",
+    "serial_pipeline_onpolicy": "ding_ray.entry.serial_entry_onpolicy",
+    "tune_pipeline": "ding_ray.entry.tune",
+    "write_result": "ding_ray.entry.result",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -24,7 +24,7 @@ __all__ = sorted(_EXPORTS)
 def __getattr__(name: str):
     if name not in _EXPORTS:
         raise AttributeError(f"module 'ding_ray.entry' has no attribute '{name}'")
-    return getattr(importlib.import_module(f"ding_ray.entry.{_EXPORTS[name]}"), name)
+    return getattr(importlib.import_module(_EXPORTS[name]), name)
 
 
 def __dir__() -> list[str]:

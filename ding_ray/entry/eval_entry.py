@@ -14,9 +14,10 @@ from tensorboardX import SummaryWriter
 
 from ding_ray.config import compile_config
 from ding_ray.config.compile import split_input_cfg
-from ding_ray.entry.serial_entry import check_env_setting, fill_model_shapes
+from ding_ray.entry.serial_entry import check_env_setting
 from ding_ray.entry.trained_policy import load_weights_of
 from ding_ray.envs import create_env_manager, get_vec_env_setting, space_info
+from ding_ray.envs.model_shapes import fill_model_shapes
 from ding_ray.errors import ConfigError
 from ding_ray.policy import create_policy
 from ding_ray.utils.runtime import set_pkg_seed, set_torch_threads, setup_logging

@@ -6,53 +6,12 @@ import time
 from typing import Any
 
 import ray
-from easydict import EasyDict
 
 from ding_ray import distributed  # names load on first use
-from ding_ray.config import compile_config
-from ding_ray.config.compile import split_input_cfg
-from ding_ray.envs import get_vec_env_setting
-from ding_ray.errors import ConfigError
 from ding_ray.framework import pipelines
 from ding_ray.utils.runtime import setup_logging
 
 # torch, the policies and the actors' code load in start_run's thread while Ray starts, not on import
-
-
-def compile_ray_config(
-    input_cfg: Any, seed: int = 0, save_cfg: bool = True, renew_dir: bool = True
-) -> EasyDict:
-    """``compile_config`` with the ``ray`` section's defaults, and model shapes read from the env.
-    ``renew_dir=False``: write into ``exp_name`` even if it exists (a resumed run)."""
-    main_cfg, create_cfg = split_input_cfg(input_cfg)
-    cfg = compile_config(
-        main_cfg,
-        seed=seed,
-        create_cfg=create_cfg,
-        save_cfg=save_cfg,
-        renew_dir=renew_dir,
-        # A run into an existing experiment folder gets a fresh <exp_name>_<yymmdd_HHMMSS> one, as
-        # serial runs do; its actors' namespace is named after it, so two runs never share names.
-        extra_defaults={"ray": distributed.RayConfig.default_config()},
-    )
-    from ding_ray.entry.serial_entry import fill_model_shapes
-
-    if cfg.policy.get("multi_gpu"):
-        # DI-engine's data-parallel switch is a learner group here; the group averages the gradients
-        if cfg.ray.num_learners < 2:
-            raise ConfigError(
-                "policy.multi_gpu=True trains with a learner group: set ray.num_learners to the number of "
-                "learners (2 or more; each gets ray.learner_num_gpus GPUs)."
-            )
-        cfg.policy.multi_gpu = False
-
-    model = cfg.policy.model
-    if model.get("obs_shape") is None or model.get("action_shape") is None:
-        env_fn, env_cfgs, _ = get_vec_env_setting(cfg.env)
-        env = env_fn(cfg=env_cfgs[0])
-        fill_model_shapes(cfg, env.observation_space, env.action_space)
-        env.close()
-    return cfg
 
 
 def ray_pipeline(

@@ -103,7 +103,7 @@ def load_policy(path: str | os.PathLike, config: Any = None) -> TrainedPolicy:
     state, source = find_weights(path, cfg)
     env = _make_env(cfg) if _needs_env(cfg) else None
     if env is not None:
-        from ding_ray.entry.serial_entry import fill_model_shapes
+        from ding_ray.envs.model_shapes import fill_model_shapes
 
         fill_model_shapes(cfg, env.observation_space, env.action_space)
     policy = create_policy(cfg.policy, enable_field=["eval"])

@@ -6,6 +6,7 @@ from typing import Any
 
 from easydict import EasyDict
 
+from ding_ray.config.compile import COMMANDER_CONFIG
 from ding_ray.config.merge import default_config_of
 from ding_ray.rl_utils import get_epsilon_greedy_fn
 
@@ -17,7 +18,7 @@ class BaseSerialCommander:
     ``policy.other.eps`` is applied when the config has one.
     """
 
-    config = dict(type="base")
+    config = COMMANDER_CONFIG
 
     @classmethod
     def default_config(cls) -> EasyDict:

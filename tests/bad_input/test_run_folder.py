@@ -154,7 +154,7 @@ def test_a_folder_in_use_refuses_a_second_resume_and_a_dead_holders_lock_is_take
 def test_the_ray_run_takes_the_same_checks_and_lock(run):
     """RayComponents refuses before it starts an actor (no Ray needed for that)."""
     from ding_ray.distributed import RayComponents, make_plan
-    from ding_ray.entry.ray_entry import compile_ray_config
+    from ding_ray.entry import compile_ray_config
 
     main = small_main(run, ray=dict(check_resources=False))
     main.policy.model.encoder_hidden_size_list = [32]

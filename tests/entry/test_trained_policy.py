@@ -20,8 +20,8 @@ from ding_ray.config.compile import split_input_cfg
 from ding_ray.configs import load_config
 from ding_ray.entry import cli, serial_pipeline, serial_pipeline_onpolicy
 from ding_ray.entry.export import export_policy, load_exported
-from ding_ray.entry.serial_entry import fill_model_shapes
 from ding_ray.envs import GymnasiumEnv
+from ding_ray.envs.model_shapes import fill_model_shapes
 from ding_ray.errors import ConfigError, DataFormatError, DingRayError, ShapeError
 from ding_ray.policy import create_policy
 from ding_ray.worker.learner import load_checkpoint
