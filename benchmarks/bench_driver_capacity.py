@@ -167,7 +167,7 @@ def one_run(pipeline: str, n: int, seconds: float, pace_ms: float = 0.0) -> dict
     cfg, plan, started = distributed.start_run(configs(pipeline, n, exp), seed=0, save_cfg=False)
     window: dict = {}
     iteration = {"count": 0, "start": time.monotonic()}
-    with distributed.RayComponents(cfg, plan) as rc, rc.task() as task:
+    with distributed.RayRun(cfg, plan) as rc, rc.task() as task:
         shape = pipelines.on_policy if rc.on_policy else pipelines.off_policy
         shape(task, cfg, rc)
 

@@ -63,7 +63,7 @@ def fault(ctx):
     else:
         ray.kill(getattr(rc.actors, victim), no_restart=False)
 
-with distributed.RayComponents(cfg, plan, 200_000) as rc, rc.task() as task:
+with distributed.RayRun(cfg, plan, 200_000) as rc, rc.task() as task:
     pipelines.off_policy(task, cfg, rc, max_env_step=200_000)
     task.use(fault)
     task.run()

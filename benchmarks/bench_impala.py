@@ -148,7 +148,7 @@ def one_run(
     override(main, sets)
     cfg, plan, started = distributed.start_run((main, create), seed=seed, save_cfg=False)
     window: dict = {}
-    with distributed.RayComponents(cfg, plan) as rc, rc.task() as task:
+    with distributed.RayRun(cfg, plan) as rc, rc.task() as task:
         sampler = Sampler(rc.actors, every, has_buffer=pipeline == "impala")
         shape = pipelines.on_policy if rc.on_policy else pipelines.off_policy
         shape(task, cfg, rc)

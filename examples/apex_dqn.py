@@ -54,7 +54,7 @@ def main(seed: int, max_env_step: int | None, dashboard: bool = False, resume: s
     # The actors behind the interfaces the stages call: collectors, buffer, learner, evaluator.
     # It checks the cluster can hold them first, and at the end saves the learner's final
     # checkpoint, writes result.json and frees the actors' names.
-    with distributed.RayComponents(cfg, plan, max_env_step, resume=resume) as rc, rc.task() as task:
+    with distributed.RayRun(cfg, plan, max_env_step, resume=resume) as rc, rc.task() as task:
         task.use(random_collector(cfg, rc.collector, rc.buffer))  # first the random warm-up (once)
         task.use(interaction_evaluator(cfg, rc.evaluator))  # every eval_freq iters, on the latest weights
         task.use(eps_greedy_handler(cfg))  # epsilon by env steps, for the next collect calls

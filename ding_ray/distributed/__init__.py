@@ -3,7 +3,7 @@
 Building blocks for a driver of your own (``examples/apex_dqn.py`` is one)::
 
     cfg, plan, started_ray = start_run((main_config, create_config), seed)  # config, Ray up
-    with RayComponents(cfg, plan) as rc, rc.task() as task:                 # the actors
+    with RayRun(cfg, plan) as rc, rc.task() as task:                        # the actors
         task.use(collector(cfg, rc.collector))     # ... the middleware stages, given the actors
         task.use(rc.wait())
         task.run()
@@ -35,12 +35,17 @@ _EXPORTS = {
     "init_ray": "cluster",
     "start_run": "cluster",
     "CollectorPool": "collector_pool",
-    "RayComponents": "components",
+    "RayRun": "ray_run",
     "pipeline_of": "config",
-    "RemoteBuffer": "remote",
-    "RemoteEvaluator": "remote_evaluator",
-    "RemoteLearner": "remote",
-    "RemoteCollectors": "remote_collectors",
+    "BufferClient": "buffer_client",
+    "EvaluatorClient": "evaluator_client",
+    "LearnerClient": "learner_client",
+    "AsyncLearnerClient": "learner_client",
+    "SyncLearnerClient": "learner_client",
+    "CollectorsClient": "collectors_client",
+    "AsyncCollectorsClient": "collectors_client",
+    "SyncCollectorsClient": "collectors_client",
+    "ActorSupervisor": "supervisor",
     "Plan": "config",
     "RayConfig": "config",
     "make_plan": "config",

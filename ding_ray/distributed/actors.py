@@ -39,6 +39,9 @@ from ding_ray.worker.rollout_worker import RolloutWorker
 
 logger = logging.getLogger(__name__)
 
+# the actors a learner or buffer call may fail with: their calls take each other's results
+CORE_ACTORS = ("learner", "buffer")
+
 
 class CollectorWorker(RolloutWorker):
     """A ``RolloutWorker`` that pulls the latest weights and puts its batches into the object store."""

@@ -20,8 +20,7 @@ from typing import Any
 import ray
 from easydict import EasyDict
 
-from ding_ray.distributed.actors import Actors
-from ding_ray.distributed.remote import core_actors
+from ding_ray.distributed.actors import CORE_ACTORS, Actors
 from ding_ray.distributed.supervisor import ActorSupervisor, Recovered
 from ding_ray.errors import StorageError
 from ding_ray.utils.checkpoint import (
@@ -101,7 +100,7 @@ class RayCheckpointer:
         committed, or None while it is unfinished (or abandoned: an actor died while writing)."""
         pending = self._pending
         try:
-            out = self.supervisor.get(pending.waiting, core_actors(self.supervisor))
+            out = self.supervisor.get(pending.waiting, CORE_ACTORS)
         except Recovered:  # an actor died while writing: this one is left unfinished, never read
             logger.warning("checkpoint %s abandoned: an actor died while writing it", pending.folder)
             self._pending = None

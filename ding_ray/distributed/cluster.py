@@ -234,11 +234,11 @@ def start_run(
     batch that much sooner. The Ray settings are read from the uncompiled ``ray`` section; the
     compiled config then checks every key. ``started_ray``: this call started Ray (shut it down).
     ``resume``: the folder of a run to continue; the config then writes there (and the actors' namespace
-    is named after it), and ``RayComponents(..., resume=...)`` takes up from its latest checkpoint.
+    is named after it), and ``RayRun(..., resume=...)`` takes up from its latest checkpoint.
 
     A Ray this call starts on this machine gets the actors' CPU shares fitted to its CPUs
     (``fit_local_cpus``); a cluster it joins, or a Ray already running in this process, is
-    checked as it is (``RayComponents`` fails on one too small, with the numbers). A resumed run
+    checked as it is (``RayRun`` fails on one too small, with the numbers). A resumed run
     starts from the shares its checkpoint records, and they are fitted as defaults are: they were
     the earlier run's (fitted to its Ray, perhaps), not a choice made for this one.
     """
@@ -332,7 +332,7 @@ def _local_cpu_count() -> float:
 
 def _compile(input_cfg: tuple, seed: int, save_cfg: bool) -> EasyDict:
     main_cfg, create_cfg, resume = input_cfg
-    # a resumed run writes its config once RayComponents checked the checkpoint against it
+    # a resumed run writes its config once RayRun checked the checkpoint against it
     return compile_ray_config(
         (main_cfg, create_cfg), seed, save_cfg and resume is None, renew_dir=resume is None
     )

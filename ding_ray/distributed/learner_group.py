@@ -9,7 +9,7 @@ clipping; with it, each member clips its own gradients before they are averaged)
 ``learner``) publishes the weights and reports; the others are ``learner-1`` ... ``learner-{N-1}``.
 
 ``create_actors`` makes one with ``create_learner_group`` when ``ray.num_learners > 1``; the
-pipelines then hand every call to all members (``RemoteLearner``).
+pipelines then hand every call to all members (``LearnerClient``).
 """
 
 from __future__ import annotations

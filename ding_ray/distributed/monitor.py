@@ -131,7 +131,7 @@ class RunMonitor:
 
 
 def monitor_stage(rc: Any) -> tuple[RunMonitor, Callable]:
-    """The monitor of a Ray run (``RayComponents``) and the stage that feeds it every iteration:
+    """The monitor of a Ray run (``RayRun``) and the stage that feeds it every iteration:
     the collectors' infos, the learner's outputs, evaluations, the driver's own figures, and the
     buffer's statistics (one stats call in flight, never waited on)."""
     before = 0 if rc.resumed is None else int(rc.resumed.meta["env_steps"])

@@ -186,9 +186,9 @@ class ActorSupervisor:
 
     def get(self, ref: Any, suspects: Iterable[str]) -> Any:
         """The result of a call that depends on actors ``suspects`` (its own, and those whose
-        results it takes as arguments). When one of them died, every suspect is waited for until
-        it is back (or the run ends), its ``on_back`` callbacks run, and ``Recovered`` is raised
-        for the caller to drop the call."""
+        results it takes as arguments; those not watched are left out). When one of them died,
+        every suspect is waited for until it is back (or the run ends), its ``on_back`` callbacks
+        run, and ``Recovered`` is raised for the caller to drop the call."""
         try:
             return self.port.result(ref)
         except Died as err:
@@ -201,6 +201,8 @@ class ActorSupervisor:
         if self._failed is not None:
             raise self._failed
         for name in names:
+            if name not in self.members:  # not part of this run (an on-policy run has no buffer)
+                continue
             member = self.members[name]
             self.died(name)  # or not: a call also fails when an actor it depends on died
             if not self.port.ready([member.ping], member.restart_timeout_s):

@@ -44,7 +44,7 @@ def ray_pipeline(
 
     try:
         with (
-            distributed.RayComponents(
+            distributed.RayRun(
                 cfg, plan, max_env_step, started_at=start, resume=resume, max_train_iter=max_train_iter
             ) as rc,
             rc.task() as task,

@@ -120,7 +120,7 @@ def ray_trainable(
     )
     resume = _restore_trial(tune, main_cfg.exp_name)
     cfg, plan, _ = distributed.start_run((main_cfg, create_cfg), seed, resume=resume)
-    rc = distributed.RayComponents(
+    rc = distributed.RayRun(
         cfg, plan, max_env_step, started_at=start, resume=resume, max_train_iter=max_train_iter
     )
     _train_reporting(tune, rc, max_env_step, max_train_iter)

@@ -5,7 +5,7 @@ driver's part of each run checkpoint (``counters``), ``result.json`` and the end
 leaving the ``with`` block, SIGTERM stops being an interrupt, the last checkpoint is saved (after
 a clean end, Ctrl-C or SIGTERM), ``result.json`` is written whatever happened (with the error of a
 failed run), and everything is closed. ``SerialRun`` (``ding_ray.entry.serial_entry``) and
-``RayComponents`` (``ding_ray.distributed``) add their components and the stages that depend on
+``RayRun`` (``ding_ray.distributed``) add their components and the stages that depend on
 where they run (``monitor``, ``checkpoint``, ``wait``: the ``Run`` of
 ``ding_ray.framework.pipelines``)::
 

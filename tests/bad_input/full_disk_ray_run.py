@@ -12,7 +12,7 @@ import sys
 
 import ray
 
-from ding_ray.distributed import RayComponents, make_plan
+from ding_ray.distributed import RayRun, make_plan
 from ding_ray.entry import compile_ray_config
 from ding_ray.framework import current_task, pipelines
 from tests.distributed.configs import small_config
@@ -34,7 +34,7 @@ main, create = small_config(exp)
 main["checkpoint"] = dict(freq=0)
 cfg = compile_ray_config((main, create), seed=0)
 try:
-    with RayComponents(cfg, make_plan(cfg)) as rc, rc.task() as task:
+    with RayRun(cfg, make_plan(cfg)) as rc, rc.task() as task:
         pipelines.off_policy(task, cfg, rc)
         task.use(fill_disk_and_finish)
         task.run()

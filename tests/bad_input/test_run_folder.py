@@ -152,8 +152,8 @@ def test_a_folder_in_use_refuses_a_second_resume_and_a_dead_holders_lock_is_take
 
 
 def test_the_ray_run_takes_the_same_checks_and_lock(run):
-    """RayComponents refuses before it starts an actor (no Ray needed for that)."""
-    from ding_ray.distributed import RayComponents, make_plan
+    """RayRun refuses before it starts an actor (no Ray needed for that)."""
+    from ding_ray.distributed import RayRun, make_plan
     from ding_ray.entry import compile_ray_config
 
     main = small_main(run, ray=dict(check_resources=False))
@@ -163,12 +163,12 @@ def test_the_ray_run_takes_the_same_checks_and_lock(run):
     with pytest.raises(
         ConfigError, match=r"do not fit the model this config builds: .*\[16, 4\] in the checkpoint"
     ):
-        RayComponents(cfg, make_plan(cfg), resume=run)
+        RayRun(cfg, make_plan(cfg), resume=run)
     cfg.policy.model.encoder_hidden_size_list = [16]
     lock = RunLock(run)
     try:
         with pytest.raises(ConfigError, match=rf"in use by another run \(pid {os.getpid()} "):
-            RayComponents(cfg, make_plan(cfg), resume=run)
+            RayRun(cfg, make_plan(cfg), resume=run)
     finally:
         lock.release()
     assert _snapshot(run) == before

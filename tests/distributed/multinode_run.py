@@ -9,7 +9,7 @@ import sys
 import ray
 from ray.cluster_utils import Cluster
 
-from ding_ray.distributed import RayComponents, make_plan
+from ding_ray.distributed import RayRun, make_plan
 from ding_ray.entry import compile_ray_config
 from ding_ray.framework import pipelines
 from tests.distributed.configs import small_config
@@ -23,7 +23,7 @@ def main(exp_name: str) -> None:
     ray.init(address=cluster.address)
     try:
         cfg = compile_ray_config(small_config(exp_name), seed=0)
-        with RayComponents(cfg, make_plan(cfg)) as rc, rc.task() as task:  # checks the cluster
+        with RayRun(cfg, make_plan(cfg)) as rc, rc.task() as task:  # checks the cluster
             rc.actors.start_collectors()  # the pipeline would after the learner's first weights
             nodes = ray.get([c.node_id.remote() for c in rc.actors.collectors])
             pipelines.off_policy(task, cfg, rc, max_env_step=2000)

@@ -35,7 +35,7 @@ import time
 import ray
 from ray.cluster_utils import Cluster
 
-from ding_ray.distributed import RayComponents, make_plan
+from ding_ray.distributed import RayRun, make_plan
 from ding_ray.entry import compile_ray_config
 from ding_ray.framework import pipelines
 from tests.distributed.configs import small_config
@@ -130,7 +130,7 @@ def main(exp_name: str, mode: str, how: str = "drain") -> None:
             if not timeline or now - timeline[-1][0] >= 0.5:
                 timeline.append((now, ctx.train_iter, ctx.env_step, restarts, recoveries))
 
-        rc = RayComponents(cfg, make_plan(cfg))
+        rc = RayRun(cfg, make_plan(cfg))
         t_run = time.perf_counter()  # the start of task.run(), below
         try:
             with rc, rc.task() as task:

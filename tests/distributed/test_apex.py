@@ -15,7 +15,7 @@ import pytest
 import ray
 from ray.exceptions import RayActorError
 
-from ding_ray.distributed import RayComponents, make_plan, metric_name, wait_ready
+from ding_ray.distributed import RayRun, make_plan, metric_name, wait_ready
 from ding_ray.errors import ActorDiedError
 from ding_ray.framework import OnlineRLContext, Task, current_task, pipelines
 from ding_ray.worker import metrics
@@ -27,7 +27,7 @@ pytestmark = pytest.mark.ray
 @pytest.fixture(scope="module")
 def rc(ray_session, tmp_path_factory):
     cfg = compiled(tmp_path_factory.mktemp("apex"), name="apex_it")
-    rc = RayComponents(cfg, make_plan(cfg))
+    rc = RayRun(cfg, make_plan(cfg))
     wait_ready(rc.actors, 180)
     yield rc
     rc.actors.kill()
@@ -37,7 +37,7 @@ class Recorder:
     """What a run did, seen from a stage appended to the pipeline: the versions the learner
     published, and per finished collect call who returned which policy version."""
 
-    def __init__(self, rc: RayComponents) -> None:
+    def __init__(self, rc: RayRun) -> None:
         self.published: list[int] = []
         self.collected: list[tuple[str, int, int]] = []  # collector, policy version, its env steps
         self.evaluated: list[int] = []  # the weights version of each evaluation that came back
@@ -61,7 +61,7 @@ class Recorder:
             self.evaluated.append(ctx.eval_output["episode_info"]["policy_version"])
 
 
-def run(rc: RayComponents, each=None, **budget) -> tuple[Recorder, OnlineRLContext]:
+def run(rc: RayRun, each=None, **budget) -> tuple[Recorder, OnlineRLContext]:
     """The async pipeline on ``rc``, with a recorder (and ``each``) after every iteration."""
     recorder = Recorder(rc)
     with Task(OnlineRLContext()) as task:

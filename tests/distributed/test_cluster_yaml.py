@@ -18,7 +18,7 @@ import torch
 import yaml
 from ray.autoscaler._private.util import prepare_config, validate_config
 
-from ding_ray.distributed import ClusterError, RayComponents, check_resources, make_plan
+from ding_ray.distributed import ClusterError, RayRun, check_resources, make_plan
 from ding_ray.distributed.cluster import actor_demands
 from ding_ray.distributed.config import RayConfig
 from ding_ray.entry import compile_ray_config
@@ -161,7 +161,7 @@ def test_create_actors_asks_ray_for_the_buffer_resource(ray_session, tmp_path):
     )
     cfg = compile_ray_config((main, create), save_cfg=False)
     with pytest.raises(ClusterError, match=r"\['buffer'\] did not start within 3 s") as err:
-        with RayComponents(cfg, make_plan(cfg), max_env_step=1000):
+        with RayRun(cfg, make_plan(cfg), max_env_step=1000):
             pass
     needs = "ray.buffer_num_cpus=0.25, ray.buffer_resources={'no_such_node': 1}"
     assert f"Waiting for a node with room: buffer, which needs {needs}" in str(err.value)

@@ -46,7 +46,7 @@ from tests.distributed.configs import small_config
 main, create = small_config(sys.argv[1], include_dashboard=True)
 cfg, plan, started = distributed.start_run((main, create), 0)
 stop_file = sys.argv[3]  # the test creates it once it has seen what it looks for
-with distributed.RayComponents(cfg, plan) as rc, rc.task() as task:
+with distributed.RayRun(cfg, plan) as rc, rc.task() as task:
     node = ray._private.worker._global_node
     print(json.dumps({"session": node.get_session_dir_path(), "dashboard": node.webui_url}), flush=True)
     pipelines.off_policy(task, cfg, rc, max_train_iter=int(sys.argv[2]))

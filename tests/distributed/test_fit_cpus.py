@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from ding_ray.distributed import ClusterError, RayComponents, RayConfig, start_run
+from ding_ray.distributed import ClusterError, RayConfig, RayRun, start_run
 from ding_ray.distributed.config import fit_cpu_shares
 from tests.distributed.configs import small_config
 from tests.distributed.conftest import REPO, free_port, stop_ray_head, with_ctrl_c
@@ -76,7 +76,7 @@ def test_a_ray_running_in_this_process_is_checked_as_it_is(ray_session, tmp_path
     with pytest.raises(
         ClusterError, match=r"5 CPU in all \(learner 0.5.*collector-7 0.5\) but the cluster has 4"
     ):
-        RayComponents(cfg, plan, max_env_step=100)
+        RayRun(cfg, plan, max_env_step=100)
 
 
 def run_fresh(args: list[str], cwd: str, timeout: float = 420) -> subprocess.CompletedProcess:

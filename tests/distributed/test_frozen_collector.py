@@ -14,7 +14,7 @@ import time
 import pytest
 import ray
 
-from ding_ray.distributed import RayComponents, make_plan
+from ding_ray.distributed import RayRun, make_plan
 from ding_ray.errors import ConfigError
 from ding_ray.framework import pipelines
 from tests.distributed.configs import compiled
@@ -41,7 +41,7 @@ def test_a_frozen_collector_is_killed_and_replaced(ray_session, tmp_path, caplog
 
     try:
         with caplog.at_level(logging.WARNING, logger="ding_ray.distributed.supervisor"):
-            with RayComponents(cfg, make_plan(cfg)) as rc, rc.task() as task:
+            with RayRun(cfg, make_plan(cfg)) as rc, rc.task() as task:
                 pipelines.off_policy(task, rc.cfg, rc, max_train_iter=300)
                 task.use(freeze_once)
                 task.run()

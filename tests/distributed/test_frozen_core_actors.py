@@ -15,7 +15,7 @@ import time
 import pytest
 import ray
 
-from ding_ray.distributed import RayComponents, make_plan
+from ding_ray.distributed import RayRun, make_plan
 from ding_ray.framework import pipelines
 from tests.distributed.configs import compiled
 
@@ -42,7 +42,7 @@ def test_a_frozen_core_actor_is_killed_and_restarted(ray_session, tmp_path, capl
 
     try:
         with caplog.at_level(logging.WARNING, logger="ding_ray.distributed"):
-            with RayComponents(cfg, make_plan(cfg)) as rc, rc.task() as task:
+            with RayRun(cfg, make_plan(cfg)) as rc, rc.task() as task:
                 pipelines.off_policy(task, rc.cfg, rc, max_train_iter=80)
                 task.use(freeze_once)
                 task.run()
@@ -80,7 +80,7 @@ def test_a_frozen_learner_of_the_sync_pipeline_is_killed_and_restarted(ray_sessi
             os.kill(frozen["pid"], signal.SIGSTOP)
 
     try:
-        with RayComponents(cfg, make_plan(cfg)) as rc, rc.task() as task:
+        with RayRun(cfg, make_plan(cfg)) as rc, rc.task() as task:
             pipelines.on_policy(task, cfg, rc, max_train_iter=40)
             task.use(freeze_once)
             task.run()

@@ -15,7 +15,7 @@ import time
 import pytest
 import ray
 
-from ding_ray.distributed import RayComponents, make_plan
+from ding_ray.distributed import RayRun, make_plan
 from ding_ray.distributed.actors import Pusher
 from ding_ray.entry import compile_ray_config
 from ding_ray.framework import pipelines
@@ -42,7 +42,7 @@ def impala_config(tmp_path, name: str, **ray_over):
     return compile_ray_config((copy.deepcopy(main), create), seed=0, save_cfg=False)
 
 
-def run(rc: RayComponents, each=None, **budget):
+def run(rc: RayRun, each=None, **budget):
     with rc.task() as task:
         pipelines.off_policy(task, rc.cfg, rc, **budget)
         if each is not None:
@@ -60,7 +60,7 @@ def test_block_keeps_the_learner_busy_and_the_queue_bounded(ray_session, tmp_pat
         limiter = rc.limiter
         ahead.append(limiter.inserted + limiter.pending - limiter.sampled / limiter.samples_per_insert)
 
-    with RayComponents(cfg, plan) as rc:
+    with RayRun(cfg, plan) as rc:
         ctx = run(rc, watch, max_train_iter=400)
         # what the queue holds: unrolls of 16 steps, each with the behaviour logits and the version
         batch = ray.get(rc.actors.buffer.sample.remote(8, ctx.train_iter))
@@ -104,7 +104,7 @@ def test_drop_never_holds_the_collectors_and_drops_what_a_stalled_buffer_cannot_
             current_task().finish = True
 
     try:
-        with RayComponents(cfg, make_plan(cfg)) as rc:
+        with RayRun(cfg, make_plan(cfg)) as rc:
             ctx = run(rc, freeze_the_buffer_for_a_while, max_train_iter=2000)
     finally:
         if "pid" in frozen:
@@ -127,7 +127,7 @@ def test_a_killed_learner_comes_back_and_impala_goes_on(ray_session, tmp_path):
             killed.update(train_iter=ctx.train_iter)
             ray.kill(rc.actors.learner, no_restart=False)
 
-    with RayComponents(cfg, make_plan(cfg)) as rc:
+    with RayRun(cfg, make_plan(cfg)) as rc:
         ctx = run(rc, kill_once, max_train_iter=400)
     assert killed and ctx.train_iter >= 400
     events = [e for e in rc.result["recoveries"] if e["actor"] == "learner"]

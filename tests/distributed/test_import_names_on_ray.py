@@ -13,7 +13,7 @@ import uuid
 
 import pytest
 
-from ding_ray.distributed import RayComponents, make_plan
+from ding_ray.distributed import RayRun, make_plan
 from ding_ray.distributed.user_modules import user_modules
 from ding_ray.entry import compile_ray_config
 from ding_ray.errors import ConfigError
@@ -75,7 +75,7 @@ def test_an_env_registered_through_import_names_trains_on_ray(ray_session, tmp_p
     module, env_id, folder = user_env(tmp_path, monkeypatch)
     cfg = ray_cfg(tmp_path, module, env_id)
     assert user_modules(cfg) == {module: str(folder)}  # found through the env id's entry point
-    with RayComponents(cfg, make_plan(cfg)) as rc, rc.task() as task:
+    with RayRun(cfg, make_plan(cfg)) as rc, rc.task() as task:
         pipelines.off_policy(task, rc.cfg, rc, max_train_iter=20)
         task.run()
     assert task.ctx.train_iter >= 20 and task.ctx.env_step > 0
@@ -87,7 +87,7 @@ def test_a_module_the_actors_cannot_import_ends_the_run_with_its_name(ray_sessio
     cfg = ray_cfg(tmp_path, module, env_id)  # the driver imported it from folder
     shutil.rmtree(folder)  # as on a node that lacks the folder
     with pytest.raises(ConfigError) as err:
-        RayComponents(cfg, make_plan(cfg))
+        RayRun(cfg, make_plan(cfg))
     message = str(err.value)
     assert "\n" not in message
     assert f"The Ray actors cannot import module '{module}'" in message
@@ -103,4 +103,4 @@ def test_a_module_nobody_can_import_is_named(ray_session, tmp_path):
     with pytest.raises(
         ConfigError, match="cannot import module 'no_such_user_module_4711'.*nor can the driver"
     ):
-        RayComponents(cfg, make_plan(cfg))
+        RayRun(cfg, make_plan(cfg))

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import ray
 
-from ding_ray.distributed import RayComponents, make_plan
+from ding_ray.distributed import RayRun, make_plan
 from ding_ray.distributed.learner_group import GroupLearnerActor
 from ding_ray.framework import pipelines
 from ding_ray.worker.learn_worker import LearnWorker
@@ -51,7 +51,7 @@ def test_two_members_end_with_the_weights_of_one_learner(ray_session, tmp_path):
 @pytest.mark.parametrize("pipeline", ["async", "sync"])
 def test_the_pipelines_train_with_a_learner_group(ray_session, tmp_path, pipeline):
     cfg = compiled(tmp_path, f"group_{pipeline}", pipeline=pipeline, num_learners=2, n_sample=64)
-    with RayComponents(cfg, make_plan(cfg)) as rc, rc.task() as task:
+    with RayRun(cfg, make_plan(cfg)) as rc, rc.task() as task:
         assert "learner-1" in dict(rc.actors.named())
         build = pipelines.off_policy if pipeline == "async" else pipelines.on_policy
         build(task, cfg, rc, max_train_iter=40)

@@ -26,7 +26,7 @@ from tests.distributed.configs import small_config
 
 main, create = small_config(sys.argv[1], include_dashboard=True)
 cfg, plan, started = distributed.start_run((main, create), 0)
-with distributed.RayComponents(cfg, plan) as rc, rc.task() as task:
+with distributed.RayRun(cfg, plan) as rc, rc.task() as task:
     pipelines.off_policy(task, cfg, rc, max_train_iter=200)
     task.run()
     session = ray._private.worker._global_node.get_session_dir_path()

@@ -9,7 +9,7 @@ import os
 import pytest
 import ray
 
-from ding_ray.distributed import RayComponents, make_plan
+from ding_ray.distributed import RayRun, make_plan
 from ding_ray.entry import compile_ray_config, ray_pipeline
 from ding_ray.framework import OnlineRLContext, Task, pipelines, stage_name
 from tests.distributed.configs import small_config
@@ -58,7 +58,7 @@ def test_stages_hand_references_from_actor_to_actor(ray_session, tmp_path):
         yield  # the fetcher runs later in the iteration; its batch is still there on the way back
         seen["train_data"] += [] if ctx.train_data is None else [ctx.train_data]
 
-    with RayComponents(cfg, make_plan(cfg)) as rc, rc.task() as task:
+    with RayRun(cfg, make_plan(cfg)) as rc, rc.task() as task:
         pipelines.off_policy(task, cfg, rc, max_train_iter=60)
         names = [stage_name(f) for f, _ in task._stages]
         # after the collector, before the pusher; sees the fetch on the way back

@@ -13,7 +13,7 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 
 from ding_ray.distributed import (
     ClusterError,
-    RayComponents,
+    RayRun,
     check_resources,
     create_actors,
     make_plan,
@@ -192,7 +192,7 @@ def test_warm_up_fills_the_buffer_before_the_collectors_are_up(ray_session, tmp_
     plan = make_plan(cfg)
     # returns once the buffer answers; the collectors import torch for seconds, while 256 random
     # steps take the driver milliseconds
-    with RayComponents(cfg, plan, max_env_step=10_000) as rc, rc.task() as task:
+    with RayRun(cfg, plan, max_env_step=10_000) as rc, rc.task() as task:
         pipelines.off_policy(task, cfg, rc)
         task.use(lambda ctx: setattr(current_task(), "finish", not rc.collector.warming_up))
         task.run()
@@ -216,7 +216,7 @@ def test_collectors_that_never_start_fail_the_run_with_a_clear_error(ray_session
     cfg = compile_ray_config((main, create), save_cfg=False)
     with pytest.raises(StageError, match="No collector actor started within 5 s") as err:
         # the buffer starts; collector-0 cannot be placed
-        with RayComponents(cfg, make_plan(cfg), max_env_step=1000) as rc, rc.task() as task:
+        with RayRun(cfg, make_plan(cfg), max_env_step=1000) as rc, rc.task() as task:
             pipelines.off_policy(task, cfg, rc, max_env_step=1000)
             task.run()
     assert isinstance(err.value.__cause__, ClusterError)

@@ -16,7 +16,7 @@ import pytest
 import ray
 
 from ding_ray.data.file_format import decode_state, encode_state
-from ding_ray.distributed import RayComponents, make_plan
+from ding_ray.distributed import RayRun, make_plan
 from ding_ray.errors import ConfigError
 from ding_ray.framework import pipelines
 from ding_ray.framework.task_runner import current_task
@@ -32,7 +32,7 @@ def _cfg(tmp_path, name: str):
     return cfg
 
 
-def _run(rc: RayComponents, max_train_iter: int, each=None):
+def _run(rc: RayRun, max_train_iter: int, each=None):
     with rc.task() as task:
         pipelines.off_policy(task, rc.cfg, rc, max_train_iter=max_train_iter)
         if each is not None:
@@ -57,7 +57,7 @@ def test_a_killed_core_actor_comes_back_from_the_latest_checkpoint(ray_session, 
             killed["incarnation"] = incarnation
             ray.kill(getattr(rc.actors, victim), no_restart=False)  # the process dies; Ray may restart it
 
-    with RayComponents(cfg, make_plan(cfg)) as rc:
+    with RayRun(cfg, make_plan(cfg)) as rc:
         ctx = _run(rc, max_train_iter=450, each=kill_once)
         if victim == "buffer":  # the restarted buffer holds the snapshot plus what came since
             restored = ray.get(rc.actors.buffer.instance.remote())["restored_from"]
@@ -84,16 +84,16 @@ def test_a_killed_core_actor_comes_back_from_the_latest_checkpoint(ray_session, 
 
 def test_resume_continues_counters_and_the_replay_buffer(ray_session, tmp_path):
     cfg = _cfg(tmp_path, "resumed")
-    with RayComponents(cfg, make_plan(cfg)) as rc:
+    with RayRun(cfg, make_plan(cfg)) as rc:
         first = _run(rc, max_train_iter=200)
     last = rc.checkpointer.last
     assert last.meta["env_steps"] == first.env_step and last.meta["train_iter"] >= 200
 
     # the same folder again without resume: refused, so that nothing starts from another run's state
     with pytest.raises(ConfigError, match="resume="):
-        RayComponents(cfg, make_plan(cfg))
+        RayRun(cfg, make_plan(cfg))
 
-    with RayComponents(cfg, make_plan(cfg), resume=cfg.exp_name) as rc:
+    with RayRun(cfg, make_plan(cfg), resume=cfg.exp_name) as rc:
         assert rc.resumed.folder == last.folder
         # the buffer actor starts with the snapshot's contents, equal item for item
         snapshot = decode_state(rc.store.read(rc.resumed, BUFFER_FILE))
@@ -129,7 +129,7 @@ def test_the_sync_pipeline_goes_on_after_its_learner_died(ray_session, tmp_path)
     # 4 rounds of 20 iterations (DI-engine's count): 3 after the kill, whose restart the driver
     # sees in the next call or poll (a restart it had not seen at the end is recorded then, with the
     # iterations it lost: the run would end short of its budget)
-    with RayComponents(cfg, make_plan(cfg)) as rc, rc.task() as task:
+    with RayRun(cfg, make_plan(cfg)) as rc, rc.task() as task:
         pipelines.on_policy(task, cfg, rc, max_train_iter=80)
         task.use(kill_once)
         task.run()
@@ -157,7 +157,7 @@ def test_two_quick_buffer_deaths_are_two_recoveries(ray_session, tmp_path):
                 time.sleep(0.05)
             ray.kill(buffer, no_restart=False)
 
-    with RayComponents(cfg, make_plan(cfg)) as rc:
+    with RayRun(cfg, make_plan(cfg)) as rc:
         ctx = _run(rc, max_train_iter=400, each=kill_twice)
     assert ctx.train_iter >= 400
     unseen, event = rc.result["recoveries"]
@@ -182,7 +182,7 @@ def test_an_evaluator_death_is_a_recovery_in_result_json(ray_session, tmp_path):
         elif killed and ctx.eval_output and ctx.eval_output["episode_info"]["train_iter"] > killed[0]:
             current_task().finish = True
 
-    with RayComponents(cfg, make_plan(cfg)) as rc:
+    with RayRun(cfg, make_plan(cfg)) as rc:
         ctx = _run(rc, max_train_iter=100_000, each=kill_once_then_stop)
     assert killed and ctx.train_iter < 100_000  # ended by an evaluation after the death
     (event,) = rc.result["recoveries"]

@@ -20,7 +20,7 @@ import time
 import pytest
 import ray
 
-from ding_ray.distributed import RayComponents, make_plan
+from ding_ray.distributed import RayRun, make_plan
 from ding_ray.entry import compile_ray_config, ray_pipeline
 from ding_ray.entry.plot import read_curve
 from ding_ray.framework import pipelines
@@ -95,7 +95,7 @@ def test_a_learner_restart_no_call_revealed_before_the_end_is_recorded(ray_sessi
                 break
             time.sleep(0.05)
 
-    with RayComponents(cfg, make_plan(cfg)) as rc, rc.task() as task:
+    with RayRun(cfg, make_plan(cfg)) as rc, rc.task() as task:
         pipelines.on_policy(task, cfg, rc)  # no budget of its own: the checker goes after the kill
         task.use(kill_after_the_last_round)
         task.use(termination_checker(max_train_iter=40, at_budget=True))

@@ -13,7 +13,7 @@ import tempfile
 
 import pytest
 
-from ding_ray.distributed import RayComponents, make_plan
+from ding_ray.distributed import RayRun, make_plan
 from ding_ray.entry import compile_ray_config
 from ding_ray.framework import pipelines
 from tests.distributed.configs import small_config
@@ -112,7 +112,7 @@ def test_a_collector_constructor_error_ends_the_run_with_it_and_no_restart_advic
     main["env"]["kwargs"] = dict(no_such_argument=1)  # CartPole's constructor raises a TypeError
     cfg = compile_ray_config((main, create), seed=0, save_cfg=False)
     with pytest.raises(Exception) as err:
-        with RayComponents(cfg, make_plan(cfg)) as rc, rc.task() as task:
+        with RayRun(cfg, make_plan(cfg)) as rc, rc.task() as task:
             pipelines.off_policy(task, rc.cfg, rc, max_train_iter=20)
             task.run()
     message = str(err.value)

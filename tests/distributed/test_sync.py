@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import ray
 
-from ding_ray.distributed import CollectorActor, RayComponents, make_plan
+from ding_ray.distributed import CollectorActor, RayRun, make_plan
 from ding_ray.framework import OnlineRLContext, current_task, pipelines
 from tests.distributed.configs import compiled
 
@@ -20,7 +20,7 @@ class KillingWatcher:
     """A stage after each round: kills collector-0 after round 2 and ends the run two rounds after
     it rejoined; records who delivered in each round and any batch of another version."""
 
-    def __init__(self, rc: RayComponents) -> None:
+    def __init__(self, rc: RayRun) -> None:
         self.rc = rc
         self.rounds, self.rejoined_at = 0, None
         self.trained = 0  # rounds the learner trained on: one whose batch died with its collector is lost
@@ -66,7 +66,7 @@ class KillingWatcher:
 
 def test_rounds_are_on_policy_and_survive_a_dead_collector(ray_session, tmp_path):
     cfg = compiled(tmp_path, "sync_kill", pipeline="sync", n_sample=64)
-    with RayComponents(cfg, make_plan(cfg)) as rc, rc.task() as task:
+    with RayRun(cfg, make_plan(cfg)) as rc, rc.task() as task:
         watcher = KillingWatcher(rc)
         pipelines.on_policy(task, cfg, rc)
         task.use(watcher)

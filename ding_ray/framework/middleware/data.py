@@ -12,6 +12,7 @@ from __future__ import annotations
 import inspect
 import logging
 import os
+from collections import deque
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -289,7 +290,7 @@ def _concat(parts: list) -> Any:
 
 def _priority_update(train_output: Any, data: Any) -> dict | None:
     """The ``update`` argument for the priorities in ``train_output``, or None when it has none."""
-    if isinstance(train_output, (list, tuple)) or type(train_output).__name__ == "deque":
+    if isinstance(train_output, (list, tuple, deque)):  # DI-engine's ctx.train_output may be a deque
         train_output = train_output[-1] if len(train_output) else None
     if not isinstance(train_output, Mapping):
         return None

@@ -5,7 +5,7 @@ the envs, returns from ``info['eval_episode_return']``), built here from DI-engi
 (``cfg, policy, env``) or given ready-made, so the evaluation logic lives in one place. Because
 the stage calls only the ``Evaluator`` protocol (``submit``, ``poll``), the evaluator actor fits
 it as well
-(``ding_ray.distributed.RemoteEvaluator``: its ``submit`` launches the episodes on the actor,
+(``ding_ray.distributed.EvaluatorClient``: its ``submit`` launches the episodes on the actor,
 or queues them behind the evaluation in flight, and its ``poll`` hands over the outcome in a
 later iteration).
 """

@@ -35,7 +35,7 @@ def trainer(cfg: Any, policy: Any, log_freq: int = 100):
     """Train on ``ctx.train_data``, and take the output of the learner's calls that finished.
 
     ``policy``: a ``Learner`` (``ding_ray.framework.interfaces``): ding_ray's ``BaseLearner``
-    (whose hooks then log and save checkpoints) or the learner actor's ``RemoteLearner``, whose
+    (whose hooks then log and save checkpoints) or the learner actor's ``LearnerClient``, whose
     calls finish in a later iteration; or, as DI-engine passes it, a learn mode or a ``Policy``
     (one learn forward per call). ``ctx.train_iter`` advances by the iterations the learner made
     (DI-engine's count: a learn forward's gradient steps), and the priorities it sets aside
@@ -303,7 +303,7 @@ def _collected_as_train_data(ctx: OnlineRLContext) -> None:
 
 def weights_publisher(learner: Any, *subscribers: Any):
     """Hand the learner's newest weights to the workers that act with a copy of the policy of
-    their own: collector and evaluator actors (``RemoteCollectors``, ``RemoteEvaluator``), or local
+    their own: collector and evaluator actors (``CollectorsClient``, ``EvaluatorClient``), or local
     ``RolloutWorker``/``EvalWorker`` s. Collectors that share the learner's policy object need none.
 
     ``learner.weights()`` gives ``(version, weights)`` (or None before the first publication);
@@ -313,7 +313,7 @@ def weights_publisher(learner: Any, *subscribers: Any):
     """
     if not isinstance(learner, WeightsSource):
         raise ConfigError(
-            f"weights_publisher() takes a learner with weights() (LearnWorker, RemoteLearner), got "
+            f"weights_publisher() takes a learner with weights() (LearnWorker, LearnerClient), got "
             f"{type(learner).__name__}."
         )
     for sub in subscribers:
