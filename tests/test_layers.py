@@ -66,3 +66,25 @@ def test_nothing_in_distributed_reaches_up_into_entry():
 def test_config_sits_below_the_workers_policies_ray_and_entry_points(upper):
     # reference.py writes docs/config_reference.md from every layer's defaults: a reader of them all
     assert offenders("config", (f"ding_ray.{upper}",), exempt=("ding_ray.config.reference",)) == {}
+
+
+# The public facades that give DI-engine's names (each says so in its docstring); no other module
+# of the core imports ding_ray.compat.
+COMPAT_FACADES = ("ding_ray.envs", "ding_ray.framework", "ding_ray.framework.middleware", "ding_ray.model")
+
+
+def test_only_the_named_facades_import_the_di_engine_shims():
+    importers = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        name = module_name(path)
+        if name == "ding_ray.compat" or name.startswith("ding_ray.compat."):
+            continue
+        package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+        source = path.read_text()
+        # a lazy export names its module as a string: count those too
+        strings = {n.value for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Constant)}
+        named = imported_modules(source, package) | {s for s in strings if isinstance(s, str)}
+        hits = sorted(m for m in named if m == "ding_ray.compat" or m.startswith("ding_ray.compat."))
+        if hits and name not in COMPAT_FACADES:
+            importers[name] = hits
+    assert importers == {}

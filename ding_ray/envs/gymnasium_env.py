@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import copy
 from collections import namedtuple
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar
 
 import gymnasium as gym
 import numpy as np
 from easydict import EasyDict
 
 from ding_ray.config.merge import checked_config, default_config_of
-from ding_ray.envs.dizoo_keys import check_dizoo_keys, discretised_space, make_kwargs, unit_of_index
 from ding_ray.envs.game_ids import (
     EXTRA_HINT,
     check_extra,
@@ -23,6 +23,7 @@ from ding_ray.envs.game_ids import (
     missing_packages,
 )
 from ding_ray.envs.gym_holder import GymEnvHolder
+from ding_ray.envs.make_options import discretised_space, make_kwargs, unit_of_index
 from ding_ray.envs.step_errors import step_result_error
 from ding_ray.errors import ConfigError, EnvError
 from ding_ray.utils.registry import ENV_REGISTRY, close_matches
@@ -110,8 +111,8 @@ class GymnasiumEnv(GymEnvHolder):
         # [low, high]; random actions are then drawn in [-1, 1] too (DI-engine's dizoo option)
         act_scale=False,
         kwargs=dict(),  # extra keyword arguments of gymnasium.make
-        # Keys of dizoo's env classes (ding_ray.envs.dizoo_keys); a value ding_ray cannot act on is
-        # refused as not supported yet.
+        # Keys of dizoo's env classes; a value ding_ray cannot act on is refused as not supported yet
+        # (the make arguments by ding_ray.envs.make_options, the rest by the checks in key_checks).
         # None: the env's own actions. True/False: gymnasium's `continuous` argument where the env
         # has one (LunarLander, CarRacing); on a 1-D Box env (Pendulum) False gives 11 actions evenly
         # over [-1, 1], mapped onto the env's bounds by act_scale (dizoo's PendulumEnv)
@@ -131,15 +132,26 @@ class GymnasiumEnv(GymEnvHolder):
         replay_path_gif=None,  # only None, as save_replay_gif
     )
 
+    # Checks that refuse values of the keys above this env cannot act on yet; importing ding_ray.envs
+    # adds dizoo's (ding_ray.compat.dizoo_env_keys)
+    key_checks: ClassVar[list[Callable[[Mapping], None]]] = []
+
+    @classmethod
+    def add_key_check(cls, check: Callable[[Mapping], None]) -> None:
+        """Run ``check(env_cfg)`` (it raises ``ConfigError``) on every config this env is built from."""
+        if check not in cls.key_checks:
+            cls.key_checks.append(check)
+
     @classmethod
     def default_config(cls) -> EasyDict:
         return default_config_of(cls)
 
     @classmethod
     def check_config(cls, cfg: dict) -> None:
-        """Refuse (``ConfigError``) values of dizoo's env keys that this env cannot act on yet, and
+        """Refuse (``ConfigError``) key values this env cannot act on yet (``key_checks``), and
         Atari ids, whose raw RGB frames no model takes without DI-engine's preprocessing."""
-        check_dizoo_keys(cfg)
+        for check in cls.key_checks:
+            check(cfg)
         env_id = cfg.get("env_id")
         check_extra(env_id)
         if isinstance(env_id, str) and ensure_registered(env_id) and is_atari_id(env_id):
@@ -153,7 +165,8 @@ class GymnasiumEnv(GymEnvHolder):
     def __init__(self, cfg: dict | None = None, env: gym.Env | None = None) -> None:
         """``env``: an env instance to wrap instead of making one from ``cfg.env_id``."""
         cfg = checked_config(type(self), {k: v for k, v in (cfg or {}).items() if k != "manager"}, "env")
-        check_dizoo_keys(cfg)
+        for check in self.key_checks:
+            check(cfg)
         self._cfg = cfg
         self._given_env = env is not None
         self._env = env if env is not None else self._make()

@@ -16,11 +16,11 @@ has run (DI-engine's onion order)::
 
 A stage that must end the run (an evaluator that reached the stop value) asks for the running
 task with ``current_task()``; DI-engine's global ``task`` (``from ding_ray.framework import task``)
-is a face over this class (``global_task``). Unlike DI-engine, which finishes the iteration first,
-the iteration ends right after the stage that set ``finish`` (the waiting generators still run
-their code after ``yield``): no env steps are collected or trained on after the stop value.
-Whatever a stage registers with ``on_close`` is closed when the ``with`` block ends, also after an
-error.
+is a face over this class (``ding_ray.compat.global_task``). Unlike DI-engine, which finishes the
+iteration first, the iteration ends right after the stage that set ``finish`` (the waiting
+generators still run their code after ``yield``): no env steps are collected or trained on after
+the stop value. Whatever a stage registers with ``on_close`` is closed when the ``with`` block
+ends, also after an error.
 """
 
 from __future__ import annotations

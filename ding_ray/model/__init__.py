@@ -1,5 +1,8 @@
 """Torch modules and ``create_model``."""
 
+# This facade installs DI-engine's parameter names (checkpoints saved by DI-engine load into these
+# models); the models themselves know only ding_ray.model.foreign_state.
+import ding_ray.compat.di_engine_names  # noqa: F401
 from ding_ray.model.common import MLP, DiscreteHead, DuelingHead, FCEncoder
 from ding_ray.model.conv import ConvEncoder
 from ding_ray.model.discrete_qac import DiscreteQAC

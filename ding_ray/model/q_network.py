@@ -10,7 +10,7 @@ from torch import nn
 
 from ding_ray.model.common import MLP, DiscreteHead, DuelingHead
 from ding_ray.model.conv import make_encoder
-from ding_ray.model.di_engine_names import accept_di_engine_names
+from ding_ray.model.foreign_state import rename_foreign_state
 from ding_ray.utils.registry import MODEL_REGISTRY
 
 
@@ -40,7 +40,7 @@ class DQN(nn.Module):
         [4, 2, 1]). ``norm_type`` ('LN', 'BN'), ``dropout`` and ``init_bias`` (the initial bias of
         the last layer) as in DI-engine's DQN; ``activation`` by name or as a module (``nn.ReLU()``)."""
         super().__init__()
-        self.register_load_state_dict_pre_hook(accept_di_engine_names)  # DI-engine checkpoints load
+        self.register_load_state_dict_pre_hook(rename_foreign_state)  # DI-engine checkpoints load
         self.encoder = make_encoder(
             obs_shape,
             encoder_hidden_size_list,

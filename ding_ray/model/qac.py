@@ -9,7 +9,7 @@ from torch import nn
 
 from ding_ray.errors import ConfigError
 from ding_ray.model.common import MLP, float_obs, vector_size
-from ding_ray.model.di_engine_names import accept_di_engine_names
+from ding_ray.model.foreign_state import rename_foreign_state
 from ding_ray.utils.registry import MODEL_REGISTRY
 
 # DI-engine's bounds on the conditioned log standard deviation: exp(-20) to exp(2).
@@ -71,7 +71,7 @@ class ContinuousQAC(nn.Module):
         action_dim = vector_size(action_shape, "action_shape", "ContinuousQAC")
         activation = "relu" if activation is None else activation
         self.action_space, self.twin_critic = action_space, twin_critic
-        self.register_load_state_dict_pre_hook(accept_di_engine_names)  # DI-engine checkpoints load
+        self.register_load_state_dict_pre_hook(rename_foreign_state)  # DI-engine checkpoints load
         self.obs_dim, self.action_dim = obs_dim, action_dim
         self.actor = GaussianActor(
             obs_dim, action_dim, actor_head_hidden_size, actor_head_layer_num, activation, norm_type

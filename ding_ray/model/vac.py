@@ -14,7 +14,7 @@ from torch import nn
 from ding_ray.errors import ConfigError
 from ding_ray.model.common import MLP, ReparameterizationHead
 from ding_ray.model.conv import make_encoder
-from ding_ray.model.di_engine_names import accept_di_engine_names
+from ding_ray.model.foreign_state import rename_foreign_state
 from ding_ray.utils.registry import MODEL_REGISTRY
 
 
@@ -61,7 +61,7 @@ class VAC(nn.Module):
             )
         self.action_space = action_space
         self.share_encoder = share_encoder
-        self.register_load_state_dict_pre_hook(accept_di_engine_names)  # DI-engine checkpoints load
+        self.register_load_state_dict_pre_hook(rename_foreign_state)  # DI-engine checkpoints load
 
         def encoder() -> nn.Module:
             kwargs = dict(kernel_size=encoder_kernel_size, stride=encoder_stride)

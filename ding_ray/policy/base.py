@@ -18,7 +18,7 @@ from easydict import EasyDict
 from ding_ray.config.merge import checked_config, default_config_of
 from ding_ray.errors import ConfigError, DataFormatError, EnvError
 from ding_ray.model import create_model
-from ding_ray.model.di_engine_names import learn_state_from_di_engine
+from ding_ray.model.foreign_state import translate_learn_state as learn_state_from_di_engine
 from ding_ray.policy.common import (
     check_replay_memory,
     obs_batch,

@@ -25,9 +25,9 @@ import numpy as np
 import pytest
 import torch
 
+from ding_ray.compat.di_engine_names import layout
 from ding_ray.config import compile_config
 from ding_ray.errors import DataFormatError, ShapeError
-from ding_ray.model.di_engine_names import layout
 from ding_ray.policy import create_policy
 from ding_ray.worker import BaseLearner
 from ding_ray.worker.learner import load_checkpoint

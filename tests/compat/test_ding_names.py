@@ -5,10 +5,9 @@ import pytest
 import torch
 
 from ding_ray.data import DequeBuffer
-from ding_ray.data.model_loader import FileModelLoader
-from ding_ray.data.storage_loader import FileStorageLoader
 from ding_ray.envs import BaseEnvManagerV2, DingEnvWrapper, SubprocessEnvManagerV2, create_env_manager
 from ding_ray.errors import NotSupportedError
+from ding_ray.framework import FileModelLoader, FileStorageLoader
 from ding_ray.utils import EasyTimer, build_logger, deep_merge_dicts, set_pkg_seed  # noqa: F401
 
 

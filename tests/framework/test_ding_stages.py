@@ -41,11 +41,11 @@ def test_ckpt_saver_takes_di_engine_arguments(tmp_path, save_dir):
 
 
 def test_exchangers_do_nothing_in_one_process_and_say_why_once(caplog):
-    import ding_ray.framework.middleware.exchange as exchange
+    import ding_ray.compat.exchange as exchange
 
     exchange._explained.clear()
     ctx = OnlineRLContext(env_step=3)
-    with caplog.at_level(logging.INFO, logger="ding_ray.framework.middleware.exchange"):
+    with caplog.at_level(logging.INFO, logger="ding_ray.compat.exchange"):
         stages = [ContextExchanger(skip_n_iter=1), ModelExchanger(torch.nn.Linear(2, 2)), ContextExchanger()]
         for stage in stages:
             assert stage(ctx) is None

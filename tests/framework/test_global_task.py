@@ -6,9 +6,10 @@ import pytest
 import torch
 from easydict import EasyDict
 
+from ding_ray.compat.global_task import GlobalTask
 from ding_ray.errors import NotSupportedError
 from ding_ray.framework import OnlineRLContext, Task, current_task, ding_init, task
-from ding_ray.framework.global_task import GlobalTask, default_exp_name
+from ding_ray.framework.experiment import default_exp_name
 from ding_ray.framework.middleware import online_logger
 
 
@@ -78,7 +79,7 @@ def test_what_needs_di_engine_router_is_refused_by_name():
 
 def test_ding_init_names_the_experiment_the_loggers_write_to(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr("ding_ray.framework.global_task._exp_name", None)
+    monkeypatch.setattr("ding_ray.framework.experiment._exp_name", None)
     assert default_exp_name() == os.path.join(str(tmp_path), "default_experiment")
     torch.set_num_threads(2)
     try:

@@ -13,49 +13,49 @@ from typing import Any
 
 _EXPORTS = {
     # data stages (data.py, offline.py, offline_dataset.py, her.py, enhancer.py)
-    "buffer_saver": "data",
-    "data_pusher": "data",
-    "offpolicy_data_fetcher": "data",
-    "priority_calculator": "data",
-    "sqil_data_pusher": "data",
-    "her_data_enhancer": "her",
-    "nstep_reward_enhancer": "enhancer",
-    "offline_data_fetcher": "offline",
-    "offline_data_saver": "offline",
-    "HDF5Dataset": "offline_dataset",
-    "NaiveRLDataset": "offline_dataset",
+    "buffer_saver": "ding_ray.framework.middleware.data",
+    "data_pusher": "ding_ray.framework.middleware.data",
+    "offpolicy_data_fetcher": "ding_ray.framework.middleware.data",
+    "priority_calculator": "ding_ray.framework.middleware.data",
+    "sqil_data_pusher": "ding_ray.framework.middleware.data",
+    "her_data_enhancer": "ding_ray.framework.middleware.her",
+    "nstep_reward_enhancer": "ding_ray.framework.middleware.enhancer",
+    "offline_data_fetcher": "ding_ray.framework.middleware.offline",
+    "offline_data_saver": "ding_ray.framework.middleware.offline",
+    "HDF5Dataset": "ding_ray.framework.middleware.offline_dataset",
+    "NaiveRLDataset": "ding_ray.framework.middleware.offline_dataset",
     # collect / train / evaluate / control stages
-    "EpisodeCollector": "collect",
-    "StepCollector": "collect",
-    "TransitionList": "collect",
-    "collector": "collect",
-    "random_collector": "collect",
-    "inferencer": "collect",
-    "rolloutor": "collect",
-    "CkptSaver": "control",
-    "ckpt_saver": "control",
-    "epoch_timer": "control",
-    "eps_greedy_handler": "control",
-    "eps_greedy_masker": "control",
-    "final_ctx_saver": "control",
-    "termination_checker": "control",
-    "interaction_evaluator": "evaluate",
-    "interaction_evaluator_ttorch": "evaluate",
-    "OffPolicyLearner": "train",
-    "PolicyLearner": "train",
-    "gae_estimator": "train",
-    "multistep_trainer": "train",
-    "reward_estimator": "train",
-    "trainer": "train",
-    "weights_publisher": "train",
-    # DI-engine's exchangers between processes: no-ops in one process (exchange.py)
-    "ContextExchanger": "exchange",
-    "ModelExchanger": "exchange",
+    "EpisodeCollector": "ding_ray.framework.middleware.collect",
+    "StepCollector": "ding_ray.framework.middleware.collect",
+    "TransitionList": "ding_ray.framework.middleware.collect",
+    "collector": "ding_ray.framework.middleware.collect",
+    "random_collector": "ding_ray.framework.middleware.collect",
+    "inferencer": "ding_ray.framework.middleware.collect",
+    "rolloutor": "ding_ray.framework.middleware.collect",
+    "CkptSaver": "ding_ray.framework.middleware.control",
+    "ckpt_saver": "ding_ray.framework.middleware.control",
+    "epoch_timer": "ding_ray.framework.middleware.control",
+    "eps_greedy_handler": "ding_ray.framework.middleware.control",
+    "eps_greedy_masker": "ding_ray.framework.middleware.control",
+    "final_ctx_saver": "ding_ray.framework.middleware.control",
+    "termination_checker": "ding_ray.framework.middleware.control",
+    "interaction_evaluator": "ding_ray.framework.middleware.evaluate",
+    "interaction_evaluator_ttorch": "ding_ray.framework.middleware.evaluate",
+    "OffPolicyLearner": "ding_ray.framework.middleware.train",
+    "PolicyLearner": "ding_ray.framework.middleware.train",
+    "gae_estimator": "ding_ray.framework.middleware.train",
+    "multistep_trainer": "ding_ray.framework.middleware.train",
+    "reward_estimator": "ding_ray.framework.middleware.train",
+    "trainer": "ding_ray.framework.middleware.train",
+    "weights_publisher": "ding_ray.framework.middleware.train",
+    # DI-engine's exchangers between processes: no-op stages here (a facade may import ding_ray.compat)
+    "ContextExchanger": "ding_ray.compat.exchange",
+    "ModelExchanger": "ding_ray.compat.exchange",
     # loggers (logger.py, wandb_logger.py)
-    "offline_logger": "logger",
-    "online_logger": "logger",
-    "wandb_offline_logger": "wandb_logger",
-    "wandb_online_logger": "wandb_logger",
+    "offline_logger": "ding_ray.framework.middleware.logger",
+    "online_logger": "ding_ray.framework.middleware.logger",
+    "wandb_offline_logger": "ding_ray.framework.middleware.wandb_logger",
+    "wandb_online_logger": "ding_ray.framework.middleware.wandb_logger",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -64,7 +64,7 @@ __all__ = sorted(_EXPORTS)
 def __getattr__(name: str) -> Any:
     if name not in _EXPORTS:
         raise AttributeError(f"module 'ding_ray.framework.middleware' has no attribute '{name}'")
-    return getattr(importlib.import_module(f"ding_ray.framework.middleware.{_EXPORTS[name]}"), name)
+    return getattr(importlib.import_module(_EXPORTS[name]), name)
 
 
 def __dir__() -> list[str]:

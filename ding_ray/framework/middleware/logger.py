@@ -7,9 +7,10 @@ curves sit next to the ones the collector, learner and evaluator write themselve
 
 DI-engine takes its writer from a global (``DistributedWriter``, set up by ``ding_init``); here a
 stage takes a ``tb_logger`` (a ``tensorboardX.SummaryWriter``) or an ``exp_name`` to open one in
-``<exp_name>/log/task``; with neither, the experiment ``ding_init(cfg)`` named (or
-``./default_experiment``). The helpers at the bottom turn train outputs and evaluation outputs into
-plain floats; the wandb loggers (``wandb_logger.py``) share them.
+``<exp_name>/log/task``; with neither, the process's experiment folder
+(``ding_ray.framework.experiment``: the one ``ding_init(cfg)`` named, or ``./default_experiment``).
+The helpers at the bottom turn train outputs and evaluation outputs into plain floats; the wandb
+loggers (``wandb_logger.py``) share them.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import numpy as np
 
 from ding_ray.errors import ConfigError, DingRayError, ShapeError
 from ding_ray.framework.context import OfflineRLContext, OnlineRLContext
-from ding_ray.framework.global_task import default_exp_name
+from ding_ray.framework.experiment import default_exp_name
 from ding_ray.framework.task_runner import current_task
 from ding_ray.worker import metrics
 

@@ -8,10 +8,10 @@ between) and the linear layer in ``mid``, its heads wrap their layers in ``MLP``
 (``head.A.0.0``, ``critic_head.last``, ``actor_head.2.mu``), ``VAC`` and ``ContinuousQAC`` repeat
 every tensor under ``actor.*`` / ``critic.*`` aliases, and ding_ray's ``DuelingHead`` stacks the
 first advantage and value layers into one. ``layout`` lists, for a ding_ray model, the DI-engine
-tensors each of its tensors is made of; the models register ``accept_di_engine_names`` as a
-``load_state_dict`` pre-hook, so ``model.load_state_dict(di_engine_state)`` works wherever a state
-dict is loaded, and ``learn_state_from_di_engine`` re-indexes the optimizer states of a DI-engine
-learn checkpoint.
+tensors each of its tensors is made of. Importing ``ding_ray.model`` installs ``DIEngineNames`` as a
+translator of ``ding_ray.model.foreign_state``, whose pre-hook every model registers, so
+``model.load_state_dict(di_engine_state)`` works wherever a state dict is loaded, and
+``learn_state_from_di_engine`` re-indexes the optimizer states of a DI-engine learn checkpoint.
 """
 
 from __future__ import annotations
@@ -25,6 +25,10 @@ import torch
 from torch import nn
 
 from ding_ray.errors import DataFormatError, ShapeError
+from ding_ray.model.foreign_state import install_translator
+from ding_ray.model.q_network import DQN
+from ding_ray.model.qac import ContinuousQAC
+from ding_ray.model.vac import VAC
 
 # param-group keys that say how torch runs the update, not what it computes: this process keeps its own
 _RUNTIME_KEYS = ("fused", "foreach", "capturable", "differentiable")
@@ -47,10 +51,6 @@ class Layout:
 
 def layout(model: nn.Module) -> Layout | None:
     """DI-engine's names for ``model``'s tensors; None for a model DI-engine has no counterpart of."""
-    from ding_ray.model.q_network import DQN
-    from ding_ray.model.qac import ContinuousQAC
-    from ding_ray.model.vac import VAC
-
     for cls, pairs_of in ((DQN, _dqn_pairs), (VAC, _vac_pairs), (ContinuousQAC, _qac_pairs)):
         if isinstance(model, cls):
             pairs, alias_prefixes = pairs_of(model)
@@ -310,3 +310,18 @@ def _optimizer_state(
 
 def _is_per_element(value: Any) -> bool:
     return isinstance(value, torch.Tensor) and value.dim() > 0
+
+
+class DIEngineNames:
+    """DI-engine's parameter names, as a translator of ``ding_ray.model.foreign_state``."""
+
+    def rename_model_state(self, model: nn.Module, state_dict: dict, prefix: str) -> None:
+        accept_di_engine_names(model, state_dict, prefix)
+
+    def translate_learn_state(
+        self, model: nn.Module, state: Mapping[str, Any], optimizers: Mapping[str, torch.optim.Optimizer]
+    ) -> Mapping[str, Any]:
+        return learn_state_from_di_engine(model, state, optimizers)
+
+
+install_translator(DIEngineNames())

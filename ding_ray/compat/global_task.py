@@ -1,6 +1,6 @@
 """DI-engine's global ``task`` and ``ding_init``, so its framework scripts run as they are written::
 
-    from ding_ray.framework import task, ding_init
+    from ding_ray.framework import task, ding_init  # this module, through the package's facade
 
     ding_init(cfg)
     with task.start(ctx=OnlineRLContext()):
@@ -21,12 +21,12 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-import os
 from collections.abc import Mapping
 from typing import Any
 
 from ding_ray.errors import NotSupportedError
 from ding_ray.framework.context import Context
+from ding_ray.framework.experiment import set_default_exp_name
 from ding_ray.framework.task_runner import Task, current_task
 from ding_ray.utils.runtime import set_torch_threads
 
@@ -140,20 +140,12 @@ class GlobalTask:
 
 task = GlobalTask()
 
-_exp_name: str | None = None
-
 
 def ding_init(cfg: Mapping) -> None:
     """DI-engine's per-process setup: ``cfg.exp_name`` becomes the folder where stages that open a
     TensorBoard writer of their own (``online_logger()`` with no ``exp_name``) write; and, as every
     ding_ray process does, torch gets ``cfg.policy.learn.num_threads`` threads (default 1: on a
     small machine torch's default thread pools slow a run down many times over)."""
-    global _exp_name
-    _exp_name = cfg["exp_name"]
+    set_default_exp_name(cfg["exp_name"])
     policy = cfg.get("policy") or {}
     set_torch_threads((policy.get("learn") or {}).get("num_threads", 1))
-
-
-def default_exp_name() -> str:
-    """The experiment folder ``ding_init`` named, or ``./default_experiment``."""
-    return _exp_name or os.path.join(os.getcwd(), "default_experiment")
