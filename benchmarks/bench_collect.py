@@ -106,7 +106,7 @@ def ray_collectors(seconds: float, num_collectors: int) -> float:
     """Env steps/s of ``num_collectors`` collector actors pushing to one buffer actor."""
     import ray
 
-    from ding_ray.distributed import CollectorActor, ReplayBufferActor
+    from ding_ray.distributed import BufferActor, CollectorActor
     from ding_ray.entry import compile_ray_config
 
     main_cfg = dict(
@@ -121,11 +121,15 @@ def ray_collectors(seconds: float, num_collectors: int) -> float:
     create_cfg = dict(env=dict(type="gymnasium"), policy=dict(type="dqn"), replay_buffer=dict(type="naive"))
     cfg = compile_ray_config((main_cfg, create_cfg), seed=0, save_cfg=False)
     namespace = f"bench_collect_{num_collectors}"
-    buffer = ReplayBufferActor.options(name="buffer", namespace=namespace, num_cpus=0.1).remote(
-        cfg.policy.other.replay_buffer, cfg.exp_name
+    buffer = (
+        ray.remote(BufferActor)
+        .options(name="buffer", namespace=namespace, num_cpus=0.1)
+        .remote(cfg.policy.other.replay_buffer, cfg.exp_name)
     )
     collectors = [
-        CollectorActor.options(num_cpus=0.5, namespace=namespace).remote(cfg, i, buffer_namespace=namespace)
+        ray.remote(CollectorActor)
+        .options(num_cpus=0.5, namespace=namespace)
+        .remote(cfg, i, buffer_namespace=namespace)
         for i in range(num_collectors)
     ]
     kwargs = {"eps": 0.1}

@@ -52,7 +52,7 @@ def main() -> None:
     worker.close()
     batch_ref = ray.put(batch)
     options = dict(num_cpus=0.5, num_gpus=args.gpus)
-    single = [LearnerActor.options(**options).remote(cfg, 10**9)]
+    single = [ray.remote(LearnerActor).options(**options).remote(cfg, 10**9)]
     one = samples_per_s(single, batch_ref, args.calls)
     ray.kill(single[0])
     print(f"bench_learner_group learners=1 samples_per_s={one:.0f}", flush=True)

@@ -255,7 +255,9 @@ def ding_ray_side(policy: str, seconds: float, warmup: float, n_sample: int = 25
     cfg = compile_ray_config((main_cfg, create_cfg), seed=0, save_cfg=False)
     ray.init(num_cpus=NUM_ACTORS, include_dashboard=False, log_to_driver=False)
     try:
-        collectors = [CollectorActor.options(num_cpus=1).remote(cfg, i) for i in range(NUM_ACTORS)]
+        collectors = [
+            ray.remote(CollectorActor).options(num_cpus=1).remote(cfg, i) for i in range(NUM_ACTORS)
+        ]
         call = dict(weights=None, train_iter=0, policy_kwargs={"eps": 0.1}, random_collect=policy == "random")
         in_flight = {c.collect_batch.remote(**call)[0]: c for c in collectors}
 

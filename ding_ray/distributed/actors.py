@@ -22,11 +22,11 @@ from easydict import EasyDict
 from ray.exceptions import RayActorError
 
 from ding_ray.data import Batch
-from ding_ray.distributed.buffer_actor import ReplayBufferActor
+from ding_ray.distributed.buffer_actor import BufferActor
 from ding_ray.distributed.cluster import ClusterError, learner_name, lower_priority
 from ding_ray.distributed.errors import ActorDiedError, raised_line, ray_text
 from ding_ray.distributed.metrics import RayMetrics
-from ding_ray.distributed.ray_port import Incarnation
+from ding_ray.distributed.ray_port import Incarnation, remote_class
 from ding_ray.distributed.startup import why_not_started
 from ding_ray.distributed.user_modules import UserCode, check_user_code, load_user_code, user_code
 from ding_ray.distributed.weights import WeightsPublisher, WeightsRef, pull
@@ -43,7 +43,7 @@ logger = logging.getLogger(__name__)
 CORE_ACTORS = ("learner", "buffer")
 
 
-class CollectorWorker(RolloutWorker):
+class CollectorActor(RolloutWorker):
     """A ``RolloutWorker`` that pulls the latest weights and puts its batches into the object store."""
 
     def __init__(
@@ -165,7 +165,7 @@ class Pusher:
         return lost
 
 
-class EvaluatorWorker(EvalWorker):
+class EvaluatorActor(EvalWorker):
     """An ``EvalWorker`` that pulls the weights it is asked to evaluate."""
 
     def __init__(self, cfg: EasyDict, torch_threads: int = 1, code: UserCode | None = None) -> None:
@@ -200,7 +200,7 @@ class EvaluatorWorker(EvalWorker):
         return info
 
 
-class LearnerWorker(LearnWorker):
+class LearnerActor(LearnWorker):
     """A ``LearnWorker`` that publishes its weights to the object store every ``publish_freq`` iters."""
 
     def __init__(self, cfg: EasyDict, publish_freq: int = 1, code: UserCode | None = None) -> None:
@@ -270,9 +270,6 @@ class LearnerWorker(LearnWorker):
 
 
 # The actor classes: the wrappers made remote from outside (options are set per run).
-CollectorActor = ray.remote(CollectorWorker)
-EvaluatorActor = ray.remote(EvaluatorWorker)
-LearnerActor = ray.remote(LearnerWorker)
 
 
 @dataclass
@@ -380,25 +377,31 @@ def _create(
     """``create_actors``'s work: the named actors, with the options it settled."""
 
     def collector(i: int) -> Any:
-        return CollectorActor.options(
-            name=f"collector-{i}",
-            num_cpus=rc.collector_num_cpus,
-            resources=dict(rc.collector_resources),
-            scheduling_strategy=rc.collector_scheduling,
-            **restartable,
-        ).remote(cfg, i, rc.torch_threads, n_sample, code, namespace if buffer else None)
+        return (
+            remote_class(CollectorActor)
+            .options(
+                name=f"collector-{i}",
+                num_cpus=rc.collector_num_cpus,
+                resources=dict(rc.collector_resources),
+                scheduling_strategy=rc.collector_scheduling,
+                **restartable,
+            )
+            .remote(cfg, i, rc.torch_threads, n_sample, code, namespace if buffer else None)
+        )
 
     buffer_handle = None
     if buffer:
-        buffer_handle = ReplayBufferActor.options(
-            name="buffer", num_cpus=rc.buffer_num_cpus, resources=dict(rc.buffer_resources), **core
-        ).remote(
-            cfg.policy.other.replay_buffer,
-            cfg.exp_name,
-            int(cfg.seed),
-            storage_root(cfg),
-            cfg.checkpoint.frames_flush_s if cfg.checkpoint.save_buffer else 0.0,
-            cfg.ray.run_id,
+        buffer_handle = (
+            remote_class(BufferActor)
+            .options(name="buffer", num_cpus=rc.buffer_num_cpus, resources=dict(rc.buffer_resources), **core)
+            .remote(
+                cfg.policy.other.replay_buffer,
+                cfg.exp_name,
+                int(cfg.seed),
+                storage_root(cfg),
+                cfg.checkpoint.frames_flush_s if cfg.checkpoint.save_buffer else 0.0,
+                cfg.ray.run_id,
+            )
         )
     collectors = [collector(0)]
     publish_freq = rc.publish_freq if publish_freq is None else publish_freq
@@ -415,8 +418,14 @@ def _create(
         learners = create_learner_group(cfg, publish_freq, rc.num_learners, learner_options, code)
         learner = learners[0]
     else:
-        learner = LearnerActor.options(name="learner", **learner_options).remote(cfg, publish_freq, code)
-    evaluator = EvaluatorActor.options(name="evaluator", num_cpus=rc.evaluator_num_cpus, **restartable)
+        learner = (
+            remote_class(LearnerActor)
+            .options(name="learner", **learner_options)
+            .remote(cfg, publish_freq, code)
+        )
+    evaluator = remote_class(EvaluatorActor).options(
+        name="evaluator", num_cpus=rc.evaluator_num_cpus, **restartable
+    )
     actors = Actors(
         namespace,
         learner,

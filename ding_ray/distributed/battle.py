@@ -1,6 +1,6 @@
 """Self-play on Ray: battle collector actors feeding one replay-buffer actor.
 
-``BattleCollectorActor`` is ``ray.remote`` of ``BattleCollectorWorker``, a ``BattleRolloutWorker``
+``BattleCollectorActor`` is a ``BattleRolloutWorker``, made remote by the driver,
 that pulls the learner's and its opponent's weights from the object store and puts its batches
 there. ``selfplay_on_ray`` is a small synchronous driver: the learning side (``SelfPlayLearner``:
 policy, opponent pool, evaluation against a random player) lives in the driver; each round every
@@ -15,9 +15,10 @@ from typing import Any
 import ray
 from easydict import EasyDict
 
-from ding_ray.distributed.buffer_actor import ReplayBufferActor
+from ding_ray.distributed.buffer_actor import BufferActor
 from ding_ray.distributed.cluster import start_local_ray
 from ding_ray.distributed.errors import get
+from ding_ray.distributed.ray_port import remote_class
 from ding_ray.distributed.user_modules import UserCode, load_user_code, user_code
 from ding_ray.distributed.weights import WeightsPublisher, WeightsRef, pull
 from ding_ray.errors import ConfigError
@@ -25,7 +26,7 @@ from ding_ray.utils.runtime import set_torch_threads
 from ding_ray.worker.selfplay import BattleRolloutWorker, SelfPlayLearner
 
 
-class BattleCollectorWorker(BattleRolloutWorker):
+class BattleCollectorActor(BattleRolloutWorker):
     """A ``BattleRolloutWorker`` that takes its weights as object-store references; ``code``: the
     user's code to load first (``user_code``)."""
 
@@ -52,9 +53,6 @@ class BattleCollectorWorker(BattleRolloutWorker):
         batch, info = self.rollout(n_sample, train_iter, policy_kwargs)
         info["data"] = ray.put(batch)
         return info
-
-
-BattleCollectorActor = ray.remote(BattleCollectorWorker)
 
 
 class _PoolRefs:
@@ -95,12 +93,14 @@ def selfplay_on_ray(
     learner = SelfPlayLearner(
         cfg, selfplay_cfg["refresh_freq"], selfplay_cfg["pool_size"], selfplay_cfg["target_win_rate"]
     )
-    buffer_ = ReplayBufferActor.options(num_cpus=0).remote(
-        cfg.policy.other.replay_buffer, cfg.exp_name, int(cfg.seed)
+    buffer_ = (
+        remote_class(BufferActor)
+        .options(num_cpus=0)
+        .remote(cfg.policy.other.replay_buffer, cfg.exp_name, int(cfg.seed))
     )
     code = user_code(cfg)
     collectors = [
-        BattleCollectorActor.options(num_cpus=collector_cpus).remote(cfg, index, 1, code)
+        remote_class(BattleCollectorActor).options(num_cpus=collector_cpus).remote(cfg, index, 1, code)
         for index in range(n_collectors)
     ]
     publisher, pool_refs = WeightsPublisher(), _PoolRefs()

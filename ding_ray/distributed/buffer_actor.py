@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import time
 
-import ray
 from easydict import EasyDict
 
 from ding_ray.data import Batch, create_buffer
@@ -21,7 +20,7 @@ from ding_ray.utils.checkpoint import (
 )
 
 
-class BufferWorker:
+class BufferActor:
     """The replay buffer named by ``policy.other.replay_buffer`` plus its dashboard metrics."""
 
     def __init__(
@@ -88,6 +87,3 @@ class BufferWorker:
 
     def stats(self) -> dict[str, float]:
         return self.buffer.stats()
-
-
-ReplayBufferActor = ray.remote(BufferWorker)

@@ -25,15 +25,16 @@ import torch
 import torch.distributed as dist
 from easydict import EasyDict
 
-from ding_ray.distributed.actors import LearnerWorker
+from ding_ray.distributed.actors import LearnerActor
 from ding_ray.distributed.cluster import learner_name
 from ding_ray.distributed.errors import get
 from ding_ray.distributed.metrics import RayMetrics
+from ding_ray.distributed.ray_port import remote_class
 from ding_ray.distributed.user_modules import UserCode
 
 
-class GroupLearnerWorker(LearnerWorker):
-    """A ``LearnerWorker`` that is member ``rank`` of a group of ``world_size``."""
+class GroupLearnerActor(LearnerActor):
+    """A ``LearnerActor`` that is member ``rank`` of a group of ``world_size``."""
 
     def __init__(
         self,
@@ -122,18 +123,15 @@ def _optimizers(policy: object) -> list[torch.optim.Optimizer]:
     return optimizers
 
 
-GroupLearnerActor = ray.remote(GroupLearnerWorker)
-
-
 def create_learner_group(
     cfg: EasyDict, publish_freq: int, size: int, options: dict, code: UserCode | None = None
 ) -> list:
     """The members, named ``learner``, ``learner-1``, ..., joined into one process group (this
     waits for them to start: the group needs member 0's address); each loads ``code`` first."""
     members = [
-        GroupLearnerActor.options(name=learner_name(rank), **options).remote(
-            cfg, publish_freq, rank, size, code
-        )
+        remote_class(GroupLearnerActor)
+        .options(name=learner_name(rank), **options)
+        .remote(cfg, publish_freq, rank, size, code)
         for rank in range(size)
     ]
     try:

@@ -1,8 +1,10 @@
-"""``RayPort``: the ``ActorSupervisor``'s view of Ray, and ``Incarnation``, what every actor
-answers to its ``instance()`` calls."""
+"""How ding_ray's plain actor classes meet Ray: ``remote_class`` makes one an actor class,
+``Incarnation`` is what every actor answers to its ``instance()`` calls, and ``RayPort`` is the
+``ActorSupervisor``'s view of Ray."""
 
 from __future__ import annotations
 
+import functools
 import uuid
 from typing import TYPE_CHECKING, Any
 
@@ -16,6 +18,13 @@ from ding_ray.distributed.supervisor import Died
 if TYPE_CHECKING:
     from ding_ray.distributed.actors import Actors
     from ding_ray.utils.checkpoint import CheckpointStore
+
+
+@functools.cache
+def remote_class(cls: type) -> Any:
+    """``ray.remote(cls)``, once per class: the actor classes stay plain classes (testable without
+    Ray), made remote where a run creates their actors."""
+    return ray.remote(cls)
 
 
 def is_actor_failure(err: BaseException) -> bool:

@@ -16,7 +16,7 @@ import pytest
 import ray
 
 import tests.bad_input.envs  # noqa: F401 - registers the BadInput* envs (here and in the actors)
-from ding_ray.distributed.actors import CollectorWorker, EvaluatorWorker
+from ding_ray.distributed.actors import CollectorActor, EvaluatorActor
 from ding_ray.distributed.metrics import metric_name
 from ding_ray.entry import compile_ray_config, ray_pipeline
 from ding_ray.errors import EnvError, ShapeError, StageError
@@ -29,11 +29,11 @@ pytestmark = pytest.mark.ray
 CALL_S = 120  # bound on any call: before the fix the collector's never returned
 
 
-class BadEnvCollector(CollectorWorker):
+class BadEnvCollector(CollectorActor):
     """A collector actor whose process imports this module, and so has the BadInput envs."""
 
 
-class BadEnvEvaluator(EvaluatorWorker):
+class BadEnvEvaluator(EvaluatorActor):
     """An evaluator actor whose process imports this module, and so has the BadInput envs."""
 
 
@@ -131,7 +131,7 @@ def test_an_env_error_in_a_collector_actor_reaches_the_command_line_as_one_line(
     assert last.startswith("ding-ray: error: Stage 'collector' failed: EnvError: env 0 "), last
     assert "The env's reward is a str ('1.0'), not a number" in last
     assert "RayTaskError" not in last and "\x1b" not in last and "ray::" not in last
-    assert "EnvError raised in a Ray actor:\nray::CollectorWorker.collect()" in proc.stderr  # the log
+    assert "EnvError raised in a Ray actor:\nray::CollectorActor.collect()" in proc.stderr  # the log
     error = read_result(str(tmp_path / "broken_seed0"))["error"]
     assert error == "StageError: " + last.removeprefix("ding-ray: error: ")
     assert "\n" not in error  # one line in result.json too

@@ -17,7 +17,7 @@ from selfplay import make_config, selfplay_config  # noqa: E402
 def test_battle_collector_actor_pulls_both_players_weights(ray_session):
     cfg = make_config(seed=0, n_evaluator_episode=8, collector_env_num=2)
     learner = SelfPlayLearner(cfg)
-    actor = BattleCollectorActor.options(num_cpus=0).remote(cfg, 0)
+    actor = ray.remote(BattleCollectorActor).options(num_cpus=0).remote(cfg, 0)
     try:
         weights = WeightsRef(7, ray.put(learner.weights()))
         opponent = WeightsRef(0, ray.put(learner.pool.sample()[1]))

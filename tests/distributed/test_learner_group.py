@@ -26,7 +26,7 @@ def test_two_members_end_with_the_weights_of_one_learner(ray_session, tmp_path):
     worker.close()
 
     single = LearnWorker(cfg)
-    members = [GroupLearnerActor.remote(cfg, 1, rank, 2) for rank in range(2)]
+    members = [ray.remote(GroupLearnerActor).remote(cfg, 1, rank, 2) for rank in range(2)]
     try:
         address = ray.get(members[0].address.remote())
         assert ray.get([m.join.remote(address) for m in members], timeout=120) == [0, 1]

@@ -86,7 +86,7 @@ def test_a_rounds_batch_outlives_the_collector_that_made_it(ray_session, tmp_pat
     collector dying once its call is in does not take the batch with it, as it would take a
     reference it had put into the object store itself."""
     cfg = compiled(tmp_path, "sync_owner", pipeline="sync")
-    actor = CollectorActor.options(num_cpus=0.5, max_restarts=0).remote(cfg, 0)
+    actor = ray.remote(CollectorActor).options(num_cpus=0.5, max_restarts=0).remote(cfg, 0)
     info_ref, batch_ref = actor.collect_batch.remote(None, 0, {"eps": 0.5}, False, 24)
     info = ray.get(info_ref, timeout=120)
     ray.kill(actor, no_restart=True)
