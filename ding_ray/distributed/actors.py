@@ -43,6 +43,15 @@ logger = logging.getLogger(__name__)
 CORE_ACTORS = ("learner", "buffer")
 
 
+def enter_actor(code: UserCode | None, who: str, torch_threads: int, nice: int = 0) -> None:
+    """What an actor process does first: load the user's code (``user_code``: the envs and models
+    the config names), give torch its threads, and lower the process's CPU priority by ``nice``
+    (collectors and evaluator yield to the learner on a shared machine)."""
+    load_user_code(code, who)
+    set_torch_threads(torch_threads)
+    lower_priority(nice)
+
+
 class CollectorActor(RolloutWorker):
     """A ``RolloutWorker`` that pulls the latest weights and puts its batches into the object store."""
 
@@ -61,9 +70,7 @@ class CollectorActor(RolloutWorker):
         the learner). The buffer is looked up by name, not handed over as a handle: a handle in the
         arguments of a restartable actor is an object-store reference its restarts depend on (Ray
         logs an error for each such actor)."""
-        load_user_code(code, f"collector-{index} actor")
-        set_torch_threads(torch_threads)
-        lower_priority(cfg.ray.get("helper_nice", 0))
+        enter_actor(code, f"collector-{index} actor", torch_threads, cfg.ray.get("helper_nice", 0))
         super().__init__(cfg, index, n_sample=n_sample)
         self._metrics = RayMetrics(self.name, cfg.exp_name)
         self._incarnation = Incarnation(self.name, CheckpointStore(storage_root(cfg)), cfg.ray.get("run_id"))
@@ -169,9 +176,7 @@ class EvaluatorActor(EvalWorker):
     """An ``EvalWorker`` that pulls the weights it is asked to evaluate."""
 
     def __init__(self, cfg: EasyDict, torch_threads: int = 1, code: UserCode | None = None) -> None:
-        load_user_code(code, "evaluator actor")
-        set_torch_threads(torch_threads)
-        lower_priority(cfg.ray.get("helper_nice", 0))
+        enter_actor(code, "evaluator actor", torch_threads, cfg.ray.get("helper_nice", 0))
         super().__init__(cfg)
         self._metrics = RayMetrics("evaluator", cfg.exp_name)
         self._incarnation = Incarnation(
@@ -204,8 +209,7 @@ class LearnerActor(LearnWorker):
     """A ``LearnWorker`` that publishes its weights to the object store every ``publish_freq`` iters."""
 
     def __init__(self, cfg: EasyDict, publish_freq: int = 1, code: UserCode | None = None) -> None:
-        load_user_code(code, "learner actor")
-        set_torch_threads(cfg.policy.learn.get("num_threads", 1))
+        enter_actor(code, "learner actor", cfg.policy.learn.get("num_threads", 1))
         super().__init__(cfg)
         self._publisher = WeightsPublisher()
         self._publish_freq = max(1, int(publish_freq))

@@ -15,11 +15,12 @@ from typing import Any
 import ray
 from easydict import EasyDict
 
+from ding_ray.distributed.actors import enter_actor
 from ding_ray.distributed.buffer_actor import BufferActor
 from ding_ray.distributed.cluster import start_local_ray
 from ding_ray.distributed.errors import get
 from ding_ray.distributed.ray_port import remote_class
-from ding_ray.distributed.user_modules import UserCode, load_user_code, user_code
+from ding_ray.distributed.user_modules import UserCode, user_code
 from ding_ray.distributed.weights import WeightsPublisher, WeightsRef, pull
 from ding_ray.errors import ConfigError
 from ding_ray.utils.runtime import set_torch_threads
@@ -33,8 +34,7 @@ class BattleCollectorActor(BattleRolloutWorker):
     def __init__(
         self, cfg: EasyDict, index: int, torch_threads: int = 1, code: UserCode | None = None
     ) -> None:
-        load_user_code(code, f"battle collector-{index} actor")
-        set_torch_threads(torch_threads)
+        enter_actor(code, f"battle collector-{index} actor", torch_threads)
         super().__init__(cfg, index)
 
     def collect(
