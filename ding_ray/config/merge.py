@@ -9,6 +9,7 @@ from typing import Any
 from easydict import EasyDict
 
 from ding_ray.errors import ConfigError
+from ding_ray.utils.dicts import deep_merge_dicts
 from ding_ray.utils.registry import close_matches
 
 # A section whose defaults hold this key takes entries beyond its defaults: every entry the user gives
@@ -22,20 +23,6 @@ EXTRA_ENTRIES = "__extra_entries__"
 NOT_SUPPORTED_YET = {
     "expert_random_collect_size": "DI-engine's SQIL entry (serial_pipeline_sqil) and its expert data",
 }
-
-
-def deep_merge_dicts(original: Mapping, new_dict: Mapping | None) -> EasyDict:
-    """Recursively merge ``new_dict`` over a copy of ``original``; new keys are allowed.
-
-    This is the permissive merge of DI-engine; use ``merge_config`` for user input.
-    """
-    merged = EasyDict(copy.deepcopy(dict(original)))
-    for key, value in (new_dict or {}).items():
-        if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
-            merged[key] = deep_merge_dicts(merged[key], value)
-        else:
-            merged[key] = copy.deepcopy(value)
-    return merged
 
 
 def default_config_of(cls: type) -> EasyDict:

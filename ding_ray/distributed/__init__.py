@@ -55,6 +55,7 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
+# Lazy: static imports would add about 1 s (torch, the workers) to each buffer actor's start
 def __getattr__(name: str) -> Any:
     if name not in _EXPORTS:
         raise AttributeError(f"module 'ding_ray.distributed' has no attribute '{name}'")

@@ -2,8 +2,7 @@
 and the ``ding.utils`` names dizoo scripts import (``set_pkg_seed``, ``deep_merge_dicts``,
 ``EasyTimer``, ``build_logger``)."""
 
-from typing import Any
-
+from ding_ray.utils.dicts import deep_merge_dicts
 from ding_ray.utils.ding_helpers import EasyTimer, build_logger
 from ding_ray.utils.registry import (
     BUFFER_REGISTRY,
@@ -36,13 +35,3 @@ __all__ = [
     "SERIAL_EVALUATOR_REGISTRY",
     "LEARNER_REGISTRY",
 ]
-
-
-def __getattr__(name: str) -> Any:
-    # deep_merge_dicts belongs to ding_ray.config, a layer above; loaded when asked for, so that
-    # importing ding_ray.utils does not import the config layer (which imports ding_ray.utils)
-    if name == "deep_merge_dicts":
-        from ding_ray.config.merge import deep_merge_dicts
-
-        return deep_merge_dicts
-    raise AttributeError(f"module 'ding_ray.utils' has no attribute '{name}'")
