@@ -4,7 +4,9 @@ Without it the replay ratio of an asynchronous pipeline is an accident of the ha
 learner over-trains on few transitions, fast collectors flood the buffer with data nobody learns
 from. The limiter follows Reverb's ``SampleToInsertRatio``: after ``min_size_to_sample`` items
 the learner may have sampled ``samples_per_insert`` items for every item inserted since, give or
-take ``tolerance`` items either way. Whoever is ahead is asked to wait.
+take ``tolerance`` items either way. Whoever is ahead is asked to wait. The limiter also bounds the
+sample calls the learner has not finished training on (``max_in_flight``): it is the one owner of
+what is inserted, sampled and in flight.
 
 The calling loop of a driver::
 
@@ -12,8 +14,9 @@ The calling loop of a driver::
         limiter.reserve_insert(n)          # a collect call of n items is launched
     ...                                    # when it returns:
     limiter.commit_insert(n)               # or cancel_insert(n) if the collector died
-    if limiter.can_sample(m):
-        limiter.sample(m)                  # a sample call of m items is launched
+    if limiter.start_sample(m):            # a sample call of m items may be launched
+        ...                                # when the learner has trained on it:
+        limiter.sample_done(m, trained)
 
 ``backpressure`` says who waits:
 
@@ -43,7 +46,9 @@ class RateLimiter:
         min_size_to_sample: int,
         tolerance: float,
         backpressure: str = "ratio",
+        max_in_flight: int | None = None,
     ) -> None:
+        """``max_in_flight``: sample calls launched and not yet trained on, at most; None: no bound."""
         if samples_per_insert <= 0:
             raise ConfigError(f"samples_per_insert must be > 0, got {samples_per_insert}.")
         if min_size_to_sample < 1:
@@ -61,6 +66,9 @@ class RateLimiter:
         self.inserted = 0  # items whose insertion finished
         self.pending = 0  # items of insert calls in flight
         self.sampled = 0  # items of sample calls launched
+        self.max_in_flight = max_in_flight
+        self.in_flight = 0  # sample calls the learner has not finished training on
+        self.learner_waits = 0  # times the learner ran dry because the inserts were behind
 
     def check_chunks(self, insert_size: int, sample_size: int) -> None:
         """Raise ``ConfigError`` if calls of these sizes could leave both sides waiting forever."""
@@ -109,6 +117,34 @@ class RateLimiter:
     def cancel_sample(self, n: int) -> None:
         """A sample call returned nothing; its items do not count."""
         self.sampled -= n
+
+    def wants_sample(self, n: int) -> bool:
+        """Whether a sample call of ``n`` items may be launched now: the learner has room for it
+        and the ratio allows it."""
+        return (self.max_in_flight is None or self.in_flight < self.max_in_flight) and self.can_sample(n)
+
+    def start_sample(self, n: int) -> bool:
+        """Count a sample call of ``n`` items and return True if ``wants_sample``; else False,
+        counting a wait of a learner with nothing in flight on the inserts."""
+        if self.max_in_flight is not None and self.in_flight >= self.max_in_flight:
+            return False
+        if not self.can_sample(n):
+            self.learner_waits += not self.in_flight and self.inserted >= self.min_size_to_sample
+            return False
+        self.sample(n)
+        self.in_flight += 1
+        return True
+
+    def sample_done(self, n: int, trained: bool) -> None:
+        """The learner finished a call on a sample of ``n`` items (``trained``: not an empty one)."""
+        self.in_flight -= 1
+        if not trained:
+            self.cancel_sample(n)
+
+    def restore(self, state: dict | None) -> None:
+        """Go on from the counters of a checkpoint's ``state()`` (a resumed run)."""
+        self.inserted = int((state or {}).get("inserted", 0))
+        self.sampled = int((state or {}).get("sampled", 0))
 
     @property
     def error(self) -> float:

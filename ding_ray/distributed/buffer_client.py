@@ -2,10 +2,9 @@
 of ``ding_ray.framework.interfaces`` (``push``/``sample``/``update``).
 
 The data stays in the object store: ``push`` and ``sample`` pass references from actor to actor,
-and nothing waits: a call's outcome is taken in a later iteration. The client owns the learner's
-side of the rate limiter (what is sampled, what is in flight on the learner). A dead buffer is the
-run's ``ActorSupervisor``'s to bring back from the latest checkpoint; the pushes and priority
-updates in flight on it are dropped. Its calls are reported to the supervisor, which kills a
+and nothing waits: a call's outcome is taken in a later iteration. The rate limiter says when it
+may sample. A dead buffer is the run's ``ActorSupervisor``'s to bring back from the latest
+checkpoint; the pushes and priority updates in flight on it are dropped. Its calls are reported to the supervisor, which kills a
 buffer whose call runs past ``ray.call_timeout_s`` (a frozen process).
 """
 
@@ -26,23 +25,20 @@ logger = logging.getLogger(__name__)
 class BufferClient:
     """The replay-buffer actor. ``sample`` asks for ``batches_per_call`` batches at once (one
     learner call trains on all of them) and returns None while the rate limiter holds the learner
-    back or ``max_in_flight`` samples already wait on the learner. ``max_pushes``: pushes in flight
-    beyond which a batch is dropped (``ray.backpressure='drop'``); None: never (a rate limiter
-    bounds them)."""
+    back (the ratio, or the samples already waiting on the learner). ``max_pushes``: pushes in
+    flight beyond which a batch is dropped (``ray.backpressure='drop'``); None: never (the rate
+    limiter bounds them)."""
 
     def __init__(
         self,
         actors: Actors,
         supervisor: ActorSupervisor,
-        limiter: RateLimiter | None = None,
+        limiter: RateLimiter,
         batches_per_call: int = 1,
-        max_in_flight: int = 2,
         max_pushes: int | None = None,
     ) -> None:
         self.actors, self.handle, self.supervisor, self.limiter = actors, actors.buffer, supervisor, limiter
-        self.batches_per_call, self.max_in_flight = int(batches_per_call), int(max_in_flight)
-        self.in_flight = 0  # sampled batches the learner has not finished training on
-        self.learner_waits = 0  # times the learner ran dry because the collectors were behind
+        self.batches_per_call = int(batches_per_call)
         self.max_pushes = max_pushes
         self.dropped_batches = 0  # batches not pushed: max_pushes were in flight
         self._pushes: list = []
@@ -91,32 +87,15 @@ class BufferClient:
         """A reference to ``size * batches_per_call`` sampled items, or None (not yet)."""
         self.watch()
         n = self._last_n = size * self.batches_per_call
-        if self.in_flight >= self.max_in_flight:
+        if not self.limiter.start_sample(n):
             return None
-        if self.limiter is not None:
-            if not self.limiter.can_sample(n):
-                self.learner_waits += (
-                    not self.in_flight and self.limiter.inserted >= self.limiter.min_size_to_sample
-                )
-                return None
-            self.limiter.sample(n)
-        self.in_flight += 1
         ref = self.handle.sample.remote(n, train_iter)
         self._samples.append(ref)
         return ref
 
     def wants_sample(self) -> bool:
         """Whether a ``sample`` now would launch a call (the learner has room, the limiter agrees)."""
-        n = self._last_n
-        if n is None or self.in_flight >= self.max_in_flight:
-            return False
-        return self.limiter is None or self.limiter.can_sample(n)
-
-    def sample_done(self, n: int, trained: bool) -> None:
-        """The learner finished a call on a sample of ``n`` items (``trained``: not an empty one)."""
-        self.in_flight -= 1
-        if not trained and self.limiter is not None:
-            self.limiter.cancel_sample(n)
+        return self._last_n is not None and self.limiter.wants_sample(self._last_n)
 
     def update(self, info: Any) -> None:
         """New priorities: a reference (or list of them) to the learner's priority info."""

@@ -153,7 +153,7 @@ class AsyncLearnerClient(LearnerClient):
 
     def _drop_calls(self) -> None:
         for call in self._calls:  # their samples go back to the rate limiter
-            self.buffer.sample_done(call.size, trained=False)
+            self.buffer.limiter.sample_done(call.size, trained=False)
             self.supervisor.port.forget([call.info, *(call.priority or []), *call.others])
         self._calls.clear()
 
@@ -183,12 +183,12 @@ class AsyncLearnerClient(LearnerClient):
                 info = self._get(call.info)
                 self._get(call.others)  # the other members' infos: their errors surface here
             except Recovered:  # the learner died under it, or the buffer under its sample
-                self.buffer.sample_done(call.size, trained=False)
+                self.buffer.limiter.sample_done(call.size, trained=False)
                 self.supervisor.port.forget([*(call.priority or []), *call.others])
                 continue
             finished += 1  # calls that came back (a failed one's restart restarted the clock)
             trained = info["iters"] > 0
-            self.buffer.sample_done(call.size, trained=trained)
+            self.buffer.limiter.sample_done(call.size, trained=trained)
             if trained and call.priority is not None:
                 self.buffer.update(call.priority)
             out = self._took(info)

@@ -125,11 +125,14 @@ class RayRun(RunBase):
         self.limiter = None
         if not sync:
             self.limiter = RateLimiter(
-                plan.samples_per_insert, plan.min_replay_size, plan.tolerance, cfg.ray.backpressure
+                plan.samples_per_insert,
+                plan.min_replay_size,
+                plan.tolerance,
+                cfg.ray.backpressure,
+                max_in_flight=cfg.ray.sample_prefetch,  # sample calls waiting on the learner
             )
             self.limiter.check_chunks(plan.n_sample, plan.sample_size)
-            self.limiter.inserted = int((meta.get("limiter") or {}).get("inserted", 0))
-            self.limiter.sampled = int((meta.get("limiter") or {}).get("sampled", 0))
+            self.limiter.restore(meta.get("limiter"))
         start_timeout_s, train_iter = cfg.ray.actor_start_timeout_s, int(meta.get("train_iter", 0))
         if sync:
             self.buffer = None
@@ -141,7 +144,6 @@ class RayRun(RunBase):
                 self.supervisor,
                 self.limiter,
                 cfg.ray.train_iters_per_call,
-                max_in_flight=cfg.ray.sample_prefetch,
                 # nobody waits: a buffer slower than the collectors loses batches, not memory
                 max_pushes=2 * cfg.ray.num_collectors if cfg.ray.backpressure == "drop" else None,
             )
@@ -283,7 +285,7 @@ class RayRun(RunBase):
                 inserted=self.limiter.inserted,
                 sampled=self.limiter.sampled,
                 learner_busy=self.learner.busy(),
-                learner_waits=self.buffer.learner_waits,
+                learner_waits=self.limiter.learner_waits,
                 backpressure=self.limiter.backpressure,
                 dropped_batches=self.buffer.dropped_batches + self.collector.dropped_batches,
             )

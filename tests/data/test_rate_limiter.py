@@ -90,3 +90,19 @@ def test_drop_holds_nobody_back():
     assert limiter.can_sample(1000)
     with pytest.raises(ConfigError, match="ray.backpressure must be one of 'ratio', 'block', 'drop'"):
         RateLimiter(2, 10, 20, backpressure="queue")
+
+
+def test_samples_waiting_on_the_learner_are_bounded_and_a_dry_learner_is_counted():
+    limiter = RateLimiter(samples_per_insert=1.0, min_size_to_sample=10, tolerance=100, max_in_flight=2)
+    assert not limiter.start_sample(4) and limiter.learner_waits == 0  # not filled yet: no wait counted
+    limiter.reserve_insert(10)
+    limiter.commit_insert(10)
+    assert limiter.start_sample(4) and limiter.start_sample(4)
+    assert not limiter.wants_sample(4) and not limiter.start_sample(4)  # two wait on the learner
+    limiter.sample_done(4, trained=True)
+    limiter.sample_done(4, trained=False)  # an empty sample does not count
+    assert limiter.in_flight == 0 and limiter.sampled == 4
+    limiter.reserve_insert(100)  # the inserts are behind: nothing committed yet
+    assert limiter.start_sample(100) is False and limiter.learner_waits == 1
+    limiter.restore({"inserted": 50, "sampled": 30})
+    assert (limiter.inserted, limiter.sampled) == (50, 30)

@@ -110,7 +110,7 @@ def test_rate_limiter_holds_samples_per_insert(rc):
     start = dict(sampled=limiter.sampled, inserted=limiter.inserted)
     errors = []
     run(rc, each=lambda r, ctx: errors.append(limiter.error), max_train_iter=200)
-    while rc.learner.pending or rc.buffer.in_flight:  # let the last calls finish, as a new run would
+    while rc.learner.pending or rc.limiter.in_flight:  # let the last calls finish, as a new run would
         rc.learner.poll()
         time.sleep(0.05)
     after = ray.get(actors.buffer.stats.remote())
