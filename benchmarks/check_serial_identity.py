@@ -94,9 +94,9 @@ def update_hash(h: Any, value: Any) -> None:
     h.update(array.tobytes())
 
 
-def weights_hash(model: torch.nn.Module) -> str:
+def weights_hash(state_dict: dict[str, torch.Tensor]) -> str:
     h = hashlib.sha256()
-    for name, tensor in sorted(model.state_dict().items()):
+    for name, tensor in sorted(state_dict.items()):
         h.update(name.encode())
         h.update(tensor.detach().cpu().numpy().tobytes())
     return h.hexdigest()[:16]
@@ -118,7 +118,7 @@ def serial_run(algorithm: str, seed: int) -> dict[str, Any]:
         "transitions": recorder.transitions.hexdigest()[:16],
         "evaluations": recorder.evals,
         "eval_returns": recorder.eval_returns.hexdigest()[:16],
-        "weights": weights_hash(policy._model),  # noqa: SLF001 - the trained weights themselves
+        "weights": weights_hash(policy.learn_mode.state_dict()["model"]),
     }
 
 
