@@ -4,8 +4,9 @@ of ``ding_ray.framework.interfaces`` (``push``/``sample``/``update``).
 The data stays in the object store: ``push`` and ``sample`` pass references from actor to actor,
 and nothing waits: a call's outcome is taken in a later iteration. The rate limiter says when it
 may sample. A dead buffer is the run's ``ActorSupervisor``'s to bring back from the latest
-checkpoint; the pushes and priority updates in flight on it are dropped. Its calls are reported to the supervisor, which kills a
-buffer whose call runs past ``ray.call_timeout_s`` (a frozen process).
+checkpoint; the pushes and priority updates in flight on it are dropped. Its calls are reported
+to the supervisor, which kills a buffer whose call runs past ``ray.call_timeout_s`` (a frozen
+process).
 """
 
 from __future__ import annotations

@@ -306,10 +306,14 @@ class ActorSupervisor:
                 self._probe = {m.name: self.port.instance(m.handle, retry=False) for m in members}
             return
         refs = list(self._probe.values())
-        if not force and len(self.port.ready(refs, 0)) < len(refs):
+        ready = self.port.ready(refs, 0)
+        if not force and len(ready) < len(refs):
             return
         probe, self._probe, self._probed_at = self._probe, None, now
+        self.port.forget([ref for ref in refs if ref not in ready])  # the end of a run: not waited for
         for name, ref in probe.items():
+            if ref not in ready:
+                continue
             member = self.members[name]
             try:
                 instance = self.port.result(ref)

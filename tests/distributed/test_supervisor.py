@@ -92,6 +92,8 @@ class FakePort:
         return [r for r in refs if self._ready(r)]
 
     def result(self, call: Call) -> dict:
+        if not self._ready(call):
+            raise AssertionError("the supervisor waits for a call that never answers")
         actor = call.actor
         if isinstance(call, Failed):
             raise Died("a call failed as its actor died")
@@ -361,3 +363,15 @@ def test_an_actor_that_died_before_its_first_answer_is_a_restart_once_back(port)
     port.advance(2.5)
     sup.check(timeout_s=1)
     assert [e["actor"] for e in sup.events] == ["evaluator"] and sup.restarts("evaluator") == 1
+
+
+def test_the_end_of_run_check_does_not_wait_for_an_actor_that_never_answers(port):
+    learner, evaluator = port.actor("learner"), port.actor("evaluator")
+    sup = supervisor(port)
+    for actor in (learner, evaluator):
+        sup.add(actor.name, actor, restart_timeout_s=10)
+    sup.check(timeout_s=1)
+    evaluator.frozen = True  # answers nothing, dies not
+    learner.restart_now()
+    sup.check(timeout_s=1)
+    assert port.clock.now < 10 and [e["actor"] for e in sup.events] == ["learner"]
