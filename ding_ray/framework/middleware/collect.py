@@ -21,6 +21,7 @@ from ding_ray.data.columnar import to_numpy
 from ding_ray.errors import ConfigError
 from ding_ray.framework.context import OnlineRLContext
 from ding_ray.framework.interfaces import Buffer, Collector
+from ding_ray.worker.env_stepper import EnvStepper
 
 logger = logging.getLogger(__name__)
 
@@ -125,6 +126,7 @@ def rolloutor(policy: Any, env: Any, transitions: TransitionList, collect_print_
     Writes ctx: env_step (+ steps taken), env_episode (+ episodes finished).
     """
     policy = policy_mode(policy, "collect")
+    stepper = EnvStepper(env, [policy])
     next_episode_id = env.env_num
     episode_id = list(range(env.env_num))  # each transition names its episode (DI-engine's env_data_id)
     finished_returns: list[float] = []
@@ -132,25 +134,24 @@ def rolloutor(policy: Any, env: Any, transitions: TransitionList, collect_print_
 
     def _rollout(ctx: OnlineRLContext) -> None:
         nonlocal next_episode_id, last_log_iter
-        timesteps = env.step(ctx.action)
-        for env_id, timestep in timesteps.items():
-            if timestep.info.get("abnormal", False):  # the manager reset that env: a new episode
+        batch = stepper.step(ctx.obs, ctx.inference_output, ctx.action)
+        abnormal, done = batch.abnormal.tolist(), batch.done.tolist()
+        for k, env_id in enumerate(batch.env_ids.tolist()):
+            timestep = batch.timesteps[k]
+            if abnormal[k]:  # the manager reset that env: a new episode
                 transitions.drop_unfinished(env_id)
-                policy.reset([env_id])
+            else:
+                transition = policy.process_transition(batch.obs[k], batch.outputs[k], timestep)
+                transition["collect_train_iter"] = ctx.train_iter
+                transition["env_data_id"] = episode_id[env_id]
+                transitions.append(env_id, transition, episode_end=done[k])
+                if done[k]:
+                    finished_returns.append(float(timestep.info.get("eval_episode_return", np.nan)))
+            if abnormal[k] or done[k]:
                 episode_id[env_id] = next_episode_id
                 next_episode_id += 1
-                continue
-            transition = policy.process_transition(ctx.obs[env_id], ctx.inference_output[env_id], timestep)
-            transition["collect_train_iter"] = ctx.train_iter
-            transition["env_data_id"] = episode_id[env_id]
-            transitions.append(env_id, transition, episode_end=timestep.done)
-            ctx.env_step += 1
-            if timestep.done:
-                finished_returns.append(float(timestep.info.get("eval_episode_return", np.nan)))
-                policy.reset([env_id])
-                episode_id[env_id] = next_episode_id
-                next_episode_id += 1
-                ctx.env_episode += 1
+        ctx.env_step += batch.steps
+        ctx.env_episode += int(batch.done.sum())
         if ctx.train_iter - last_log_iter >= collect_print_freq and finished_returns:
             logger.info(
                 "collect: train_iter %d env_step %d episodes %d return_mean %.2f",

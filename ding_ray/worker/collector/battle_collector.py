@@ -20,6 +20,7 @@ from ding_ray.errors import ConfigError
 from ding_ray.policy.common import numpy_forward
 from ding_ray.worker.collector.base import EpisodeStats
 from ding_ray.worker.collector.vector_collector import VectorCollector, _policy_attribute
+from ding_ray.worker.env_stepper import battle_forward
 
 
 def player_return_key(player: int) -> str:
@@ -80,7 +81,9 @@ class BattleVectorCollector(VectorCollector):
             return
         for policy in self._policy:
             policy.reset()
-        self._forwards = [numpy_forward(policy) for policy in self._policy]
+        if self._env is not None:
+            self._stepper.policies = self._policy_modes()
+        self._forward = battle_forward([numpy_forward(policy) for policy in self._policy])
         lead = self._policy[0]
         attribute = _policy_attribute if hasattr(lead, "get_attribute") else (lambda _p, _n, default: default)
         self._lookahead = int(attribute(lead, "nstep", 1)) - 1
@@ -95,6 +98,9 @@ class BattleVectorCollector(VectorCollector):
         if not isinstance(stats, BattleEpisodeStats) or len(stats.player_returns) != len(self._policy):
             self._stats = BattleEpisodeStats(len(self._policy))
 
+    def _policy_modes(self) -> list[Any]:
+        return list(self._policy or [])
+
     @property
     def policy_num(self) -> int:
         return len(self._policy)
@@ -106,47 +112,28 @@ class BattleVectorCollector(VectorCollector):
         one transition per player (None for players that keep no data; each carries
         ``collect_iter``) and, at a normal episode end, the final info of each player. A crashed
         env's step has ``transitions=None``."""
-        obs = dict(self._env.ready_obs)  # the manager refills ready_obs during step
-        outputs = [
-            forward({env_id: o[player] for env_id, o in obs.items()}, **policy_kwargs)
-            for player, forward in enumerate(self._forwards)
-        ]
-        self._obs_pool.update(obs)
-        self._output_pool.update({env_id: [out[env_id] for out in outputs] for env_id in obs})
-        timesteps = self._env.step({env_id: [out[env_id]["action"] for out in outputs] for env_id in obs})
+        batch = self._stepper.act(self._forward, self._stepper.ready_obs(), **policy_kwargs)
+        self._total_envstep_count += batch.steps
+        self._stats.env_steps += batch.steps
         events = []
-        for env_id, timestep in timesteps.items():
-            if isinstance(timestep.info, dict) and timestep.info.get("abnormal", False):
+        abnormal, done, length = batch.abnormal.tolist(), batch.done.tolist(), batch.length.tolist()
+        for k, env_id in enumerate(batch.env_ids.tolist()):
+            if abnormal[k]:
                 events.append((env_id, None, True, None))
-                self._episode_length[env_id] = 0
-                self._reset_policies(env_id)
                 continue
-            self._total_envstep_count += 1
-            self._stats.env_steps += 1
-            self._episode_length[env_id] += 1
+            timestep, obs, outputs = batch.timesteps[k], batch.obs[k], batch.outputs[k]["players"]
             transitions = [
                 {
-                    **policy.process_transition(
-                        self._obs_pool[env_id][player],
-                        self._output_pool[env_id][player],
-                        player_timestep(timestep, player),
-                    ),
+                    **policy.process_transition(obs[p], outputs[p], player_timestep(timestep, p)),
                     "collect_iter": train_iter,
                 }
-                if self._collect_data[player]
+                if self._collect_data[p]
                 else None
-                for player, policy in enumerate(self._policy)
+                for p, policy in enumerate(self._policy)
             ]
             infos = None
-            if timestep.done:
+            if done[k]:
                 infos = list(timestep.info)
-                returns = [info["eval_episode_return"] for info in infos]
-                self._stats.add_battle_episode(returns, self._episode_length[env_id])
-                self._episode_length[env_id] = 0
-                self._reset_policies(env_id)
-            events.append((env_id, transitions, timestep.done, infos))
+                self._stats.add_battle_episode([info["eval_episode_return"] for info in infos], length[k])
+            events.append((env_id, transitions, done[k], infos))
         return events
-
-    def _reset_policies(self, env_id: int) -> None:
-        for policy in self._policy:
-            policy.reset([env_id])

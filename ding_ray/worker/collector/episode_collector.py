@@ -44,7 +44,6 @@ class EpisodeSerialCollector(VectorCollector):
                                 traj = self._env.reward_shaping(env_id, traj)
                             episodes.append(traj)
                         self._traj[env_id] = []
-                        self._policy.reset([env_id])
         self._maybe_report(train_iter)
         episodes = episodes[:n_episode]
         if self._cfg.get_train_sample:

@@ -58,8 +58,6 @@ class SampleSerialCollector(VectorCollector):
                         traj.append(transition)
                     samples, self._traj[env_id] = self._ready_samples(traj, episode_over, get_train_sample)
                     return_data.extend(samples)
-                    if episode_over:
-                        self._policy.reset([env_id])
         if not random_collect or record_random_collect:
             self._maybe_report(train_iter)
         return return_data[:n_sample] if drop_extra else return_data

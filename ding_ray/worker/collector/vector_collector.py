@@ -11,6 +11,7 @@ from ding_ray.policy.common import numpy_forward
 from ding_ray.worker import metrics
 from ding_ray.worker.collector.base import EpisodeStats, ISerialCollector, Timer
 from ding_ray.worker.env_runner import EnvRunner
+from ding_ray.worker.env_stepper import EnvStepper, random_forward
 from ding_ray.worker.step_checks import MAX_NONFINITE_IN_A_ROW, all_finite, too_many_nonfinite
 
 logger = logging.getLogger(__name__)
@@ -76,11 +77,9 @@ class VectorCollector(EnvRunner, ISerialCollector):
         if self._env is not None:
             self._env_num = self._env.env_num
             self._traj = {i: [] for i in range(self._env_num)}
-            # What each env acted on: an async env manager answers some steps in a later call.
-            self._obs_pool: dict[int, Any] = {}
-            self._output_pool: dict[int, Any] = {}
+            self._stepper = EnvStepper(self._env, self._policy_modes())
+            self._random_forward = random_forward(self._env)  # random_collect's uniform actions
             self._episode_return = [0.0] * self._env_num
-            self._episode_length = [0] * self._env_num
             self._nonfinite_in_a_row = [0] * self._env_num
             # each env's last next_obs found finite, of the right shape
             self._checked_obs: dict[int, Any] = {}
@@ -88,6 +87,8 @@ class VectorCollector(EnvRunner, ISerialCollector):
 
     def reset_policy(self, _policy: Any = None) -> None:
         super().reset_policy(_policy)
+        if self._env is not None:
+            self._stepper.policies = self._policy_modes()
         if self._policy is not None:
             self._forward = numpy_forward(self._policy)
             self._lookahead = int(_policy_attribute(self._policy, "nstep", 1)) - 1
@@ -101,6 +102,10 @@ class VectorCollector(EnvRunner, ISerialCollector):
         self.reset_env(_env)  # also starts empty trajectories
         self.reset_policy(_policy)
 
+    def _policy_modes(self) -> list[Any]:
+        """The policy modes whose per-env state is reset at an episode end."""
+        return [] if self._policy is None else [self._policy]
+
     # ----- stepping ----------------------------------------------------------------------------
     def _step(
         self, policy_kwargs: dict, random_collect: bool, train_iter: int
@@ -111,7 +116,7 @@ class VectorCollector(EnvRunner, ISerialCollector):
         A crashed env's step, and a step with NaN/inf values, is dropped; the env's trajectory so
         far is ended like a truncated episode.
         """
-        obs = dict(self._env.ready_obs)  # the manager refills ready_obs during step
+        obs = self._stepper.ready_obs()
         for env_id, o in obs.items():
             # An obs that is not the next_obs checked in the env's last step is new (a reset's):
             # its shape is checked now, its values with the step it is acted on in.
@@ -119,24 +124,22 @@ class VectorCollector(EnvRunner, ISerialCollector):
             if self._unchecked[env_id]:
                 self._check_obs(env_id, o, 0)
         if random_collect and not self._random_with_policy:
-            output = {i: {"action": self._env.random_action(i)} for i in obs}
+            batch = self._stepper.act(self._random_forward, obs)
         else:
-            output = self._forward(obs, **policy_kwargs)  # numpy outputs: the columnar fast path
-        self._obs_pool.update(obs)
-        self._output_pool.update(output)
-        timesteps = self._env.step({i: out["action"] for i, out in output.items()})
+            batch = self._stepper.act(self._forward, obs, **policy_kwargs)  # numpy outputs: the fast path
         events = []
-        for env_id, timestep in timesteps.items():
-            if timestep.info.get("abnormal", False):
+        abnormal, done, length = batch.abnormal.tolist(), batch.done.tolist(), batch.length.tolist()
+        for k, env_id in enumerate(batch.env_ids.tolist()):
+            if abnormal[k]:
                 events.append((env_id, None, True))
-                self._episode_return[env_id], self._episode_length[env_id] = 0.0, 0
+                self._episode_return[env_id] = 0.0
                 continue
-            self._check_obs(env_id, timestep.obs, self._episode_length[env_id] + 1)
-            acted_on = self._obs_pool[env_id]
+            timestep, acted_on = batch.timesteps[k], batch.obs[k]
+            self._check_obs(env_id, timestep.obs, length[k])
             if not all_finite(timestep.obs, timestep.reward) or (
                 self._unchecked[env_id] and not all_finite(acted_on)
             ):
-                self._drop_nonfinite(env_id, timestep.done)
+                self._drop_nonfinite(env_id, done[k])
                 events.append((env_id, None, True))
                 continue
             self._checked_obs[env_id] = timestep.obs
@@ -144,18 +147,15 @@ class VectorCollector(EnvRunner, ISerialCollector):
             self._total_envstep_count += 1
             self._stats.env_steps += 1
             self._episode_return[env_id] += timestep.reward
-            self._episode_length[env_id] += 1
-            transition = self._policy.process_transition(
-                self._obs_pool[env_id], self._output_pool[env_id], timestep
-            )
+            transition = self._policy.process_transition(acted_on, batch.outputs[k], timestep)
             transition["collect_iter"] = train_iter
             if self._cfg.deepcopy_obs:  # the env overwrites its observation arrays in place
                 transition["obs"] = copy.deepcopy(transition["obs"])
                 transition["next_obs"] = copy.deepcopy(transition["next_obs"])
-            if timestep.done:
-                self._stats.add_episode(self._episode_return[env_id], self._episode_length[env_id])
-                self._episode_return[env_id], self._episode_length[env_id] = 0.0, 0
-            events.append((env_id, transition, timestep.done))
+            if done[k]:
+                self._stats.add_episode(self._episode_return[env_id], length[k])
+                self._episode_return[env_id] = 0.0
+            events.append((env_id, transition, done[k]))
         return events
 
     def _drop_nonfinite(self, env_id: int, done: bool) -> None:
@@ -174,8 +174,9 @@ class VectorCollector(EnvRunner, ISerialCollector):
                 self.nonfinite_count,
                 metrics.COLLECTOR_NONFINITE_STEPS,
             )
-        self._episode_return[env_id], self._episode_length[env_id] = 0.0, 0
-        if not done:  # a finished env was reset by the manager already
+        self._episode_return[env_id] = 0.0
+        if not done:  # a finished env was reset by the manager, and its episode ended, already
+            self._stepper.end_episode(env_id)
             self._env.reset({env_id: None})
 
     def _maybe_report(self, train_iter: int) -> None:

@@ -14,6 +14,7 @@ from ding_ray.errors import ConfigError
 from ding_ray.policy.common import numpy_forward
 from ding_ray.utils.registry import SERIAL_EVALUATOR_REGISTRY
 from ding_ray.worker import metrics
+from ding_ray.worker.env_stepper import EnvStepper, battle_forward
 from ding_ray.worker.evaluator.interaction_evaluator import InteractionSerialEvaluator
 from ding_ray.worker.evaluator.vector_eval_monitor import VectorEvalMonitor
 
@@ -63,10 +64,6 @@ class BattleInteractionSerialEvaluator(InteractionSerialEvaluator):
         for policy in self._policy or []:
             policy.reset()
 
-    def _reset_policies(self, env_id: int) -> None:
-        for policy in self._policy:
-            policy.reset([env_id])
-
     def _run_episodes(
         self,
         save_ckpt_fn: Callable[[str], Any] | None,
@@ -79,29 +76,22 @@ class BattleInteractionSerialEvaluator(InteractionSerialEvaluator):
         self._env.reset()
         self.reset_policy()
         players = range(len(self._policy))
-        forwards = [numpy_forward(policy) for policy in self._policy]
+        forward = battle_forward([numpy_forward(policy) for policy in self._policy])
+        stepper = EnvStepper(self._env, self._policy)
         monitor = VectorEvalMonitor(self._env.env_num, n_episode)
         return_info: list[list[dict[str, Any]]] = [[] for _ in players]
         env_steps = 0
         while not monitor.is_finished():
-            obs = {i: o for i, o in self._env.ready_obs.items() if monitor.needs_episode(i)}
-            outputs = [
-                forward({i: o[p] for i, o in obs.items()}, **(policy_kwargs or {}))
-                for p, forward in enumerate(forwards)
-            ]
-            timesteps = self._env.step({i: [out[i]["action"] for out in outputs] for i in obs})
-            for env_id, timestep in timesteps.items():
-                if isinstance(timestep.info, dict) and timestep.info.get("abnormal", False):
-                    self._reset_policies(env_id)
-                    continue
-                env_steps += 1
-                if timestep.done:
-                    self._reset_policies(env_id)
-                    if monitor.needs_episode(env_id):
-                        for p in players:
-                            return_info[p].append(timestep.info[p])
-                    monitor.update_info(env_id, timestep.info[0])
-                    monitor.update_reward(env_id, timestep.info[0]["eval_episode_return"])
+            obs = {i: o for i, o in stepper.ready_obs().items() if monitor.needs_episode(i)}
+            batch = stepper.act(forward, obs, **(policy_kwargs or {}))
+            env_steps += batch.steps
+            for k in np.flatnonzero(batch.done).tolist():
+                env_id, info = int(batch.env_ids[k]), batch.timesteps[k].info
+                if monitor.needs_episode(env_id):
+                    for p in players:
+                        return_info[p].append(info[p])
+                monitor.update_info(env_id, info[0])
+                monitor.update_reward(env_id, info[0]["eval_episode_return"])
         duration = time.perf_counter() - start
         summary = self._summarize(monitor, return_info, train_iter, envstep, env_steps, duration)
         stop_flag = self._judge(summary["reward_mean"], save_ckpt_fn, train_iter)

@@ -19,6 +19,7 @@ from ding_ray.policy.common import numpy_forward
 from ding_ray.utils.registry import SERIAL_EVALUATOR_REGISTRY
 from ding_ray.worker import metrics
 from ding_ray.worker.env_runner import EnvRunner
+from ding_ray.worker.env_stepper import EnvStepper
 from ding_ray.worker.evaluator.vector_eval_monitor import VectorEvalMonitor
 from ding_ray.worker.step_checks import all_finite
 
@@ -203,38 +204,37 @@ class InteractionSerialEvaluator(EnvRunner, ISerialEvaluator):
         self._policy.reset()
         monitor = VectorEvalMonitor(self._env.env_num, n_episode)
         forward = numpy_forward(self._policy)  # numpy outputs: actions the env managers take as they are
+        stepper = EnvStepper(self._env, [self._policy])
         env_steps = 0
-        length = [0] * self._env.env_num  # steps of each env's episode so far
         partial = [0.0] * self._env.env_num  # return of each env's episode so far, for a cut episode
         cap = self._cfg.max_episode_steps or DEFAULT_MAX_EPISODE_STEPS
         cut = 0
         crashed = 0  # episodes ended by a failed step: replaced, as in DI-engine, up to a bound
         while not monitor.is_finished():
-            obs = {i: o for i, o in self._env.ready_obs.items() if monitor.needs_episode(i)}
+            obs = {i: o for i, o in stepper.ready_obs().items() if monitor.needs_episode(i)}
             for env_id, o in obs.items():
-                self._check_obs(env_id, o, length[env_id])
-            output = forward(obs, **(policy_kwargs or {}))
-            timesteps = self._env.step({i: out["action"] for i, out in output.items()})
-            for env_id, timestep in timesteps.items():
-                if timestep.info.get("abnormal", False):
-                    self._policy.reset([env_id])
-                    length[env_id], partial[env_id] = 0, 0.0
+                self._check_obs(env_id, o, int(stepper.episode_length[env_id]))
+            batch = stepper.act(forward, obs, **(policy_kwargs or {}))
+            env_steps += batch.steps
+            abnormal, done, length = batch.abnormal.tolist(), batch.done.tolist(), batch.length.tolist()
+            for k, env_id in enumerate(batch.env_ids.tolist()):
+                timestep = batch.timesteps[k]
+                if abnormal[k]:
+                    partial[env_id] = 0.0
                     crashed += 1
                     if crashed > max(n_episode, 5):  # an env that fails in every episode: no end
                         raise _episodes_keep_failing(
                             self._env_name(env_id), crashed, monitor, n_episode, timestep.info.get("error")
                         )
                     continue
-                env_steps += 1
-                length[env_id] += 1
                 partial[env_id] += float(np.sum(timestep.reward))
-                if timestep.done or length[env_id] >= cap:
+                if done[k] or length[k] >= cap:
                     info = timestep.info
-                    if not timestep.done:  # an episode that does not end: cut, as at a time limit
+                    if not done[k]:  # an episode that does not end: cut, as at a time limit
                         cut += 1
                         info = self._cut_episode(env_id, cap, partial[env_id])
-                    self._policy.reset([env_id])
-                    length[env_id], partial[env_id] = 0, 0.0
+                        stepper.end_episode(env_id)
+                    partial[env_id] = 0.0
                     episode_return = info["eval_episode_return"]
                     if not all_finite(episode_return):
                         self._count_nonfinite(env_id, episode_return)
