@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -15,7 +15,7 @@ from ding_ray.policy.common import numpy_forward
 from ding_ray.utils.registry import SERIAL_EVALUATOR_REGISTRY
 from ding_ray.worker import metrics
 from ding_ray.worker.env_stepper import EnvStepper, battle_forward
-from ding_ray.worker.evaluator.interaction_evaluator import InteractionSerialEvaluator
+from ding_ray.worker.evaluator.interaction_evaluator import EvalCall, InteractionSerialEvaluator
 from ding_ray.worker.evaluator.vector_eval_monitor import VectorEvalMonitor
 
 logger = logging.getLogger(__name__)
@@ -64,26 +64,19 @@ class BattleInteractionSerialEvaluator(InteractionSerialEvaluator):
         for policy in self._policy or []:
             policy.reset()
 
-    def _run_episodes(
-        self,
-        save_ckpt_fn: Callable[[str], Any] | None,
-        train_iter: int,
-        envstep: int,
-        n_episode: int,
-        policy_kwargs: dict | None,
-    ) -> tuple[bool, list[list[dict[str, Any]]]]:
+    def _run_episodes(self, call: EvalCall) -> tuple[bool, list[list[dict[str, Any]]]]:
         start = time.perf_counter()
         self._env.reset()
         self.reset_policy()
         players = range(len(self._policy))
         forward = battle_forward([numpy_forward(policy) for policy in self._policy])
         stepper = EnvStepper(self._env, self._policy)
-        monitor = VectorEvalMonitor(self._env.env_num, n_episode)
+        monitor = VectorEvalMonitor(self._env.env_num, call.n_episode)
         return_info: list[list[dict[str, Any]]] = [[] for _ in players]
         env_steps = 0
         while not monitor.is_finished():
             obs = {i: o for i, o in stepper.ready_obs().items() if monitor.needs_episode(i)}
-            batch = stepper.act(forward, obs, **(policy_kwargs or {}))
+            batch = stepper.act(forward, obs, **call.policy_kwargs)
             env_steps += batch.steps
             for k in np.flatnonzero(batch.done).tolist():
                 env_id, info = int(batch.env_ids[k]), batch.timesteps[k].info
@@ -93,13 +86,13 @@ class BattleInteractionSerialEvaluator(InteractionSerialEvaluator):
                 monitor.update_info(env_id, info[0])
                 monitor.update_reward(env_id, info[0]["eval_episode_return"])
         duration = time.perf_counter() - start
-        summary = self._summarize(monitor, return_info, train_iter, envstep, env_steps, duration)
-        stop_flag = self._judge(summary["reward_mean"], save_ckpt_fn, train_iter)
+        summary = self._summarize(monitor, return_info, call.train_iter, call.envstep, env_steps, duration)
+        stop_flag = self._judge(summary["reward_mean"], call.save_ckpt_fn, call.train_iter)
         logger.info(
             "[%s] iter %d envstep %d: policy 0 return %.3f over %d games%s%s",
             self._instance_name,
-            train_iter,
-            envstep,
+            call.train_iter,
+            call.envstep,
             summary["reward_mean"],
             summary["episode_count"],
             f", win rate {summary['win_mean']:.3f}" if "win_mean" in summary else "",

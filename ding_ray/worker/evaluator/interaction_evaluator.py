@@ -8,7 +8,7 @@ import math
 import os
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from easydict import EasyDict
@@ -26,6 +26,16 @@ from ding_ray.worker.step_checks import all_finite
 logger = logging.getLogger(__name__)
 
 DEFAULT_MAX_EPISODE_STEPS = 100_000  # the cut of an evaluation episode when none is configured
+
+
+class EvalCall(NamedTuple):
+    """What one ``eval`` call asks of an evaluator's episode loop."""
+
+    save_ckpt_fn: Callable[[str], Any] | None  # saves ckpt_best at a new best mean return
+    train_iter: int
+    envstep: int
+    n_episode: int
+    policy_kwargs: dict  # passed to every forward
 
 
 class ISerialEvaluator:
@@ -171,7 +181,8 @@ class InteractionSerialEvaluator(EnvRunner, ISerialEvaluator):
         if force_render or self._should_render(envstep, train_iter):
             replay_path = self._start_recording(train_iter, envstep, force_render)
         try:
-            stop_flag, info = self._run_episodes(save_ckpt_fn, train_iter, envstep, n_episode, policy_kwargs)
+            call = EvalCall(save_ckpt_fn, train_iter, envstep, n_episode, policy_kwargs or {})
+            stop_flag, info = self._run_episodes(call)
         finally:
             if replay_path is not None:
                 self._stop_recording()
@@ -191,18 +202,11 @@ class InteractionSerialEvaluator(EnvRunner, ISerialEvaluator):
     def _stop_recording(self) -> None:
         self._env.disable_save_replay()
 
-    def _run_episodes(
-        self,
-        save_ckpt_fn: Callable[[str], Any] | None,
-        train_iter: int,
-        envstep: int,
-        n_episode: int,
-        policy_kwargs: dict | None,
-    ) -> tuple[bool, dict[str, Any]]:
+    def _run_episodes(self, call: EvalCall) -> tuple[bool, dict[str, Any]]:
         start = time.perf_counter()
         self._env.reset()
         self._policy.reset()
-        monitor = VectorEvalMonitor(self._env.env_num, n_episode)
+        monitor = VectorEvalMonitor(self._env.env_num, call.n_episode)
         forward = numpy_forward(self._policy)  # numpy outputs: actions the env managers take as they are
         stepper = EnvStepper(self._env, [self._policy])
         env_steps = 0
@@ -214,7 +218,7 @@ class InteractionSerialEvaluator(EnvRunner, ISerialEvaluator):
             obs = {i: o for i, o in stepper.ready_obs().items() if monitor.needs_episode(i)}
             for env_id, o in obs.items():
                 self._check_obs(env_id, o, int(stepper.episode_length[env_id]))
-            batch = stepper.act(forward, obs, **(policy_kwargs or {}))
+            batch = stepper.act(forward, obs, **call.policy_kwargs)
             env_steps += batch.steps
             abnormal, done, length = batch.abnormal.tolist(), batch.done.tolist(), batch.length.tolist()
             for k, env_id in enumerate(batch.env_ids.tolist()):
@@ -222,9 +226,13 @@ class InteractionSerialEvaluator(EnvRunner, ISerialEvaluator):
                 if abnormal[k]:
                     partial[env_id] = 0.0
                     crashed += 1
-                    if crashed > max(n_episode, 5):  # an env that fails in every episode: no end
+                    if crashed > max(call.n_episode, 5):  # an env that fails in every episode: no end
                         raise _episodes_keep_failing(
-                            self._env_name(env_id), crashed, monitor, n_episode, timestep.info.get("error")
+                            self._env_name(env_id),
+                            crashed,
+                            monitor,
+                            call.n_episode,
+                            timestep.info.get("error"),
                         )
                     continue
                 partial[env_id] += float(np.sum(timestep.reward))
@@ -240,15 +248,20 @@ class InteractionSerialEvaluator(EnvRunner, ISerialEvaluator):
                         self._count_nonfinite(env_id, episode_return)
                     monitor.update_info(env_id, info)
                     monitor.update_reward(env_id, episode_return)
-        duration = time.perf_counter() - start
+        return self._report(call, monitor, env_steps, cut, time.perf_counter() - start)
+
+    def _report(
+        self, call: EvalCall, monitor: VectorEvalMonitor, env_steps: int, cut: int, duration: float
+    ) -> tuple[bool, dict[str, Any]]:
+        """Summarize, log and judge the evaluation's episodes: ``(stop_flag, info)``."""
         all_returns = np.asarray(monitor.get_episode_return(), dtype=np.float64)
         returns = all_returns[np.isfinite(all_returns)]  # a non-finite return is a failed episode
         stats = [np.nan] * 4  # no finite episode: no result
         if len(returns):
             stats = [returns.mean(), returns.std(), returns.max(), returns.min()]
         info: dict[str, Any] = {
-            "train_iter": train_iter,
-            "envstep": envstep,
+            "train_iter": call.train_iter,
+            "envstep": call.envstep,
             "episode_count": len(all_returns),
             "eval_episode_return": returns.tolist(),
             "eval_episode_return_mean": float(stats[0]),
@@ -272,14 +285,14 @@ class InteractionSerialEvaluator(EnvRunner, ISerialEvaluator):
             scalars[metrics.EVAL_RETURN_STD] = info["eval_episode_return_std"]
             scalars[metrics.EVAL_RETURN_MAX] = info["eval_episode_return_max"]
             scalars[metrics.EVAL_RETURN_MIN] = info["eval_episode_return_min"]
-        metrics.log_scalars(self._tb_logger, scalars, max(envstep, 0))
-        stop_flag = self._judge(mean, save_ckpt_fn, train_iter)
+        metrics.log_scalars(self._tb_logger, scalars, max(call.envstep, 0))
+        stop_flag = self._judge(mean, call.save_ckpt_fn, call.train_iter)
         failed = info["nonfinite_episodes"]
         logger.info(
             "[%s] iter %d envstep %d eval return %.2f +- %.2f (best %.2f)%s%s",
             self._instance_name,
-            train_iter,
-            envstep,
+            call.train_iter,
+            call.envstep,
             mean,
             info["eval_episode_return_std"],
             self._max_episode_return,
