@@ -131,6 +131,7 @@ class Host:
         self.dir = run_dir / self.name
         self.temp_dir = self.dir / "t"
         self.env = dict(env, HOME=str(self.dir / "home"), TMPDIR=str(self.dir))
+        self.peers: list[Host] = []  # the other hosts of the run
         self._delay: subprocess.Popen | None = None
         self._heal: threading.Timer | None = None
 
@@ -153,8 +154,7 @@ class Host:
 
     def partition(self, seconds: float | None = None) -> None:
         """Drop every packet into and out of this host; heal after ``seconds`` (None: at ``heal()``)."""
-        self._iptables("-I", "INPUT", "1", "-i", "eth0", "-j", "DROP")
-        self._iptables("-I", "OUTPUT", "1", "-o", "eth0", "-j", "DROP")
+        self._drop(f"part-{self.name}", [])
         if seconds is not None:
             self._heal = threading.Timer(seconds, self.heal)
             self._heal.daemon = True
@@ -165,80 +165,65 @@ class Host:
         if self._heal is not None:
             self._heal.cancel()
             self._heal = None
-        for chain, flag in (("INPUT", "-i"), ("OUTPUT", "-o")):
-            rule = [chain, flag, "eth0", "-j", "DROP"]
-            while self._iptables("-C", *rule, check=False) == 0:
-                self._iptables("-D", *rule)
+        self._delete_rules(f"part-{self.name}")
 
     def shape(self, rate: str | int | None = None, delay: float | None = None, loss: float | None = None):
         """Shape both directions of this host's link, replacing any shaping before; no argument clears it.
 
         Args:
-            rate: a tc rate ("10mbit", "500kbit") or bits per second; a token bucket on each end.
-            delay: seconds added to every packet each way (NFQUEUE and ``ding_ray.testing.netdelay``).
+            rate: a tc rate ("10mbit", "500kbit") or bits per second: a token bucket on each end of the link.
+            delay: seconds added to every packet each way (NFQUEUE, read by ``ding_ray.testing.netdelay``).
             loss: the fraction of packets dropped each way (iptables ``statistic``).
         """
         for namespace, device in ((self.namespace, "eth0"), (self.switch, f"v{self.index}")):
-            subprocess.run(
-                ["tc", "-n", namespace, "qdisc", "del", "dev", device, "root"], capture_output=True
-            )
+            tc = ["tc", "-n", namespace, "qdisc"]
+            subprocess.run([*tc, "del", "dev", device, "root"], capture_output=True)
             if rate is not None:
                 bits = _rate_bits(rate)
                 burst = max(bits // 800, 16384)  # 10 ms of traffic, and at least a few full frames
-                _tc = ["tc", "-n", namespace, "qdisc", "add", "dev", device, "root", "tbf"]
+                tbf = ["rate", f"{bits}bit", "burst", str(burst), "latency", "100ms"]
                 subprocess.run(
-                    [*_tc, "rate", f"{bits}bit", "burst", str(burst), "latency", "100ms"],
-                    check=True,
-                    capture_output=True,
+                    [*tc, "add", "dev", device, "root", "tbf", *tbf], check=True, capture_output=True
                 )
+        tag = f"shape-{self.name}"
+        self._delete_rules(tag)
         if self._delay is not None:
             _stop(self._delay)
             self._delay = None
-        self._strip_shaping_rules()
         if loss:
-            for chain, flag in (("INPUT", "-i"), ("OUTPUT", "-o")):
-                self._iptables(
-                    "-A",
-                    chain,
-                    flag,
-                    "eth0",
-                    "-m",
-                    "statistic",
-                    "--mode",
-                    "random",
-                    "--probability",
-                    str(loss),
-                    "-j",
-                    "DROP",
-                )
+            self._drop(tag, ["-m", "statistic", "--mode", "random", "--probability", str(loss)])
         if delay:
-            self._delay = self.popen(
-                [sys.executable, "-m", "ding_ray.testing.netdelay", "--queue", "0", "--delay", str(delay)],
-                stdout=subprocess.PIPE,
-            )
+            reader = [
+                sys.executable,
+                "-m",
+                "ding_ray.testing.netdelay",
+                "--queue",
+                "0",
+                "--delay",
+                str(delay),
+            ]
+            self._delay = self.popen(reader, stdout=subprocess.PIPE)
             if self._delay.stdout.readline().strip() != b"ready":
                 raise RuntimeError(f"the delay queue reader of {self} did not start")
-            for chain, flag in (("INPUT", "-i"), ("OUTPUT", "-o")):
-                self._iptables(
-                    "-A", chain, flag, "eth0", "-j", "NFQUEUE", "--queue-num", "0", "--queue-bypass"
-                )
+            queue = ["-m", "comment", "--comment", tag, "-j", "NFQUEUE", "--queue-num", "0", "--queue-bypass"]
+            _iptables(self.namespace, "-A", "INPUT", "-i", "eth0", *queue)
+            _iptables(self.namespace, "-A", "OUTPUT", "-o", "eth0", *queue)
 
-    def _strip_shaping_rules(self) -> None:
-        """Delete the loss and delay rules (every rule but a partition's DROP)."""
-        for chain in ("INPUT", "OUTPUT"):
-            listed = subprocess.run(
-                ["ip", "netns", "exec", self.namespace, "iptables", "-S", chain],
-                check=True,
-                capture_output=True,
-                text=True,
-            ).stdout.splitlines()
+    def _drop(self, tag: str, match: list[str]) -> None:
+        """Drop the packets ``match`` selects on their way in: to this host here, from this host at each
+        peer. Dropping on the way out would fail the sender's send (EPERM) instead of losing the packet."""
+        rule = [*match, "-m", "comment", "--comment", tag, "-j", "DROP"]
+        _iptables(self.namespace, "-I", "INPUT", "1", "-i", "eth0", *rule)
+        for peer in self.peers:
+            _iptables(peer.namespace, "-I", "INPUT", "1", "-s", self.ip, *rule)
+
+    def _delete_rules(self, tag: str) -> None:
+        """Delete every rule ``tag`` marks, here and at the peers."""
+        for namespace in [self.namespace] + [peer.namespace for peer in self.peers]:
+            listed = _iptables(namespace, "-S").stdout.splitlines()
             for line in listed:
-                if line.startswith("-A ") and ("statistic" in line or "NFQUEUE" in line):
-                    self._iptables("-D", *line.split()[1:])
-
-    def _iptables(self, *args: str, check: bool = True) -> int:
-        command = ["ip", "netns", "exec", self.namespace, "iptables", "-w", *args]
-        return subprocess.run(command, check=check, capture_output=True).returncode
+                if line.startswith("-A ") and f"--comment {tag} " in line:
+                    _iptables(namespace, "-D", *line.split()[1:])
 
     def _counter(self, name: str) -> int:
         path = f"/sys/class/net/v{self.index}/statistics/{name}"  # the bridge's end of this host's link
@@ -282,6 +267,11 @@ class Host:
                 _stop(process)
                 raise
         return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
+
+
+def _iptables(namespace: str, *args: str) -> subprocess.CompletedProcess:
+    command = ["ip", "netns", "exec", namespace, "iptables", "-w", *args]
+    return subprocess.run(command, check=True, capture_output=True, text=True)
 
 
 def _rate_bits(rate: str | int) -> int:
@@ -350,8 +340,12 @@ class Hosts:
             "RAY_ADDRESS": f"{SUBNET}.1:{RAY_PORT}",
         }
         self.hosts = [Host(self.name, i, self.dir, env) for i in range(n)]
+        for host in self.hosts:
+            host.peers = [peer for peer in self.hosts if peer is not host]
         self._token = token
         self._starters: list[subprocess.Popen] = []
+        self.up_seconds: float | None = None  # how long the last up() and down() took
+        self.down_seconds: float | None = None
 
     @classmethod
     def attach(cls, name: str) -> Hosts:
@@ -390,6 +384,7 @@ class Hosts:
 
     def up(self) -> None:
         """Make the network, then start the head's Ray node, then the others' together."""
+        start = time.monotonic()
         try:
             self.dir.mkdir(mode=0o700)
             (self.dir / "token").write_text(self._token)
@@ -400,6 +395,7 @@ class Hosts:
         except BaseException:
             self.down()
             raise
+        self.up_seconds = time.monotonic() - start
 
     def _network(self) -> None:
         switch = self.head.switch
@@ -461,6 +457,7 @@ class Hosts:
 
     def down(self) -> None:
         """Kill every process of every host, delete the namespaces and the run's directory."""
+        start = time.monotonic()
         for host in self.hosts:
             if host._heal is not None:
                 host._heal.cancel()
@@ -476,6 +473,7 @@ class Hosts:
             if _netns_inode(ns) is not None:
                 subprocess.run(["ip", "netns", "del", ns], capture_output=True)
         shutil.rmtree(self.dir, ignore_errors=True)
+        self.down_seconds = time.monotonic() - start
 
 
 def leftovers(name: str) -> list[str]:
@@ -520,12 +518,10 @@ def main(argv: list[str] | None = None) -> int:
     down.add_argument("name", nargs="?")
     args = parser.parse_args(argv)
     if args.command == "up":
-        start = time.monotonic()
         hosts = Hosts(args.n, cpus=args.cpus)
         hosts.up()
         (hosts.dir / "cli").touch()
-        seconds = time.monotonic() - start
-        print(f"{hosts.name}: {len(hosts)} hosts up in {seconds:.1f} s, Ray at {hosts.address}")
+        print(f"{hosts.name}: {len(hosts)} hosts up in {hosts.up_seconds:.1f} s, Ray at {hosts.address}")
         for host in hosts:
             print(f"  {host.name} {host.ip}  namespace {host.namespace}")
         print(f"run a command in a host: python -m ding_ray.testing.hosts run {hosts.name} 0 -- python x.py")
@@ -536,9 +532,9 @@ def main(argv: list[str] | None = None) -> int:
         return Hosts.attach(args.name)[args.host].popen(argv).wait()
     names = [args.name] if args.name else sorted(p.parent.name for p in ROOT.glob(f"{PREFIX}*/cli"))
     for name in names:
-        start = time.monotonic()
-        Hosts.attach(name).down()
-        print(f"{name}: down in {time.monotonic() - start:.1f} s")
+        hosts = Hosts.attach(name)
+        hosts.down()
+        print(f"{name}: down in {hosts.down_seconds:.1f} s")
     return 0
 
 
