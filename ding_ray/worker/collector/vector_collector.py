@@ -1,4 +1,5 @@
-"""The stepping loop both serial collectors share: one batched policy forward per env-manager step."""
+"""What both serial collectors make of each env step (``EnvStepper`` takes it): checked transitions,
+episode returns and statistics."""
 
 from __future__ import annotations
 
@@ -19,7 +20,8 @@ _UNSEEN = object()  # no observation of the env checked yet (None is an observat
 
 
 class VectorCollector(EnvRunner, ISerialCollector):
-    """Holds env, policy and statistics; ``_step`` advances every ready env by one step.
+    """Holds env, policy and statistics; ``_step`` advances every ready env by one step (through an
+    ``EnvStepper``, which also resets the policy's state of an env whose episode ended).
 
     Every step is checked before it becomes training data:
 
