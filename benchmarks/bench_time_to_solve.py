@@ -172,6 +172,26 @@ def main() -> None:
                     report_pair(pipeline, seed, results[""][-1], results["-baseline"][-1])
             if args.baseline:
                 report_ratio(pipeline, results[""], results["-baseline"], args.baseline)
+            save(pipeline, results, args)
+
+
+def save(pipeline: str, results: dict[str, list[dict]], args: argparse.Namespace) -> None:
+    """The runs of one pipeline as data: ``benchmarks/results/time_to_solve_<pipeline>.json``."""
+    keys = ("stop", "env_steps", "train_iter", "launch_to_stop_s", "launch_to_exit_s", "s_per_env_step")
+    out = {
+        "pipeline": pipeline,
+        "seeds": args.seeds,
+        "repeat": args.repeat,
+        "baseline": args.baseline,
+        "runs": {
+            "now" if not suffix else "baseline": [{k: r.get(k) for k in keys} for r in runs]
+            for suffix, runs in results.items()
+        },
+    }
+    folder = os.path.join(REPO, "benchmarks", "results")
+    os.makedirs(folder, exist_ok=True)
+    with open(os.path.join(folder, f"time_to_solve_{pipeline}.json"), "w") as f:
+        json.dump(out, f, indent=1)
 
 
 if __name__ == "__main__":
