@@ -1,5 +1,2 @@
-"""Tools for testing ding_ray on several hosts built on one machine (network namespaces)."""
-
-from ding_ray.testing.hosts import Host, Hosts
-
-__all__ = ["Host", "Hosts"]
+"""Tools for testing ding_ray on several hosts built on one machine: ``ding_ray.testing.hosts``
+(network namespaces, one Ray node each) and ``ding_ray.testing.netdelay`` (packet delay)."""

@@ -23,7 +23,12 @@ Ray settings of every host (and of commands run in one): ``HOME`` and Ray's temp
 ``RAY_AUTH_MODE=token`` with a token made for the run in ``RAY_AUTH_TOKEN``, no dashboard, and
 health checks shortened so that a lost host is declared dead within about ten seconds:
 ``RAY_health_check_period_ms=1000``, ``RAY_health_check_timeout_ms=1000``,
-``RAY_health_check_failure_threshold=5``, ``RAY_health_check_initial_delay_ms=1000``.
+``RAY_health_check_failure_threshold=5``, ``RAY_health_check_initial_delay_ms=1000``. All nodes
+start together; ``RAY_gcs_server_port_wait_time_s=60`` lets the workers wait for the head's GCS.
+
+Faults look like the network's, not the sender's: a partition and packet loss drop packets where
+they arrive (in the host for its incoming traffic, in its peers for its outgoing), so no send fails
+with an error; ``kill()`` also takes the host's link down, so peers see silence.
 """
 
 from __future__ import annotations
@@ -33,16 +38,17 @@ import json
 import os
 import secrets
 import shutil
-import signal
 import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
 
+from ding_ray.testing import netns
+
 SUBNET = "10.251.0"  # hosts are SUBNET.1, SUBNET.2, ...
 RAY_PORT = 6379
-ROOT = Path("/tmp")
+ROOT = netns.ROOT
 PREFIX = "drh"
 HEALTH_CHECK = {
     "RAY_health_check_period_ms": "1000",
@@ -50,6 +56,8 @@ HEALTH_CHECK = {
     "RAY_health_check_failure_threshold": "5",
     "RAY_health_check_initial_delay_ms": "1000",
 }
+# All nodes start at once: a worker's `ray start` retries the head's GCS for this many seconds.
+GCS_WAIT = {"RAY_gcs_server_port_wait_time_s": "60"}
 
 # PID 1 of a host: runs `ray start` (which leaves its daemons as our children), records its exit
 # status, then reaps orphans for as long as the host lives.
@@ -64,59 +72,6 @@ while True:
     except ChildProcessError:
         time.sleep(1)
 """
-
-
-def _ip(*args: str) -> None:
-    subprocess.run(["ip", *args], check=True, capture_output=True, text=True)
-
-
-def _netns_inode(namespace: str) -> int | None:
-    try:
-        return os.stat(f"/run/netns/{namespace}").st_ino
-    except FileNotFoundError:
-        return None
-
-
-def netns_pids(namespace: str) -> list[int]:
-    """The processes in network namespace ``namespace`` (what ``ip netns pids`` lists)."""
-    inode = _netns_inode(namespace)
-    if inode is None:
-        return []
-    pids = []
-    for entry in os.scandir("/proc"):
-        if entry.name.isdigit():
-            try:
-                if os.stat(f"/proc/{entry.name}/ns/net").st_ino == inode:
-                    pids.append(int(entry.name))
-            except OSError:  # gone, or a zombie
-                pass
-    return pids
-
-
-def _is_pid_one(pid: int) -> bool:
-    """Whether ``pid`` is PID 1 of a PID namespace below ours."""
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("NSpid:"):
-                ids = line.split()[1:]
-                return len(ids) > 1 and ids[-1] == "1"
-    except OSError:
-        pass
-    return False
-
-
-def _child(pid: int, timeout: float = 5.0) -> int:
-    """The (first) child process of ``pid``: what nsenter or unshare forked."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
-        except OSError:
-            children = []
-        if children:
-            return int(children[0])
-        time.sleep(0.01)
-    raise RuntimeError(f"process {pid} started no child within {timeout} s")
 
 
 class Host:
@@ -140,7 +95,7 @@ class Host:
 
     def pid_one(self) -> int | None:
         """This host's PID 1 (as this machine numbers it), or None when the host is down."""
-        return next((pid for pid in netns_pids(self.namespace) if _is_pid_one(pid)), None)
+        return next((pid for pid in netns.netns_pids(self.namespace) if netns.is_pid_one(pid)), None)
 
     @property
     def alive(self) -> bool:
@@ -149,8 +104,8 @@ class Host:
     def kill(self) -> None:
         """Lose the host: every process of it ends at once (SIGKILL of its PID 1) and its link goes
         down, so that peers see silence, as from a machine that died, not refused connections."""
-        _kill_namespace(self.namespace)
-        _ip("-n", self.namespace, "link", "set", "eth0", "down")
+        netns.kill_namespace(self.namespace)
+        netns.ip("-n", self.namespace, "link", "set", "eth0", "down")
 
     def partition(self, seconds: float | None = None) -> None:
         """Drop every packet into and out of this host; heal after ``seconds`` (None: at ``heal()``)."""
@@ -179,7 +134,7 @@ class Host:
             tc = ["tc", "-n", namespace, "qdisc"]
             subprocess.run([*tc, "del", "dev", device, "root"], capture_output=True)
             if rate is not None:
-                bits = _rate_bits(rate)
+                bits = netns.rate_bits(rate)
                 burst = max(bits // 800, 16384)  # 10 ms of traffic, and at least a few full frames
                 tbf = ["rate", f"{bits}bit", "burst", str(burst), "latency", "100ms"]
                 subprocess.run(
@@ -188,7 +143,7 @@ class Host:
         tag = f"shape-{self.name}"
         self._delete_rules(tag)
         if self._delay is not None:
-            _stop(self._delay)
+            netns.stop(self._delay)
             self._delay = None
         if loss:
             self._drop(tag, ["-m", "statistic", "--mode", "random", "--probability", str(loss)])
@@ -206,24 +161,24 @@ class Host:
             if self._delay.stdout.readline().strip() != b"ready":
                 raise RuntimeError(f"the delay queue reader of {self} did not start")
             queue = ["-m", "comment", "--comment", tag, "-j", "NFQUEUE", "--queue-num", "0", "--queue-bypass"]
-            _iptables(self.namespace, "-A", "INPUT", "-i", "eth0", *queue)
-            _iptables(self.namespace, "-A", "OUTPUT", "-o", "eth0", *queue)
+            netns.iptables(self.namespace, "-A", "INPUT", "-i", "eth0", *queue)
+            netns.iptables(self.namespace, "-A", "OUTPUT", "-o", "eth0", *queue)
 
     def _drop(self, tag: str, match: list[str]) -> None:
         """Drop the packets ``match`` selects on their way in: to this host here, from this host at each
         peer. Dropping on the way out would fail the sender's send (EPERM) instead of losing the packet."""
         rule = [*match, "-m", "comment", "--comment", tag, "-j", "DROP"]
-        _iptables(self.namespace, "-I", "INPUT", "1", "-i", "eth0", *rule)
+        netns.iptables(self.namespace, "-I", "INPUT", "1", "-i", "eth0", *rule)
         for peer in self.peers:
-            _iptables(peer.namespace, "-I", "INPUT", "1", "-s", self.ip, *rule)
+            netns.iptables(peer.namespace, "-I", "INPUT", "1", "-s", self.ip, *rule)
 
     def _delete_rules(self, tag: str) -> None:
         """Delete every rule ``tag`` marks, here and at the peers."""
         for namespace in [self.namespace] + [peer.namespace for peer in self.peers]:
-            listed = _iptables(namespace, "-S").stdout.splitlines()
+            listed = netns.iptables(namespace, "-S").stdout.splitlines()
             for line in listed:
                 if line.startswith("-A ") and f"--comment {tag} " in line:
-                    _iptables(namespace, "-D", *line.split()[1:])
+                    netns.iptables(namespace, "-D", *line.split()[1:])
 
     def _counter(self, name: str) -> int:
         path = f"/sys/class/net/v{self.index}/statistics/{name}"  # the bridge's end of this host's link
@@ -264,44 +219,9 @@ class Host:
             try:
                 stdout, stderr = process.communicate(timeout=timeout)
             except subprocess.TimeoutExpired:
-                _stop(process)
+                netns.stop(process)
                 raise
         return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
-
-
-def _iptables(namespace: str, *args: str) -> subprocess.CompletedProcess:
-    command = ["ip", "netns", "exec", namespace, "iptables", "-w", *args]
-    return subprocess.run(command, check=True, capture_output=True, text=True)
-
-
-def _rate_bits(rate: str | int) -> int:
-    if not isinstance(rate, str):
-        return int(rate)
-    units = {"gbit": 10**9, "mbit": 10**6, "kbit": 10**3, "bit": 1}
-    for unit, scale in units.items():
-        if rate.lower().endswith(unit):
-            return int(float(rate[: -len(unit)]) * scale)
-    raise ValueError(f"rate {rate!r}: give bits per second or a number ending in gbit, mbit, kbit or bit")
-
-
-def _stop(process: subprocess.Popen) -> None:
-    """SIGKILL a command started by ``Host.popen``: first what nsenter forked (nsenter passes no signal
-    on), then nsenter."""
-    try:
-        os.kill(_child(process.pid, timeout=0.1), signal.SIGKILL)
-    except (RuntimeError, ProcessLookupError):
-        pass
-    process.kill()
-    process.wait()
-
-
-def _kill_namespace(namespace: str) -> None:
-    """SIGKILL every process in ``namespace``: PID 1 of a host takes its whole PID namespace along."""
-    for pid in netns_pids(namespace):
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
 
 
 class Hosts:
@@ -312,6 +232,9 @@ class Hosts:
         cpus: logical CPUs each Ray node offers (an int, or one per host).
         resources: custom resources, one dict per host, e.g. ``[{"learner": 1}, {}, {}]``.
         object_store_memory: bytes of each node's object store.
+        env: environment variables for every process of the hosts, over the defaults (e.g. other
+            ``RAY_health_check_*`` values); variables ``RAY_*`` of the caller are not passed on.
+        name: the run to attach to (see ``attach``); a fresh random name when None.
     """
 
     def __init__(
@@ -320,6 +243,7 @@ class Hosts:
         cpus: int | list[int] = 1,
         resources: list[dict] | None = None,
         object_store_memory: int = 128 << 20,
+        env: dict[str, str] | None = None,
         name: str | None = None,
     ):
         if not 1 <= n <= 250:
@@ -334,10 +258,12 @@ class Hosts:
         env = {
             **inherited,
             **HEALTH_CHECK,
+            **GCS_WAIT,
             "RAY_AUTH_MODE": "token",
             "RAY_AUTH_TOKEN": token,
             "RAY_USAGE_STATS_ENABLED": "0",
             "RAY_ADDRESS": f"{SUBNET}.1:{RAY_PORT}",
+            **(env or {}),
         }
         self.hosts = [Host(self.name, i, self.dir, env) for i in range(n)]
         for host in self.hosts:
@@ -383,15 +309,14 @@ class Hosts:
         return host.run(argv, env, timeout)
 
     def up(self) -> None:
-        """Make the network, then start the head's Ray node, then the others' together."""
+        """Make the network, then start every host's Ray node at once (the workers wait for the head)."""
         start = time.monotonic()
         try:
             self.dir.mkdir(mode=0o700)
             (self.dir / "token").write_text(self._token)
             (self.dir / "state.json").write_text(json.dumps({"n": len(self.hosts)}))
             self._network()
-            self._start([self.head])
-            self._start(self.hosts[1:])
+            self._start(self.hosts)
         except BaseException:
             self.down()
             raise
@@ -399,18 +324,20 @@ class Hosts:
 
     def _network(self) -> None:
         switch = self.head.switch
-        _ip("netns", "add", switch)
-        _ip("-n", switch, "link", "add", "br0", "type", "bridge")
-        _ip("-n", switch, "link", "set", "br0", "addrgenmode", "none", "up")
+        netns.ip("netns", "add", switch)
+        netns.ip("-n", switch, "link", "add", "br0", "type", "bridge")
+        netns.ip("-n", switch, "link", "set", "br0", "addrgenmode", "none", "up")
         for host in self.hosts:
             ns, peer = host.namespace, f"v{host.index}"
-            _ip("netns", "add", ns)
-            _ip("link", "add", "eth0", "netns", ns, "type", "veth", "peer", "name", peer, "netns", switch)
-            _ip("-n", switch, "link", "set", peer, "master", "br0", "addrgenmode", "none", "up")
-            _ip("-n", ns, "link", "set", "eth0", "addrgenmode", "none")
-            _ip("-n", ns, "addr", "add", f"{host.ip}/24", "dev", "eth0")
-            _ip("-n", ns, "link", "set", "eth0", "up")
-            _ip("-n", ns, "link", "set", "lo", "up")
+            netns.ip("netns", "add", ns)
+            netns.ip(
+                "link", "add", "eth0", "netns", ns, "type", "veth", "peer", "name", peer, "netns", switch
+            )
+            netns.ip("-n", switch, "link", "set", peer, "master", "br0", "addrgenmode", "none", "up")
+            netns.ip("-n", ns, "link", "set", "eth0", "addrgenmode", "none")
+            netns.ip("-n", ns, "addr", "add", f"{host.ip}/24", "dev", "eth0")
+            netns.ip("-n", ns, "link", "set", "eth0", "up")
+            netns.ip("-n", ns, "link", "set", "lo", "up")
 
     def _start(self, hosts: list[Host]) -> None:
         ray = str(Path(sys.executable).with_name("ray"))
@@ -463,43 +390,20 @@ class Hosts:
                 host._heal.cancel()
         namespaces = [h.namespace for h in self.hosts] + [self.head.switch]
         deadline = time.monotonic() + 5
-        while any(netns_pids(ns) for ns in namespaces) and time.monotonic() < deadline:
+        while any(netns.netns_pids(ns) for ns in namespaces) and time.monotonic() < deadline:
             for ns in namespaces:
-                _kill_namespace(ns)
+                netns.kill_namespace(ns)
             time.sleep(0.02)
         for process in self._starters + [h._delay for h in self.hosts if h._delay is not None]:
-            process.wait()
+            try:
+                process.wait(timeout=1)
+            except subprocess.TimeoutExpired:
+                pass
         for ns in namespaces:
-            if _netns_inode(ns) is not None:
+            if netns.netns_inode(ns) is not None:
                 subprocess.run(["ip", "netns", "del", ns], capture_output=True)
         shutil.rmtree(self.dir, ignore_errors=True)
         self.down_seconds = time.monotonic() - start
-
-
-def leftovers(name: str) -> list[str]:
-    """What run ``name`` left on this machine: namespaces, processes, mounts, links, its directory."""
-    found = []
-    listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
-    found += [f"namespace {line.split()[0]}" for line in listed.splitlines() if name in line]
-    for entry in os.scandir("/proc"):
-        if entry.name.isdigit():
-            try:
-                cmdline = Path(f"/proc/{entry.name}/cmdline").read_bytes()
-                environ = Path(f"/proc/{entry.name}/environ").read_bytes()
-            except OSError:
-                continue
-            if entry.name != str(os.getpid()) and (name.encode() in cmdline or name.encode() in environ):
-                command = cmdline.replace(b"\0", b" ").decode(errors="replace")[:120]
-                found.append(f"process {entry.name}: {command}")
-    mounts = Path("/proc/self/mountinfo").read_text()
-    found += [f"mount {line.split()[4]}" for line in mounts.splitlines() if name in line]
-    links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
-    found += [f"link {line}" for line in links.splitlines() if name in line]
-    rules = subprocess.run(["iptables", "-S"], capture_output=True, text=True).stdout
-    found += [f"iptables {line}" for line in rules.splitlines() if name in line]
-    if (ROOT / name).exists():
-        found.append(f"directory {ROOT / name}")
-    return found
 
 
 def main(argv: list[str] | None = None) -> int:

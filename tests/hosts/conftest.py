@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from ding_ray.testing import Hosts
+from ding_ray.testing.hosts import Hosts
 from tests.system_binaries import REQUIRE, require_binary
 
 TOOLS = {

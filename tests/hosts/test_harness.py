@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from ding_ray.testing.hosts import Host, Hosts, leftovers
+from ding_ray.testing.hosts import Host, Hosts
+from ding_ray.testing.netns import leftovers
 
 pytestmark = pytest.mark.hosts
 
