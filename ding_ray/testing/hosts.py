@@ -102,8 +102,9 @@ class Host:
         return self.pid_one() is not None
 
     def kill(self) -> None:
-        """Lose the host: every process of it ends at once (SIGKILL of its PID 1) and its link goes
-        down, so that peers see silence, as from a machine that died, not refused connections."""
+        """Lose the host: SIGKILL to every process in it (its PID 1 takes the rest of its PID namespace
+        along) and its link down, so that peers see silence, as from a dead machine, not refused
+        connections."""
         netns.kill_namespace(self.namespace)
         netns.ip("-n", self.namespace, "link", "set", "eth0", "down")
 

@@ -32,7 +32,14 @@ def host_tools() -> None:
 
 
 @pytest.fixture(scope="module")
-def hosts(host_tools) -> Hosts:
+def up_budget(host_tools) -> float:
+    """Seconds three hosts may take to come up: 20 on a quiet machine; starting Ray nodes is CPU-bound,
+    so when other work already loads every core (the load average before ``up``) it scales with it."""
+    return 20 * max(1.0, os.getloadavg()[0] / os.cpu_count())
+
+
+@pytest.fixture(scope="module")
+def hosts(up_budget) -> Hosts:
     """Three hosts, each with a 1-CPU Ray node; host 0 is the head."""
     with Hosts(3) as started:
         yield started

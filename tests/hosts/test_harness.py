@@ -68,8 +68,8 @@ def throughput(sink: Host, source: Host, port: int) -> float:
         return float(receiver.communicate(timeout=30)[0])
 
 
-def test_three_hosts_form_one_ray_cluster(hosts):
-    assert hosts.up_seconds <= 20
+def test_three_hosts_form_one_ray_cluster(hosts, up_budget):
+    assert hosts.up_seconds <= up_budget
     ips = [host.ip for host in hosts]
     assert len(set(ips)) == 3
 
