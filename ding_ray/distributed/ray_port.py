@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import uuid
+import warnings
 from typing import TYPE_CHECKING, Any
 
 import ray
@@ -94,7 +95,9 @@ class Incarnation:
     ) -> None:
         self.id = uuid.uuid4().hex
         # Ray restarted this actor: also one that died before it came this far (before any count)
-        self.restarted = ray.get_runtime_context().was_current_actor_reconstructed
+        with warnings.catch_warnings():  # Ray's property reads its own deprecated actor_id
+            warnings.simplefilter("ignore", DeprecationWarning)
+            self.restarted = ray.get_runtime_context().was_current_actor_reconstructed
         self.count = None if store is None or not run_id else store.next_incarnation(f"{name}-{run_id}")
         self.info = info
 

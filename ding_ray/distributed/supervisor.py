@@ -243,11 +243,16 @@ class ActorSupervisor:
         pings = self.refs()
         if pings:
             for ref in self.port.ready(pings, 0):
-                self._take_ping(next(m for m in self.members.values() if m.ping is ref))
+                # equal, not identical: Ray's client mode hands back other objects for the same refs
+                self._take_ping(
+                    next(m for m in self.members.values() if m.ping is not None and m.ping == ref)
+                )
         unknown = [m.known for m in self.members.values() if m.state == UP and not isinstance(m.known, dict)]
         if unknown:  # who each one is, as soon as it answers: a later answer then tells a restart
             for ref in self.port.ready(unknown, 0):
-                self._identity(next(m for m in self.members.values() if m.known is ref))
+                self._identity(
+                    next(m for m in self.members.values() if not isinstance(m.known, dict) and m.known == ref)
+                )
         now = self.clock()
         self._check_away(now)
         self._take_probe(now)
@@ -399,9 +404,11 @@ class ActorSupervisor:
                 if len(members) == 1:
                     self._give_up(latest, f"not back within {waited:.0f} s (ray.actor_start_timeout_s)")
                 why = self.port.why_not_started(names)
+                # they wait for room (their node left, no other has any), not for more restarts
                 self._failed = ClusterError(
-                    f"Every {group} actor died and none came back within {latest.restart_timeout_s:g} s "
-                    f"(ray.actor_start_timeout_s). {why} {latest.advice}".rstrip()
+                    f"Every {group} actor died and none was restarted within {latest.restart_timeout_s:g} s "
+                    f"(ray.actor_start_timeout_s). {why} Did their node leave the cluster? resume=<the run's "
+                    "folder> goes on from the run's latest checkpoint."
                 )
                 raise self._failed
 
