@@ -245,8 +245,10 @@ class RayRun(RunBase):
             if not refs:
                 raise RuntimeError("Nothing is in flight on any actor; the rate limiter setup has a bug.")
             if not ray.wait(refs, num_returns=1, timeout=timeout_s)[0]:
-                self.learner.check_started()
+                # collectors first: when neither started, theirs is the message that names the cause
+                # more often (a learner waits on a busy machine, a collector on a node that never comes)
                 self.collector.check_started()
+                self.learner.check_started()
 
         return _wait
 
