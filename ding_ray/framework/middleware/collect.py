@@ -86,8 +86,15 @@ class TransitionList:
 
 
 def policy_mode(policy: Any, mode: str) -> Any:
-    """``policy.<mode>_mode`` for a whole ``Policy``; anything else (a mode already) as it is."""
-    return getattr(policy, f"{mode}_mode", policy)
+    """The ``learn``, ``collect`` or ``eval`` mode of a whole ``Policy``; anything else (a mode
+    already) as it is."""
+    if mode == "learn":
+        return policy.learn_mode if hasattr(policy, "learn_mode") else policy
+    if mode == "collect":
+        return policy.collect_mode if hasattr(policy, "collect_mode") else policy
+    if mode == "eval":
+        return policy.eval_mode if hasattr(policy, "eval_mode") else policy
+    raise ValueError(f"A policy's mode is 'learn', 'collect' or 'eval', got {mode!r}.")
 
 
 def inferencer(seed: int, policy: Any, env: Any):
