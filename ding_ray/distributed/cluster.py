@@ -10,6 +10,7 @@ import logging
 import math
 import os
 import socket
+import tempfile
 import time
 from collections.abc import Collection, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -34,15 +35,20 @@ class ClusterError(DingRayError, RuntimeError):
     """Ray cannot be reached, or the cluster cannot hold what the pipeline asks for."""
 
 
+# the smallest object store ``ray.init`` accepts (Ray's own minimum, 75 MiB)
+OBJECT_STORE_MINIMUM_BYTES = 75 * 2**20
+# where ``ray start`` leaves the address of the cluster it started or joined (Ray's default temp dir)
+RAY_ADDRESS_FILE = os.path.join(tempfile.gettempdir(), "ray", "ray_current_cluster")
+
+
 def existing_cluster_address() -> str | None:
     """The address ``ray.init()`` would join (RAY_ADDRESS, or the last ``ray start`` here), if any."""
     if os.environ.get("RAY_ADDRESS"):
         return os.environ["RAY_ADDRESS"]
     try:
-        from ray._private.services import canonicalize_bootstrap_address
-
-        return canonicalize_bootstrap_address(None)
-    except Exception:  # noqa: BLE001 - private API; no cluster found is the safe answer
+        with open(RAY_ADDRESS_FILE) as f:
+            return f.read().strip() or None
+    except OSError:  # no ``ray start`` here
         return None
 
 
@@ -193,8 +199,7 @@ def check_object_store_memory(ray_cfg: Mapping) -> None:
             "sized already: remove the key, or give the size to the cluster's `ray start "
             "--object-store-memory`."
         )
-    from ray._private.ray_constants import OBJECT_STORE_MINIMUM_MEMORY_BYTES as low  # private: Ray's minimum
-
+    low = OBJECT_STORE_MINIMUM_BYTES
     high = system_memory() or math.inf
     number = isinstance(value, (int, float)) and not isinstance(value, bool)
     if not number or not low <= value <= high:
@@ -321,13 +326,30 @@ def fit_local_cpus(main_cfg: EasyDict, ray_cfg: EasyDict, chosen: Collection[str
 
 
 def _local_cpu_count() -> float:
-    """The CPUs ``ray.init()`` gives a Ray it starts here when num_cpus is not set."""
-    try:
-        from ray._private.utils import get_num_cpus  # private: Ray's own count (cgroup limits)
+    """The CPUs ``ray.init()`` gives a Ray it starts here when num_cpus is not set: the machine's,
+    or fewer where a cgroup's CPU quota (a container) says so, whole CPUs, as Ray counts them."""
+    count = os.cpu_count() or 1
+    quota = _cgroup_cpu_quota()
+    return float(count if quota is None else max(1, min(count, int(quota))))
 
-        return float(get_num_cpus())
-    except Exception:  # noqa: BLE001 - private API; the plain count is the fallback
-        return float(os.cpu_count() or 1)
+
+def _cgroup_cpu_quota() -> float | None:
+    """CPUs this process's cgroup may use (``cpu.max`` of cgroup v2, ``cpu.cfs_*`` of v1); None
+    without a quota."""
+    try:
+        with open("/sys/fs/cgroup/cpu.max") as f:
+            quota, period = f.read().split()[:2]
+        return None if quota == "max" else int(quota) / int(period)
+    except (OSError, ValueError):
+        pass
+    try:
+        with open("/sys/fs/cgroup/cpu/cpu.cfs_quota_us") as f:
+            quota_us = int(f.read())
+        with open("/sys/fs/cgroup/cpu/cpu.cfs_period_us") as f:
+            period_us = int(f.read())
+    except (OSError, ValueError):
+        return None
+    return None if quota_us <= 0 or period_us <= 0 else quota_us / period_us
 
 
 def _compile(input_cfg: tuple, seed: int, save_cfg: bool) -> EasyDict:
