@@ -21,6 +21,10 @@ iteration first, the iteration ends right after the stage that set ``finish`` (t
 generators still run their code after ``yield``): no env steps are collected or trained on after
 the stop value. Whatever a stage registers with ``on_close`` is closed when the ``with`` block
 ends, also after an error.
+
+``run(max_step=n)`` runs at most ``n`` iterations and then sets ``finish``, as DI-engine's does. A
+later ``run`` goes on with the next iteration, unless a stage set ``finish`` (the stop value, the
+budget): ``ding_ray.Algorithm.train`` runs a pipeline piece by piece this way.
 """
 
 from __future__ import annotations
@@ -71,6 +75,8 @@ class Task:
         self._backward_stack: list[tuple[Callable, Generator]] = []
         self._closers: list[Callable[[], Any]] = []
         self._finish = False
+        self._paused = False  # finish was set by run's max_step, not by a stage: a later run goes on
+        self._iterated = False  # an iteration ran on ctx: the next one starts on a renewed context
         self._token: contextvars.Token | None = None
 
     # ----- building ---------------------------------------------------------------------------
@@ -97,13 +103,21 @@ class Task:
     @finish.setter
     def finish(self, value: bool) -> None:
         self._finish = bool(value)
+        self._paused = False
 
     def run(self, max_step: int | None = None) -> None:
-        """Run iterations until ``finish`` or ``max_step`` (None: no limit)."""
+        """Run iterations until ``finish`` is set, or ``max_step`` of them (None: no limit) and then
+        set ``finish``. A task finished by ``max_step`` goes on at the next call, one a stage
+        finished does not run again."""
+        if self._paused:
+            self._finish = self._paused = False
         token = _CURRENT.set(self)
         try:
             step = 0
             while not self._finish and (max_step is None or step < max_step):
+                if self._iterated:  # the last iteration's context stays readable until the next starts
+                    self.ctx = self.ctx.renew()
+                self._iterated = True
                 for fn, lock in self._stages:
                     if lock is None:
                         self.forward(fn)
@@ -114,8 +128,8 @@ class Task:
                         break
                 self.backward()
                 step += 1
-                if not self._finish and (max_step is None or step < max_step):
-                    self.ctx = self.ctx.renew()
+            if not self._finish and max_step is not None and step >= max_step > 0:
+                self._finish = self._paused = True
         finally:
             self._backward_stack.clear()
             _CURRENT.reset(token)
@@ -211,7 +225,7 @@ class Task:
     def stop(self, raise_errors: bool = True) -> None:
         """Close what the stages registered, the latest first; every closer runs even if one fails
         (the first failure is raised after, unless the task is already ending with an error)."""
-        self._finish = True
+        self.finish = True  # for good: a later run does not go on
         errors = []
         while self._closers:
             closer = self._closers.pop()
@@ -226,4 +240,5 @@ class Task:
     def renew(self) -> Task:
         """Start the next iteration's context now (``run`` does this between iterations)."""
         self.ctx = self.ctx.renew()
+        self._iterated = False
         return self
