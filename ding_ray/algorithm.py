@@ -89,6 +89,7 @@ class Algorithm:
         self._acting: Any = None  # the TrainedPolicy act() uses, and the train_iter of its weights
         self._acting_iter = -1
         self._done = False
+        self._fresh = True  # no train() call ran an iteration yet
         self.run = self._make_run(main_cfg, create_cfg, resume, start)
         try:
             self._stack.enter_context(self.run)
@@ -141,13 +142,17 @@ class Algorithm:
         outputs: list[Mapping] = []
         try:
             while not self._done:
+                steps = self.task.ctx.total_step
                 self.task.run(max_step=1)
-                iterations += 1
                 ctx = self.task.ctx
+                # no iteration ran: a stage ended the task for good (the first one starts at step 0)
+                ran = ctx.total_step > steps or self._fresh
+                self._fresh = False
+                iterations += int(ran)
                 self.run.ctx = ctx
                 outputs += _as_list(ctx.train_output)
                 evaluated = evaluated or bool(ctx.eval_output)
-                self._done = self._ended()
+                self._done = self._ended() or not ran
                 if ctx.eval_output:
                     break
         except StageError as err:

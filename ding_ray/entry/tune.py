@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import os
 import tempfile
-import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -80,18 +79,11 @@ def serial_trainable(
     max_env_step=...)``. The run writes its usual folder (config, TensorBoard, checkpoints,
     ``result.json``) inside the trial's folder.
     """
-    from ding_ray.entry.serial_entry import SerialRun
-    from ding_ray.entry.serial_entry_onpolicy import is_on_policy
-    from ding_ray.utils.runtime import setup_logging
-
     tune = _import_tune()
-    start = time.perf_counter()
-    setup_logging()
     main_cfg, create_cfg, _ = _trial_config(tune, config, input_cfg)
     resume = _restore_trial(tune, main_cfg.exp_name)
-    on_policy = is_on_policy(main_cfg, create_cfg)
-    run = SerialRun(main_cfg, create_cfg, seed, None, None, True, on_policy, resume, start_at=start)
-    _train_reporting(tune, run, max_env_step, max_train_iter)
+    budget = dict(seed=seed, max_env_step=max_env_step, max_train_iter=max_train_iter, resume=resume)
+    _train_reporting(tune, (main_cfg, create_cfg), "serial", budget)
 
 
 def ray_trainable(
@@ -104,12 +96,7 @@ def ray_trainable(
     """Function trainable for ``tune.Tuner``: one ``ray_pipeline`` run with ``config``'s dotted
     overrides, its actors in a namespace of the trial's own. Reports each evaluation as it comes
     back from the evaluator actor, with a run checkpoint (as ``serial_trainable``)."""
-    from ding_ray import distributed
-    from ding_ray.utils.runtime import setup_logging
-
     tune = _import_tune()
-    start = time.perf_counter()
-    setup_logging()
     main_cfg, create_cfg, exp_base = _trial_config(tune, config, input_cfg)
     # the actors go into the trial's placement group (ray_trial_resources), which Tune already placed
     main_cfg.setdefault("ray", EasyDict()).update(
@@ -119,45 +106,35 @@ def ray_trainable(
         collector_scheduling="DEFAULT",
     )
     resume = _restore_trial(tune, main_cfg.exp_name)
-    cfg, plan, _ = distributed.start_run((main_cfg, create_cfg), seed, resume=resume)
-    rc = distributed.RayRun(
-        cfg, plan, max_env_step, started_at=start, resume=resume, max_train_iter=max_train_iter
-    )
-    _train_reporting(tune, rc, max_env_step, max_train_iter)
+    budget = dict(seed=seed, max_env_step=max_env_step, max_train_iter=max_train_iter, resume=resume)
+    _train_reporting(tune, (main_cfg, create_cfg), "ray", budget)
 
 
-def _train_reporting(tune: Any, run: Any, max_env_step: int | None, max_train_iter: int | None) -> None:
-    """Run ``run``'s stage list, reporting each evaluation to Tune with a run checkpoint that Tune
-    keeps (a trial that Tune restores, e.g. after a failure or for PBT, goes on from it)."""
-    from ding_ray.framework import pipelines
+def _train_reporting(tune: Any, input_cfg: tuple[EasyDict, EasyDict], mode: str, budget: dict) -> None:
+    """Train an ``Algorithm`` to its end, reporting each evaluation (a ``train()`` call ends at
+    one) to Tune with a run checkpoint that Tune keeps (a trial that Tune restores, e.g. after a
+    failure or for PBT, goes on from it)."""
+    from ding_ray.algorithm import Algorithm
 
-    def report(ctx: Any) -> None:
-        if not ctx.eval_output:  # set in the iteration an evaluation came back
-            return
-        run.ctx = ctx
-        ckpt = run.save_checkpoint()
-        metrics = {
-            "eval_return": float(ctx.eval_output["episode_return"]),
-            "env_step": ctx.env_step,
-            "train_iter": ctx.train_iter,
-            "stop_value_reached": bool(ctx.eval_output["stop"]),
-        }
-        if ckpt is None:
-            tune.report(metrics)
-            return
-        with tempfile.TemporaryDirectory(prefix="ding_ray_tune_") as staged:  # Tune copies it in report
-            run.store.export(ckpt, staged)  # the checkpoint with the frame blocks it names
-            tune.report(metrics, checkpoint=tune.Checkpoint.from_directory(staged))
+    # exp_name as given: the run's folder is the trial's own, where _restore_trial looks
+    with Algorithm(input_cfg, mode, exp_name=input_cfg[0].exp_name, **budget) as algo:
+        while True:
+            metrics = algo.train()
+            if metrics["evaluated"]:
+                report = {key: metrics[key] for key in REPORTED}
+                report.update({k: v for k, v in metrics.items() if k.startswith("learner/")})
+                with tempfile.TemporaryDirectory(prefix="ding_ray_tune_") as staged:  # Tune copies it
+                    try:
+                        algo.save(staged)  # the checkpoint with the frame blocks it names
+                    except DingRayError:  # an actor died while writing it: the report goes without
+                        tune.report(report)
+                    else:
+                        tune.report(report, checkpoint=tune.Checkpoint.from_directory(staged))
+            if metrics["done"]:
+                break
 
-    run.budget = dict(max_env_step=max_env_step, max_train_iter=max_train_iter)
-    stages = pipelines.on_policy if run.on_policy else pipelines.off_policy
-    with run, run.task() as task:
-        stages(task, run.cfg, run, max_env_step, max_train_iter)
-        task.use(report)
-        task.run()
-        run.ctx = task.ctx  # the last iteration's (report saw the one before if it ended early)
-        if run.stopped():  # the iteration that reached the stop value ended at its evaluation
-            report(task.ctx)
+
+REPORTED = ("eval_return", "env_step", "train_iter", "stop_value_reached")  # and the learner's outputs
 
 
 def ray_trial_resources(input_cfg: str | tuple[Mapping, Mapping], cpus_per_trial: float) -> Any:
