@@ -352,8 +352,11 @@ class ActorSupervisor:
 
     def _restarted(self, member: Member, instance: dict) -> None:
         self._drop_probe()  # answers sent before this restart may come from the dead process
-        before = (member.known or {}).get("incarnation")
-        member.known, member.restarts = instance, member.restarts + 1
+        known = member.known
+        before = known.get("incarnation") if isinstance(known, dict) else None
+        if known is not None and not isinstance(known, dict):  # a first call not answered yet
+            self.port.forget([known])
+        member.known, member.died_unseen, member.restarts = instance, False, member.restarts + 1
         member.answered, member.warned, member.busy_since = True, False, None
         now = instance.get("incarnation")
         if member.record and before is not None and now is not None:

@@ -294,7 +294,9 @@ def test_every_member_of_a_group_away_too_long_ends_the_run_naming_why(port):
     port.advance(4.0)
     sup.poll()
     port.advance(2.0)
-    with pytest.raises(ClusterError, match=r"Every collector actor .* \(collector-0, collector-1: no node.*resume="):
+    with pytest.raises(
+        ClusterError, match=r"Every collector actor .* \(collector-0, collector-1: no node.*resume="
+    ):
         sup.poll()
     with pytest.raises(ClusterError):  # the run's error stays the answer
         sup.poll()
@@ -375,3 +377,18 @@ def test_the_end_of_run_check_does_not_wait_for_an_actor_that_never_answers(port
     learner.restart_now()
     sup.check(timeout_s=1)
     assert port.clock.now < 10 and [e["actor"] for e in sup.events] == ["learner"]
+
+
+def test_a_death_before_the_first_answer_that_a_call_reveals_is_one_restart(port):
+    evaluator = port.actor("evaluator")
+    evaluator.die(back_after=2.0)  # the supervisor's first call fails with it, and its first evaluation
+    evaluator.counted = False
+    sup = supervisor(port)
+    sup.add("evaluator", evaluator, restart_timeout_s=10)
+    sup.died("evaluator", Died("its call failed"))
+    port.advance(2.5)
+    for _ in range(3):
+        sup.poll()
+        port.advance(0.5)
+    sup.check(timeout_s=1)
+    assert [e["actor"] for e in sup.events] == ["evaluator"] and sup.restarts("evaluator") == 1
