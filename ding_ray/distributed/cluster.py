@@ -6,13 +6,14 @@ waits minutes for an unreachable address, and forever for resources no node has.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import os
 import socket
 import tempfile
 import time
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 from urllib.parse import urlparse
@@ -150,12 +151,7 @@ def start_local_ray(
     dashboard goes where ``dashboard_host`` says. A cluster other machines join is started with
     ``ray start --head`` (or ``ray up``) and joined through ``ray.address``.
     """
-    from ray._private import ray_constants  # private: the switch Ray reads to pick the node address
-
-    require_token_auth()
-    cluster_mode = getattr(ray_constants, "ENABLE_RAY_CLUSTER", None)
-    ray_constants.ENABLE_RAY_CLUSTER = False
-    try:
+    with _loopback_node_address(), _without_ray_token_warning():
         ray.init(
             num_cpus=num_cpus,
             namespace=namespace,
@@ -163,26 +159,67 @@ def start_local_ray(
             dashboard_host=dashboard_host,
             object_store_memory=None if object_store_memory is None else int(object_store_memory),
         )
-    finally:
-        if cluster_mode is None:
-            del ray_constants.ENABLE_RAY_CLUSTER
-        else:
-            ray_constants.ENABLE_RAY_CLUSTER = cluster_mode
     node_ip = ray.util.get_node_ip_address()
     if node_ip not in ("127.0.0.1", "::1"):
         logger.warning("this Ray's node address is %s: its ports are open on the network", node_ip)
 
 
-def require_token_auth() -> None:
-    """Token authentication on for the Ray this process starts, unless ``RAY_AUTH_MODE`` says
-    otherwise: what ``ray.init()`` does itself when the mode is unset, but chosen here, so Ray
-    does not warn on every run that it chose it (``RAY_AUTH_MODE=disabled`` still opts out; see
-    docs/security.md)."""
-    if os.environ.get("RAY_AUTH_MODE") is None:
-        # private: Ray's own switch, which also refreshes the mode Ray has read already
-        from ray._private.authentication.authentication_token_setup import _enable_token_auth
+@contextlib.contextmanager
+def _loopback_node_address() -> Iterator[None]:
+    """While it is open, ``ray.util.get_node_ip_address()`` answers the loopback address, and a
+    ``ray.init()`` that starts Ray takes it as the node's address.
 
-        _enable_token_auth()
+    Ray offers no argument for this: ``ray.init(_node_ip_address=...)`` and ``ray start
+    --node-ip-address`` both turn 127.0.0.1 into this machine's network address, and
+    RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0 (the documented switch behind the loopback choice) is read
+    once, when ``ray`` is imported. A new node asks ``ray.util.get_node_ip_address()`` for its
+    address; if a Ray release stops asking, Ray listens on the network again and
+    ``start_local_ray`` warns (tests/test_security.py fails).
+    """
+    public = ray.util.get_node_ip_address
+    ray.util.get_node_ip_address = lambda address=None: "127.0.0.1"
+    try:
+        yield
+    finally:
+        ray.util.get_node_ip_address = public
+
+
+# What ray.init() logs when it turns token authentication on by itself (RAY_AUTH_MODE unset).
+RAY_TOKEN_WARNING = "Token authentication is enabled for this Ray cluster"
+
+
+class _DropRecord(logging.Filter):
+    def __init__(self, prefix: str) -> None:
+        super().__init__()
+        self.prefix = prefix
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith(self.prefix)
+
+
+@contextlib.contextmanager
+def _without_ray_token_warning() -> Iterator[None]:
+    """Token authentication on for the Ray this process starts, without Ray's warning that it
+    chose so.
+
+    With RAY_AUTH_MODE unset, ``ray.init()`` turns token mode on for a Ray it starts (and sets
+    RAY_AUTH_MODE=token for the processes it spawns), then warns about it on every run. The mode
+    is ding_ray's choice as well (docs/security.md), so that one warning is dropped; a user's
+    RAY_AUTH_MODE (``disabled`` opts out) is left to Ray, warnings and all. Setting the variable
+    here instead would not do: Ray reads the mode once, when ``ray`` is imported.
+    """
+    if os.environ.get("RAY_AUTH_MODE") is not None:
+        yield
+        return
+    drop = _DropRecord(RAY_TOKEN_WARNING)
+    handlers = list(logging.getLogger("ray").handlers)  # Ray's loggers pass records only to these
+    for handler in handlers:
+        handler.addFilter(drop)
+    try:
+        yield
+    finally:
+        for handler in handlers:
+            handler.removeFilter(drop)
 
 
 def check_object_store_memory(ray_cfg: Mapping) -> None:
