@@ -168,21 +168,27 @@ def test_an_object_store_size_with_a_cluster_address_is_a_config_error(tmp_path)
 
 
 def test_the_object_store_size_reaches_the_ray_started_here():
-    """Ray's minimum is accepted, and is the size of the object store of the Ray started here."""
+    """ding_ray's minimum is Ray's: ``ray.init`` refuses a byte less, and the Ray started here with
+    exactly that much has an object store of that size."""
     code = (
         "import ray\n"
-        "from ray._private.ray_constants import OBJECT_STORE_MINIMUM_MEMORY_BYTES as low\n"
         "from ding_ray.distributed import RayConfig\n"
-        "from ding_ray.distributed.cluster import init_ray\n"
+        "from ding_ray.distributed.cluster import OBJECT_STORE_MINIMUM_BYTES as low, init_ray\n"
+        "try:\n"
+        "    ray.init(num_cpus=1, include_dashboard=False, object_store_memory=low - 1)\n"
+        "except ValueError as err:\n"
+        "    print('refused', err)\n"
         "cfg = RayConfig.default_config()\n"
         "cfg.update(num_cpus=1, object_store_memory=low)\n"
         "assert init_ray(cfg, 'object-store-test')\n"
-        "print('store', int(ray.cluster_resources()['object_store_memory']), low)\n"
+        "print('size:', int(ray.cluster_resources()['object_store_memory']), low)\n"
         "ray.shutdown()\n"
     )
     proc = run_python(code, timeout=180, env={"RAY_ADDRESS": ""})
-    store, low = proc.stdout.split("store ")[1].split()
-    assert proc.returncode == 0 and store == low == str(75 * 2**20), proc.stderr[-2000:]
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "refused Attempting to cap object store memory usage at 78643199 bytes" in proc.stdout
+    store, low = proc.stdout.split("size: ")[1].split()
+    assert store == low == str(75 * 2**20), proc.stderr[-2000:]
 
 
 def test_warm_up_fills_the_buffer_before_the_collectors_are_up(ray_session, tmp_path):
