@@ -19,9 +19,10 @@ def policy_preferring(action):
     """A DQN whose Q-values are highest for ``action`` whatever the observation."""
     policy = DQNPolicy(dict(model=dict(MODEL, dueling=False), nstep=1))
     with torch.no_grad():
-        for p in policy._model.parameters():
+        model = policy.learn_mode.get_attribute("model")  # the one model of every mode
+        for p in model.parameters():
             p.zero_()
-        head = list(policy._model.modules())[-1]
+        head = list(model.modules())[-1]
         head.bias[action] = 5.0
     return policy
 
@@ -39,7 +40,8 @@ def test_greedy_and_exploring_actions_stay_legal():
 
 def test_double_dqn_target_uses_only_legal_next_actions():
     policy = policy_preferring(0)
-    policy._target_model.load_state_dict(policy._model.state_dict())
+    model, target = policy.learn_mode.get_attribute("model"), policy.learn_mode.get_attribute("target_model")
+    target.load_state_dict(model.state_dict())
     transition = dict(
         obs=masked_obs([1, 1, 1, 1]),
         next_obs=masked_obs([0, 0, 1, 0]),

@@ -23,7 +23,7 @@ def transitions(policy, n=32):
 
 def test_forwards_and_transitions_have_di_engine_s_keys():
     policy = make()
-    assert isinstance(policy, DiscreteSACPolicy) and policy._model.twin_critic
+    assert isinstance(policy, DiscreteSACPolicy) and policy.learn_mode.get_attribute("model").twin_critic
     out = policy.collect_mode.forward(OBS, eps=0.0)
     assert set(out[3]) == {"logit", "action"} and out[3]["logit"].shape == (2,)
     assert out[3]["action"].shape == () and out[3]["action"].item() in (0, 1)
@@ -37,7 +37,7 @@ def test_eps_draws_once_per_step_for_all_envs():
     """DI-engine's eps_greedy_multinomial_sample: one draw decides for the whole batch."""
     policy = make()
     with torch.no_grad():  # the actor prefers action 0 by far: its samples are all 0
-        policy._model.actor.layers[-1].bias.copy_(torch.tensor([30.0, -30.0]))
+        policy.collect_mode.get_attribute("model").actor.layers[-1].bias.copy_(torch.tensor([30.0, -30.0]))
     batch = {i: np.zeros(4, np.float32) for i in range(64)}
     assert {o["action"].item() for o in policy.collect_mode.forward(batch, eps=0.0).values()} == {0}
     kinds = set()
@@ -59,7 +59,8 @@ def test_learning_step_moves_q_toward_the_soft_target_and_state_round_trips():
     assert last["alpha"] != pytest.approx(0.2)  # learned
     fresh = make(learn=dict(batch_size=32, learning_rate_q=0.01, auto_alpha=True))
     fresh.learn_mode.load_state_dict(policy.learn_mode.state_dict())
-    assert fresh._alpha.item() == pytest.approx(policy._alpha.item())
+    alpha = policy.learn_mode.get_attribute("alpha").item()
+    assert fresh.learn_mode.get_attribute("alpha").item() == pytest.approx(alpha)
     a = policy.eval_mode.forward(OBS)[3]["logit"]
     assert torch.equal(fresh.eval_mode.forward(OBS)[3]["logit"], a)
 

@@ -64,8 +64,11 @@ def test_default_config_merges_up_the_class_chain():
 
 def test_enable_field_limits_modes_and_cuda_falls_back():
     policy = create_policy(dict(type="dqn", model=MODEL, cuda=True), enable_field=["collect"])
-    assert policy._device.type == ("cuda" if torch.cuda.is_available() else "cpu")
-    assert not hasattr(policy, "_optimizer")
+    assert policy.collect_mode.get_attribute("device").type == (
+        "cuda" if torch.cuda.is_available() else "cpu"
+    )
+    with pytest.raises(NotImplementedError):  # learn mode was never set up: no optimizer
+        policy.learn_mode.get_attribute("optimizer")
     with pytest.raises(ConfigError):
         DQNPolicy(dict(model=MODEL), enable_field=["learn", "fly"])
 
@@ -118,20 +121,22 @@ def test_columnar_and_list_batches_give_the_same_loss():
 
 def test_hard_target_update_every_freq_iterations():
     policy = make_policy(learn=dict(target_update_freq=2))
-    target0 = {k: v.clone() for k, v in policy._target_model.state_dict().items()}
+    target0 = {k: v.clone() for k, v in policy.learn_mode.state_dict()["target_model"].items()}
     policy.learn_mode.forward(batch())
-    assert all(torch.equal(v, target0[k]) for k, v in policy._target_model.state_dict().items())
+    target = policy.learn_mode.state_dict()["target_model"]
+    assert all(torch.equal(v, target0[k]) for k, v in target.items())
     policy.learn_mode.forward(batch())
-    online = policy._learn_model.state_dict()
-    assert all(torch.equal(v, online[k]) for k, v in policy._target_model.state_dict().items())
+    state = policy.learn_mode.state_dict()
+    assert all(torch.equal(v, state["model"][k]) for k, v in state["target_model"].items())
 
 
 def test_soft_target_update_moves_by_theta():
     policy = make_policy(learn=dict(target_update_freq=0, target_theta=0.5))
-    before = {k: v.clone() for k, v in policy._target_model.state_dict().items()}
+    before = {k: v.clone() for k, v in policy.learn_mode.state_dict()["target_model"].items()}
     policy.learn_mode.forward(batch())
-    online = policy._learn_model.state_dict()
-    for key, value in policy._target_model.state_dict().items():
+    state = policy.learn_mode.state_dict()
+    online = state["model"]
+    for key, value in state["target_model"].items():
         assert torch.allclose(value, 0.5 * before[key] + 0.5 * online[key], atol=1e-6)
 
 
@@ -182,9 +187,9 @@ def test_nan_inputs_stop_before_the_weights_change():
     from ding_ray.errors import NonFiniteError
 
     policy = make_policy()
-    before = {k: v.clone() for k, v in policy._learn_model.state_dict().items()}
+    before = {k: v.clone() for k, v in policy.learn_mode.state_dict()["model"].items()}
     data = batch()
     data[3]["reward"] = np.float32("nan")
     with pytest.raises(NonFiniteError, match=r"\['reward'\]"):
         policy.learn_mode.forward(data)
-    assert all(torch.equal(v, before[k]) for k, v in policy._learn_model.state_dict().items())
+    assert all(torch.equal(v, before[k]) for k, v in policy.learn_mode.state_dict()["model"].items())

@@ -144,10 +144,11 @@ def test_learn_takes_samples_a_columnar_batch_and_di_engines_list_of_lists():
     torch.manual_seed(0)
     policy = IMPALAPolicy(dict(model=MODEL, unroll_len=8), enable_field=["learn", "collect"])
     samples = UnrollBuilder(8)(stream(16)) * 2
-    before = [p.detach().clone() for p in policy._model.parameters()]
+    model = policy.learn_mode.get_attribute("model")
+    before = [p.detach().clone() for p in model.parameters()]
     out = policy.learn_mode.forward(samples)
     assert all(math.isfinite(v) for v in out.values())
-    assert any(not torch.equal(a, b) for a, b in zip(before, policy._model.parameters()))
+    assert any(not torch.equal(a, b) for a, b in zip(before, model.parameters()))
     columns = {k: np.stack([s[k] for s in samples]) for k in samples[0]}
     assert math.isfinite(policy.learn_mode.forward(columns)["total_loss"])
     as_lists = [[{k: s[k][t] for k in s if k != "collect_iter"} for t in range(8)] for s in samples]
@@ -264,6 +265,6 @@ def test_the_gradient_clip_belongs_to_adam_as_in_di_engine(optim, clipped):
         cfg = dict(model=MODEL, unroll_len=8, learn=dict(optim=optim, grad_clip_type=clip, clip_value=1e-12))
         policy = IMPALAPolicy(cfg, enable_field=["learn"])
         policy.learn_mode.forward(samples)
-        weights.append([p.detach().clone() for p in policy._model.parameters()])
+        weights.append([p.detach().clone() for p in policy.learn_mode.get_attribute("model").parameters()])
     same = all(torch.equal(a, b) for a, b in zip(*weights))
     assert same is not clipped

@@ -90,26 +90,26 @@ def test_learner_updates_statistics_and_published_weights_carry_them():
     learner = _policy(fields=("learn",))
     data = _rollout()
     learner.learn_mode.forward(data)
-    stats = learner._obs_norm
+    stats = learner.learn_mode.get_attribute("obs_norm")
     assert stats.count == 32
     assert stats.mean == pytest.approx(np.mean([d["obs"] for d in data], axis=0), rel=1e-5)
     weights = state_dict_to_numpy(learner.learn_mode.state_dict()["model"])  # what the learner publishes
     assert "obs_norm.mean" in weights
     collector = _policy(fields=("collect", "eval"))
     load_weights(collector.collect_mode, weights)
-    assert collector._obs_norm.count == 32
+    assert collector.collect_mode.get_attribute("obs_norm").count == 32
     obs = {0: data[0]["obs"]}
     assert collector.eval_mode.forward(obs)[0]["action"] == pytest.approx(
-        learner._model(stats.normalize(torch.from_numpy(data[0]["obs"])[None]), "compute_actor")["logit"][
-            "mu"
-        ]
+        learner.learn_mode.get_attribute("model")(
+            stats.normalize(torch.from_numpy(data[0]["obs"])[None]), "compute_actor"
+        )["logit"]["mu"]
         .detach()
         .numpy()[0]
     )
     # a checkpoint (learn state dict) restores the statistics too
     restored = _policy(fields=("learn",))
     restored.learn_mode.load_state_dict(learner.learn_mode.state_dict())
-    assert restored._obs_norm.mean == pytest.approx(stats.mean)
+    assert restored.learn_mode.get_attribute("obs_norm").mean == pytest.approx(stats.mean)
 
 
 def test_obs_norm_mismatch_is_an_error():

@@ -41,10 +41,11 @@ def test_samples_carry_di_engine_s_keys_and_stored_advantages():
 def test_one_learn_call_is_one_gradient_step():
     policy = make(learn=dict(batch_size=24))
     samples = collect(policy)
-    before = [p.detach().clone() for p in policy._model.parameters()]
+    model = policy.learn_mode.get_attribute("model")
+    before = [p.detach().clone() for p in model.parameters()]
     out = policy.learn_mode.forward(samples)
     assert isinstance(out, dict) and {"policy_loss", "value_loss", "entropy_loss", "approx_kl"} <= set(out)
-    assert any((p != b).any() for p, b in zip(policy._model.parameters(), before))
+    assert any((p != b).any() for p, b in zip(model.parameters(), before))
 
 
 def test_on_policy_settings_are_refused_by_name():

@@ -108,27 +108,32 @@ def test_learn_trains_and_reports(recompute_adv):
             learn=dict(epoch_per_collect=3, batch_size=16, lr_scheduler=dict(epoch_num=4, min_lr_lambda=0.5)),
         )
     )
-    before = [p.detach().clone() for p in policy._model.parameters()]
+    model = policy.learn_mode.get_attribute("model")
+    before = [p.detach().clone() for p in model.parameters()]
     steps = policy.learn_mode.forward(rollout())
     assert len(steps) == 3 * 64 // 16  # one log dict per gradient step: epochs x minibatches, as DI-engine
     for info in steps:
         assert set(policy.learn_mode.monitor_vars()) <= set(info)
         assert all(math.isfinite(v) for v in info.values())
-    assert any(not torch.equal(a, b) for a, b in zip(before, policy._model.parameters()))
+    assert any(not torch.equal(a, b) for a, b in zip(before, model.parameters()))
     # lr: linear from 3e-4 towards .5 * 3e-4 over 4 learn calls, one step per call
-    assert policy._optimizer.param_groups[0]["lr"] == pytest.approx(3e-4 * (1 - 0.5 / 4))
+    assert policy.learn_mode.get_attribute("optimizer").param_groups[0]["lr"] == pytest.approx(
+        3e-4 * (1 - 0.5 / 4)
+    )
     # value_norm (DI-engine's default) learns from the 64 returns at each of the 3 epochs, with or
     # without recomputed advantages, as DI-engine's PPO
-    assert policy._running_mean_std.count == pytest.approx(3 * 64, abs=1e-3)
+    value_stats = policy.learn_mode.get_attribute("running_mean_std")
+    assert value_stats.count == pytest.approx(3 * 64, abs=1e-3)
     state = policy.learn_mode.state_dict()
     other = create_policy(dict(type="ppo", model=MODEL), enable_field=["learn"])
     other.learn_mode.load_state_dict(state)
-    assert other._running_mean_std.std == pytest.approx(policy._running_mean_std.std)
+    assert other.learn_mode.get_attribute("running_mean_std").std == pytest.approx(value_stats.std)
 
 
 def test_ppo_param_init_is_orthogonal_with_zero_bias():
     policy = PPOPolicy(dict(model=MODEL), enable_field=["learn"])
-    linear = next(m for m in policy._model.modules() if isinstance(m, torch.nn.Linear))
+    model = policy.learn_mode.get_attribute("model")
+    linear = next(m for m in model.modules() if isinstance(m, torch.nn.Linear))
     w = linear.weight.detach()
     assert w.shape == (32, 4)  # a tall orthogonal matrix: orthonormal columns
     assert torch.allclose(w.T @ w, torch.eye(4), atol=1e-5) and not linear.bias.any()
@@ -145,7 +150,7 @@ def test_defaults_and_unsupported_options():
     with pytest.raises(ConfigError, match="set both"):
         PPOPolicy(dict(model=dict(MODEL, type="vac", action_space="continuous")))
     named = PPOPolicy(dict(model=dict(MODEL, type="vac", action_shape=1), action_space="continuous"))
-    assert named._model.action_space == "continuous"
+    assert named.learn_mode.get_attribute("model").action_space == "continuous"
     with pytest.raises(ConfigError, match="unroll_len"):
         PPOPolicy(dict(model=MODEL, collect=dict(unroll_len=4)))
     with pytest.raises(ConfigError, match="grad_clip_type"):
@@ -213,16 +218,17 @@ def test_continuous_learn_trains_and_default_model_follows_the_action_space():
         )
     )
     assert policy.cfg.model.action_space == "continuous" and policy.action_space == "continuous"
-    head = policy._model.actor_head
+    model = policy.learn_mode.get_attribute("model")
+    head = model.actor_head
     # DI-engine's continuous ppo_param_init: log std -0.5, actor layers scaled down by 0.01
     assert torch.allclose(head.log_sigma_param, torch.full((1, 1), -0.5))
     assert head.mu.weight.abs().max() < 0.05
-    before = [p.detach().clone() for p in policy._model.parameters()]
+    before = [p.detach().clone() for p in model.parameters()]
     steps = policy.learn_mode.forward(continuous_rollout())
     assert all(math.isfinite(v) for info in steps for v in info.values())
     info = steps[-1]
     assert set(policy.learn_mode.monitor_vars()) <= set(info) and 0.5 < info["sigma_mean"] < 0.7
-    assert any(not torch.equal(a, b) for a, b in zip(before, policy._model.parameters()))
+    assert any(not torch.equal(a, b) for a, b in zip(before, model.parameters()))
     policy.check_spaces((4,), "continuous", 1)  # a Box env fits
     from ding_ray.errors import EnvError
 
@@ -236,7 +242,8 @@ def test_an_optimizer_state_in_the_old_head_order_is_refused_with_what_to_do():
     policy = create_policy(dict(type="ppo", model=MODEL), enable_field=["learn"])
     policy.learn_mode.forward(rollout())
     state = policy.learn_mode.state_dict()
-    names = [n for n, _ in policy._model.named_parameters()]
+    model = policy.learn_mode.get_attribute("model")
+    names = [n for n, _ in model.named_parameters()]
     heads = [i for i, n in enumerate(names) if n.startswith(("critic_head", "actor_head"))]
     critic = [i for i in heads if names[i].startswith("critic_head")]
     encoder = [i for i in range(len(names)) if i not in heads]
@@ -248,4 +255,5 @@ def test_an_optimizer_state_in_the_old_head_order_is_refused_with_what_to_do():
         other.learn_mode.load_state_dict(state)
     del state["optimizer"]
     other.learn_mode.load_state_dict(state)  # the weights alone load by name
-    assert all(torch.equal(a, b) for a, b in zip(other._model.parameters(), policy._model.parameters()))
+    other_model = other.learn_mode.get_attribute("model")
+    assert all(torch.equal(a, b) for a, b in zip(other_model.parameters(), model.parameters()))

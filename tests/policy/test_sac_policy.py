@@ -43,10 +43,11 @@ def test_defaults_are_di_engine_s():
     assert cfg.learn.auto_alpha and cfg.learn.log_space and cfg.learn.init_w == 3e-3
     assert cfg.random_collect_size == 10000 and cfg.other.replay_buffer.replay_buffer_size == 1000000
     assert cfg.transition_with_policy_data  # the warm-up acts with the untrained policy
-    assert policy._model.twin_critic and len(policy._model.critic) == 2  # twin_critic defaults to True
-    assert policy._target_entropy == -2.0  # -action_dim
+    model = policy.learn_mode.get_attribute("model")
+    assert model.twin_critic and len(model.critic) == 2  # twin_critic defaults to True
+    assert policy.learn_mode.get_attribute("target_entropy") == -2.0  # -action_dim
     # init_w: the actor's output layers start within [-3e-3, 3e-3]
-    assert policy._model.actor.mu.weight.abs().max().item() <= 3e-3
+    assert model.actor.mu.weight.abs().max().item() <= 3e-3
 
 
 def test_collect_samples_in_minus_one_one_and_eval_is_tanh_mu():
@@ -81,12 +82,13 @@ def test_a_time_limit_is_terminal_as_in_di_engine_unless_bootstrap_on_truncation
 
 def test_learn_step_changes_actor_and_critics_and_moves_targets_by_theta():
     policy = make()
-    before = {k: v.clone() for k, v in policy._model.state_dict().items()}
-    target_before = {k: v.clone() for k, v in policy._target_model.state_dict().items()}
+    model, target = policy.learn_mode.get_attribute("model"), policy.learn_mode.get_attribute("target_model")
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    target_before = {k: v.clone() for k, v in target.state_dict().items()}
     out = policy.learn_mode.forward(batch())
     for key in ("critic_loss", "policy_loss", "alpha_loss", "alpha", "target_q_value", "total_loss"):
         assert np.isfinite(out[key]), key
-    after = policy._model.state_dict()
+    after = model.state_dict()
     for name in (
         "actor.mu.weight",
         "actor.trunk.layers.0.weight",
@@ -96,7 +98,7 @@ def test_learn_step_changes_actor_and_critics_and_moves_targets_by_theta():
         assert not torch.equal(before[name], after[name]), name
     name = "critic.0.layers.0.weight"
     expected = target_before[name] + 0.005 * (after[name] - target_before[name])
-    assert torch.allclose(policy._target_model.state_dict()[name], expected, atol=1e-7)
+    assert torch.allclose(target.state_dict()[name], expected, atol=1e-7)
     assert set(policy.learn_mode.monitor_vars()) >= {"critic_loss", "policy_loss", "alpha", "cur_lr_q"}
 
 
@@ -126,12 +128,14 @@ def test_state_dict_round_trip_with_weights_only():
     state = torch.load(buffer, weights_only=True)
     fresh = make()
     fresh.learn_mode.load_state_dict(state)
-    assert fresh._alpha.item() == pytest.approx(trained._alpha.item())
+    alpha = trained.learn_mode.get_attribute("alpha").item()
+    assert fresh.learn_mode.get_attribute("alpha").item() == pytest.approx(alpha)
     obs = {0: np.ones(3, np.float32)}
     assert np.array_equal(
         fresh.eval_mode.forward(obs)[0]["action"], trained.eval_mode.forward(obs)[0]["action"]
     )
-    for a, b in zip(fresh._target_model.parameters(), trained._target_model.parameters()):
+    fresh_target, trained_target = (p.learn_mode.get_attribute("target_model") for p in (fresh, trained))
+    for a, b in zip(fresh_target.parameters(), trained_target.parameters()):
         assert torch.equal(a, b)
     # the next step is the same in both (same optimizer moments, alpha and targets)
     torch.manual_seed(7)
@@ -179,8 +183,9 @@ def test_the_warm_up_is_the_untrained_policy_unless_told_otherwise(with_policy):
     policy = make(model=dict(obs_shape=3, action_shape=1), transition_with_policy_data=with_policy)
     assert policy.collect_mode.get_attribute("transition_with_policy_data") is with_policy
     with torch.no_grad():  # an actor that pushes hard and does not explore: tanh(3) = 0.995
-        policy._model.actor.mu.bias.fill_(3.0)
-        policy._model.actor.log_sigma_layer.bias.fill_(-20.0)
+        actor = policy.collect_mode.get_attribute("model").actor
+        actor.mu.bias.fill_(3.0)
+        actor.log_sigma_layer.bias.fill_(-20.0)
     env_fn, cfgs, _ = get_vec_env_setting(
         dict(env_id="Pendulum-v1", act_scale=True, collector_env_num=2, evaluator_env_num=1)
     )
@@ -192,7 +197,7 @@ def test_the_warm_up_is_the_untrained_policy_unless_told_otherwise(with_policy):
 
     serial = SampleSerialCollector(dict(n_sample=200), manager(), policy.collect_mode)
     step = StepCollector(
-        EasyDict(seed=0, policy=dict(policy._cfg, collect=dict(n_sample=1))),
+        EasyDict(seed=0, policy=dict(policy.cfg, collect=dict(n_sample=1))),
         policy,
         manager(),
         random_collect_size=200,

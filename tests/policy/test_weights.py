@@ -17,8 +17,10 @@ def test_round_trip_through_read_only_arrays():
         value.flags.writeable = False  # as they come out of Ray's object store
     load_weights(target.collect_mode, weights)
     obs = torch.randn(5, 4)
-    assert torch.equal(source._model(obs)["logit"], target._model(obs)["logit"])
-    assert num_parameters(weights) == sum(p.numel() for p in source._model.parameters())
+    source_model = source.learn_mode.get_attribute("model")
+    loaded = target.collect_mode.get_attribute("model")
+    assert torch.equal(source_model(obs)["logit"], loaded(obs)["logit"])
+    assert num_parameters(weights) == sum(p.numel() for p in source_model.parameters())
 
 
 def test_published_copy_does_not_follow_training():
@@ -27,7 +29,7 @@ def test_published_copy_does_not_follow_training():
     key = next(iter(weights))
     before = weights[key].copy()
     with torch.no_grad():
-        for p in policy._model.parameters():
+        for p in policy.learn_mode.get_attribute("model").parameters():
             p.add_(1.0)
     assert np.array_equal(weights[key], before)
 
