@@ -6,17 +6,12 @@ The policy loss is APPO's clipped surrogate (``learn.surrogate_clip_ratio=0.2``,
 addition; DI-engine's IMPALA has the plain V-trace policy gradient): each unroll is sampled about 8
 times and trained on 40-odd learner iterations after it was collected, and the trust region keeps
 those steps from pushing the policy away from the one that collected it. Without it a run could
-saturate onto one action and stay at a return of 9 (1 run in 15 with the config before this one).
+saturate onto one action, where the policy gradient and the entropy bonus both vanish, and stay at
+a return of 9.
 
-``ding-ray train cartpole_impala --mode ray``, seeds 0-2, on the 2 cores (2026-11-27, 01:14-01:27,
-seven rounds, all 21 runs solved): 475 reached 10.4-21.2 s after launch, median 13.0 s (per-round
-medians 14.1, 16.0, 13.8, 13.0, 11.6, 11.6, 13.2 s), at 17k-75k env steps (median 27k); policy lag
-median 40-48 learner iterations, p95 72-96. In the same hour the config before (2 collectors of 8
-envs, learning rate 3e-4, no surrogate): 21.5 / 12.0 / unsolved at 200k and 20.1 / 13.8 / 24.4 s;
-ding_ray's sync PPO on Ray (``cartpole_ppo``): 13.2 / 12.3 / 12.1 and 14.0 / 11.0 / 12.3 s. The
-first batch comes 6-9 s after launch (Ray's own start takes 4-5 s of it). The README's IMPALA
-section has the variants measured. ``max_env_step`` and ``mode`` are the budget and pipeline
-``ding-ray train`` uses by default.
+``ding-ray train cartpole_impala --mode ray`` runs it; ``benchmarks/bench_time_to_solve.py`` and
+``benchmarks/bench_impala.py`` measure its time to 475 and its throughput. ``max_env_step`` and
+``mode`` are the budget and pipeline ``ding-ray train`` uses by default.
 """
 
 main_config = dict(
@@ -54,9 +49,8 @@ main_config = dict(
         num_collectors=1,
         backpressure="block",  # the learner never waits on data; the collector waits when ahead
         # gradient steps per learner call (128 unrolls sampled per call). Each call costs the
-        # learner about 1 ms of Ray's dispatch outside training: with 4 per call it was busy 0.88-0.90
-        # of the time, with 8 0.917 (bench_impala, 2026-11-27). Launch to 475 on Ray, 15 runs each
-        # interleaved (seeds 0-2, five rounds): median 11.6 s for 4 and for 8
+        # learner Ray's dispatch outside training, so more steps per call keep it busier
+        # (bench_impala measures it) without slowing the time to 475
         train_iters_per_call=8,
     ),
 )

@@ -7,9 +7,8 @@ random steps before training, a target update every 1,000 env steps), with a gra
 fits on 2 CPU cores; Adam, ding_ray's DQN optimizer, in place of RMSProp. Double DQN, n-step 1.
 The Ray run adds Ape-X's prioritized replay (alpha 0.6, beta 0.4 -> 1); the serial run uses it too.
 ``benchmarks/minatar_dqn_plain.py`` is a single-process DQN with these values (uniform replay),
-``benchmarks/bench_minatar.py`` runs both side by side. Measured (eval return over 20 episodes, seeds
-0 / 1 / 2, 2026-11-26): 20.7 / 12.3 / 10.5 at 500k env steps and 20.8 / 15.9 / 29.3 at 1M, against
-the plain loop's 11.35 / 8.05 / 9.5 and 18.2 / 12.3 / 18.8.
+``benchmarks/bench_minatar.py`` runs both side by side and reports their evaluation returns (20
+episodes) at 500k and 1M env steps.
 
 ``max_env_step`` and ``mode`` are the budget and pipeline ``ding-ray train`` uses by default.
 """

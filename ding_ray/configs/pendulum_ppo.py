@@ -1,5 +1,5 @@
-"""PPO with a Gaussian policy on Pendulum-v1 (on-policy serial pipeline): seeds 0-2 reach -250 in
-14,400 / 13,600 / 17,600 env steps (benchmarks/readme_figures.py, 2026-11-27).
+"""PPO with a Gaussian policy on Pendulum-v1 (on-policy serial pipeline), to an evaluation return of
+-250; ``python benchmarks/readme_figures.py`` measures the env steps each seed needs.
 
 Continuous actions (a state-independent log std), gamma 0.9, GAE lambda 0.95, lr 1e-3, 10 epochs
 as rl-zoo3's tuned Pendulum PPO (without its gSDE and reward normalisation; DI-engine's value_norm
