@@ -27,7 +27,7 @@ from ding_ray.distributed.cluster import ClusterError, learner_name, lower_prior
 from ding_ray.distributed.errors import ActorDiedError, raised_line, ray_text
 from ding_ray.distributed.metrics import RayMetrics
 from ding_ray.distributed.ray_port import Incarnation, remote_class
-from ding_ray.distributed.startup import why_not_started
+from ding_ray.distributed.startup import note_start, why_not_started
 from ding_ray.distributed.user_modules import UserCode, check_user_code, load_user_code, user_code
 from ding_ray.distributed.weights import WeightsPublisher, WeightsRef, pull
 from ding_ray.utils.checkpoint import CheckpointStore, storage_root
@@ -47,6 +47,7 @@ def enter_actor(code: UserCode | None, who: str, torch_threads: int, nice: int =
     """What an actor process does first: load the user's code (``user_code``: the envs and models
     the config names), give torch its threads, and lower the process's CPU priority by ``nice``
     (collectors and evaluator yield to the learner on a shared machine)."""
+    note_start()  # first: a driver waiting for this actor sees that Ray placed it (``start_state``)
     load_user_code(code, who)
     set_torch_threads(torch_threads)
     lower_priority(nice)

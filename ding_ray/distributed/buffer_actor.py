@@ -10,6 +10,7 @@ from easydict import EasyDict
 from ding_ray.data import Batch, create_buffer
 from ding_ray.distributed.metrics import RayMetrics
 from ding_ray.distributed.ray_port import Incarnation
+from ding_ray.distributed.startup import note_start
 from ding_ray.utils.checkpoint import (
     BUFFER_FILE,
     CheckpointStore,
@@ -36,6 +37,7 @@ class BufferActor:
         resumed run, or Ray restarting this actor after it died) the buffer starts from the latest.
         ``frames_flush_s``: seconds between writes of new frames there (``FrameBlocks.flush``).
         ``run_id``: the run's start, whose starts of this actor are counted there (``Incarnation``)."""
+        note_start()  # first: a driver waiting for this actor sees that Ray placed it (``start_state``)
         self.buffer = create_buffer(buffer_cfg, exp_name=exp_name, instance_name="buffer")
         self.buffer.seed(seed)
         self._metrics = RayMetrics("buffer", exp_name, interval_s=1.0)
