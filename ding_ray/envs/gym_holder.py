@@ -19,6 +19,12 @@ class GymEnvHolder:
     _dynamic_seed = True
     _replay_path: str | None = None
 
+    @property
+    def unwrapped(self) -> gym.Env:
+        """The gymnasium env under every wrapper, as gymnasium's ``Env.unwrapped``: for reading the
+        game's own state (Pendulum's last torque ``last_u``, MuJoCo's ``data``)."""
+        return self._env.unwrapped
+
     def seed(self, seed: int, dynamic_seed: bool = True) -> None:
         """Seeded as dizoo's envs are: ``dynamic_seed`` starts each episode from ``seed + 100 * k``,
         ``k`` in [1, 1000) drawn from numpy's global generator, so each reset gives a new episode;

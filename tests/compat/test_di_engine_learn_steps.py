@@ -99,7 +99,12 @@ def _rows(columns: dict) -> list[dict]:
 
 def _outputs(policy, obs: torch.Tensor, action: torch.Tensor, names: list[str]) -> dict[str, np.ndarray]:
     out = {}
-    models = {"model": policy._learn_model, "target": getattr(policy, "_target_model", None)}
+    learn = policy.learn_mode
+    try:
+        target = learn.get_attribute("target_model")
+    except NotImplementedError:  # an on-policy learner keeps no target network
+        target = None
+    models = {"model": learn.get_attribute("learn_model"), "target": target}
     with torch.no_grad():
         for name in names:
             which, what = name.split(".")

@@ -190,7 +190,9 @@ def test_di_engine_default_keys_are_accepted_and_act(tmp_path):
     from ding_ray.policy import create_policy
 
     policy = create_policy(cfg.policy, enable_field=["learn"])
-    assert any("LayerNorm" in type(m).__name__ for m in policy._model.modules())  # model keys act
+    assert any(
+        "LayerNorm" in type(m).__name__ for m in policy.learn_mode.get_attribute("model").modules()
+    )  # model keys act
     main.policy.multi_gpu = True
     with pytest.raises(ConfigError, match="multi_gpu=True trains data-parallel with a learner group"):
         serial_pipeline((main, create), seed=0, max_train_iter=1)

@@ -89,4 +89,4 @@ def test_a_gaussian_actor_starts_with_di_engine_s_log_sigma(policy_type, log_sig
         dict(action_space="continuous", model=dict(obs_shape=3, action_shape=2, action_space="continuous")),
         enable_field=["learn"],
     )
-    assert policy._model.actor_head.log_sigma_param.detach().eq(log_sigma).all()
+    assert policy.learn_mode.get_attribute("model").actor_head.log_sigma_param.detach().eq(log_sigma).all()

@@ -23,20 +23,20 @@ def test_act_scale_maps_unit_actions_onto_the_box_and_random_actions_stay_in_uni
     env.reset()
     for unit, torque in ((1.0, 2.0), (-0.5, -1.0), (7.0, 2.0)):  # out-of-range actions are clipped
         env.step(np.array([unit], np.float32))
-        assert env._env.unwrapped.last_u == pytest.approx(torque)
+        assert env.unwrapped.last_u == pytest.approx(torque)
     randoms = np.stack([env.random_action() for _ in range(500)])
     assert randoms.shape == (500, 1) and randoms.dtype == np.float32
     assert randoms.min() >= -1 and randoms.max() <= 1 and randoms.max() > 0.9 and randoms.min() < -0.9
     plain = GymnasiumEnv(dict(env_id="Pendulum-v1"))
     plain.reset()
     plain.step(np.array([1.0], np.float32))
-    assert plain._env.unwrapped.last_u == pytest.approx(1.0)  # passed through unchanged by default
+    assert plain.unwrapped.last_u == pytest.approx(1.0)  # passed through unchanged by default
     with pytest.raises(EnvError, match="act_scale=True needs a bounded Box"):
         GymnasiumEnv(dict(env_id="CartPole-v1", act_scale=True))
     wrapped = DingEnvWrapper(gym.make("Pendulum-v1"), dict(act_scale=True))  # dizoo's option, accepted
     wrapped.reset()
     wrapped.step(np.array([0.5], np.float32))
-    assert wrapped._env.unwrapped.last_u == pytest.approx(1.0)
+    assert wrapped.unwrapped.last_u == pytest.approx(1.0)
 
 
 def test_pendulum_sac_learns_well_above_random(tmp_path):

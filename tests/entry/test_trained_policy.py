@@ -84,16 +84,39 @@ def observations(env_id: str, n: int = 48) -> np.ndarray:
     return np.asarray(seen, dtype=np.float32)
 
 
+class ActionRecorder(gym.Wrapper):
+    """Keeps each action the gymnasium env is stepped with, and leaves the game where it is (only the
+    action is wanted, and a game given a tensor torque warns of its reward's type)."""
+
+    def __init__(self, env: gym.Env) -> None:
+        super().__init__(env)
+        self.actions = []
+
+    def reset(self, **kwargs):
+        self.obs, info = super().reset(**kwargs)
+        return self.obs, info
+
+    def step(self, action):
+        self.actions.append(action)
+        return self.obs, 0.0, False, False, {}
+
+
 def original_actions(run_dir: str, state: dict, obs: np.ndarray) -> list:
-    """What a user wrote before ``load_policy``: the eval forward per env, then the env's mapping."""
+    """What a user wrote before ``load_policy``: the eval forward per env, then the env's mapping
+    (the action ``GymnasiumEnv.step`` hands the gymnasium env)."""
     main, create = split_input_cfg(os.path.join(run_dir, "total_config.json"))
     cfg = compile_config(main, create_cfg=create, auto=True, save_cfg=False)
-    env = GymnasiumEnv(cfg.env)
+    recorder = ActionRecorder(gym.make(cfg.env.env_id))
+    env = GymnasiumEnv(cfg.env, env=recorder)
     fill_model_shapes(cfg, env.observation_space, env.action_space)
     policy = create_policy(cfg.policy, enable_field=["eval"])
     policy.eval_mode.load_state_dict(state)
     out = policy.eval_mode.forward({i: o for i, o in enumerate(obs)})
-    return [env._env_action(out[i]["action"]) for i in range(len(obs))]
+    env.reset()
+    for i in range(len(obs)):
+        env.step(out[i]["action"])
+    env.close()
+    return recorder.actions
 
 
 def assert_same_actions(got, want: list) -> None:
@@ -119,7 +142,7 @@ def test_act_is_the_trained_policy_on_real_observations(runs, key):
     else:
         assert one.shape == (1,) and np.allclose(one, want[5], atol=1e-5)
     if key.startswith("ppo"):  # the observation statistics came with the weights
-        assert trained.cfg.policy.obs_norm and trained.policy._obs_norm.count > 0
+        assert trained.cfg.policy.obs_norm and trained.policy.eval_mode.get_attribute("obs_norm").count > 0
     if key == "sac":  # tanh actions mapped onto Pendulum's [-2, 2], as env.act_scale does
         assert trained.module.scaled and np.allclose(trained.module.action_half_width.numpy(), 2.0)
     with pytest.raises(ShapeError, match="one observation of shape"):

@@ -207,7 +207,7 @@ def test_minatar_observations_are_channel_first_float():
     assert all(
         o.shape == (4, 10, 10) and o.dtype == np.float32 and set(np.unique(o)) <= {0.0, 1.0} for o in obs
     )
-    raw = env._env.unwrapped.game.state()  # (10, 10, C) bool
+    raw = env.unwrapped.game.state()  # (10, 10, C) bool
     assert np.array_equal(obs[-1], np.moveaxis(raw, -1, 0).astype(np.float32)) or timesteps[-1].done
     env.close()
 

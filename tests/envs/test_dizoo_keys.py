@@ -34,12 +34,12 @@ def test_pendulum_continuous_false_is_eleven_actions_over_the_torque_range():
     env.reset()
     for index, torque in ((0, -2.0), (5, 0.0), (8, 1.2), (10, 2.0)):
         env.step(np.array([index]))
-        assert env._env.unwrapped.last_u == pytest.approx(torque)
+        assert env.unwrapped.last_u == pytest.approx(torque)
     assert 0 <= int(env.random_action()) < 11
     unscaled = GymnasiumEnv(dict(env_id="Pendulum-v1", continuous=False))
     unscaled.reset()
     unscaled.step(0)
-    assert unscaled._env.unwrapped.last_u == pytest.approx(-1.0)  # as dizoo's env without act_scale
+    assert unscaled.unwrapped.last_u == pytest.approx(-1.0)  # as dizoo's env without act_scale
 
 
 def test_continuous_true_and_action_clip_on_pendulum():
@@ -47,7 +47,7 @@ def test_continuous_true_and_action_clip_on_pendulum():
     assert isinstance(env.action_space, gym.spaces.Box)
     env.reset()
     env.step(np.array([1.7], np.float32))
-    assert env._env.unwrapped.last_u == pytest.approx(1.0)  # clipped to [-1, 1] first
+    assert env.unwrapped.last_u == pytest.approx(1.0)  # clipped to [-1, 1] first
 
 
 def test_continuous_where_the_env_has_no_such_variant_is_not_supported_yet():

@@ -35,7 +35,7 @@ def test_hopper_builds_from_the_bundled_config_with_its_spaces_and_steps():
     assert isinstance(timestep, BaseEnvTimestep) and timestep.obs.shape == (11,)
     assert np.isfinite(timestep.obs).all() and isinstance(timestep.reward, float)
     # Hopper's Box is [-1, 1]: act_scale's affine map leaves SAC's tanh actions as they are
-    np.testing.assert_allclose(env._env.unwrapped.data.ctrl, action, rtol=1e-6)
+    np.testing.assert_allclose(env.unwrapped.data.ctrl, action, rtol=1e-6)
     for _ in range(1000):  # a random policy falls over long before the 1,000-step time limit
         timestep = env.step(env.random_action())
         if timestep.done:

@@ -52,9 +52,9 @@ def test_gae_estimator_gives_the_collectors_advantages_with_value_and_obs_norm(t
     def collectors_path(ctx):
         """get_train_sample on the same transitions, with the statistics gae_estimator used."""
         samples = [s for c in chunks(collected, ctx.trajectory_end_idx) for s in get_train_sample(c)]
-        compared.append(
-            (samples, ctx.train_data, float(policy._running_mean_std.std), policy._obs_norm.count)
-        )
+        value_stats = policy.learn_mode.get_attribute("running_mean_std")
+        obs_stats = policy.collect_mode.get_attribute("obs_norm")
+        compared.append((samples, ctx.train_data, float(value_stats.std), obs_stats.count))
 
     with Task(OnlineRLContext()) as task:
         task.use(StepCollector(cfg, policy.collect_mode, env))

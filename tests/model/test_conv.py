@@ -129,16 +129,17 @@ def test_a_dqn_policy_learns_and_acts_on_uint8_frames():
     torch.manual_seed(0)
     model = dict(obs_shape=list(SMALL), action_shape=3, encoder_hidden_size_list=[8, 8, 8, 32])
     policy = create_policy(dict(type="dqn", model=model, learn=dict(batch_size=8)))
-    dtypes = record_input_dtypes(policy._model)
+    model = policy.learn_mode.get_attribute("model")  # the one model of every mode
+    dtypes = record_input_dtypes(model)
     obs, next_obs = frames(8, seed=1), frames(8, seed=2)
     data = [
         dict(obs=obs[i], next_obs=next_obs[i], action=np.int64(i % 3), reward=np.float32(1.0), done=False)
         for i in range(8)
     ]
-    before = [p.detach().clone() for p in policy._model.parameters()]
+    before = [p.detach().clone() for p in model.parameters()]
     info = policy.learn_mode.forward(data)
     assert np.isfinite(info["total_loss"])
-    assert any(not torch.equal(a, b) for a, b in zip(before, policy._model.parameters()))
+    assert any(not torch.equal(a, b) for a, b in zip(before, model.parameters()))
     out = policy.collect_mode.forward({0: obs[0], 1: obs[1]}, eps=0.0)
     assert set(out) == {0, 1} and 0 <= int(out[0]["action"]) < 3
     assert dtypes and set(dtypes) == {torch.uint8}
@@ -148,7 +149,7 @@ def test_a_ppo_policy_learns_on_uint8_frames():
     torch.manual_seed(0)
     model = dict(obs_shape=list(SMALL), action_shape=3, encoder_hidden_size_list=[8, 8, 16])
     policy = create_policy(dict(type="ppo", model=model, learn=dict(epoch_per_collect=1, batch_size=8)))
-    dtypes = record_input_dtypes(policy._model)
+    dtypes = record_input_dtypes(policy.learn_mode.get_attribute("model"))
     obs = frames(9, seed=3)
     out = policy.collect_mode.forward({i: obs[i] for i in range(8)})
     transitions = [

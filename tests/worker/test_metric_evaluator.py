@@ -112,7 +112,9 @@ def test_training_reaches_stop_value_and_metric_is_accuracy(tmp_path):
         for batch in train:
             if evaluator.should_eval(train_iter):
                 stop, metric = evaluator.eval(saved.append, train_iter=train_iter)
-                assert metric["accuracy"] == pytest.approx(hand_accuracy(policy._model, x, y), abs=1e-12)
+                assert metric["accuracy"] == pytest.approx(
+                    hand_accuracy(policy.eval_mode.get_attribute("model"), x, y), abs=1e-12
+                )
                 history.append((train_iter, metric["accuracy"], stop))
                 if stop:
                     break
@@ -152,7 +154,7 @@ def test_list_of_numpy_batches_matches_the_dataloader(tmp_path):
         {}, env=(eval_loader(x, y), ScalarAccuracy()), policy=policy.eval_mode
     )
     _, metric = from_list.eval(train_iter=3, envstep=120)
-    assert metric == pytest.approx(hand_accuracy(policy._model, x, y), abs=1e-12)
+    assert metric == pytest.approx(hand_accuracy(policy.eval_mode.get_attribute("model"), x, y), abs=1e-12)
     assert from_loader.eval()[1] == metric
     # the same list is evaluated again on the next call
     assert from_list.eval(train_iter=4, envstep=150)[1] == metric
@@ -167,7 +169,7 @@ def test_stop_value_semantics():
     x, y = blobs()
     policy = make_policy()
     env = (eval_loader(x, y), Accuracy())
-    accuracy = hand_accuracy(policy._model, x, y)
+    accuracy = hand_accuracy(policy.eval_mode.get_attribute("model"), x, y)
     below = MetricSerialEvaluator(dict(stop_value=accuracy - 0.01), env=env, policy=policy.eval_mode)
     assert below.eval(train_iter=0) == (False, {"accuracy": accuracy}), "no stop before training began"
     assert below.eval(train_iter=1)[0] is True
@@ -191,7 +193,11 @@ def test_reset_and_registry():
     assert evaluator.should_eval(10) and not evaluator.should_eval(15)
     evaluator.reset_policy(other.eval_mode)
     assert evaluator.policy is not None and evaluator.env[1].__class__ is Accuracy
-    assert evaluator.eval()[1] == {"accuracy": hand_accuracy(other._model, x, y)} != first
+    assert (
+        evaluator.eval()[1]
+        == {"accuracy": hand_accuracy(other.eval_mode.get_attribute("model"), x, y)}
+        != first
+    )
     evaluator.reset()
     assert evaluator.best_metric is None and evaluator.should_eval(0)
     assert MetricSerialEvaluator.default_config().eval_freq == 50

@@ -147,7 +147,7 @@ def save_forms(policy, exp_name: str, name: str, out: str) -> tuple[dict[str, st
     if trained:
         learner_path = trained[-1]
     else:
-        learner_cfg = copy.deepcopy(policy._cfg.learn.learner)
+        learner_cfg = copy.deepcopy(policy.cfg.learn.learner)
         BaseLearner(learner_cfg, policy.learn_mode, exp_name=exp_name).save_checkpoint("ckpt_best.pth.tar")
         learner_path = os.path.join(ckpt_dir, "ckpt_best.pth.tar")
     saved = torch.load(learner_path, map_location="cpu", weights_only=True)
@@ -193,7 +193,7 @@ def reference_outputs(policy, model_cfg) -> dict:
     with torch.no_grad():
         out = policy.eval_mode.forward({i: obs_t[i] for i in range(num)})
         actions = torch.stack([torch.as_tensor(out[i]["action"]) for i in range(num)])
-        model = policy._model
+        model = policy.eval_mode.get_attribute("model")
         model.eval()
         ref["action"] = actions.tolist()
         if type(model).__name__ == "DQN":
@@ -221,12 +221,15 @@ def optimizer_moments(policy) -> dict:
     check where ding_ray put each parameter's moments."""
     out = {}
     for key in policy.learn_mode.state_dict():
-        optimizer = getattr(policy, "_" + key, None)
+        try:
+            optimizer = policy.learn_mode.get_attribute(key)
+        except NotImplementedError:  # a state entry the policy keeps under another name
+            continue
         if not isinstance(optimizer, torch.optim.Optimizer):
             continue
         out[key] = {
             name: [float(st[k].double().sum()) for k in ("exp_avg", "exp_avg_sq")] + [float(st["step"])]
-            for name, param in policy._model.named_parameters()
+            for name, param in policy.learn_mode.get_attribute("model").named_parameters()
             if (st := optimizer.state.get(param))
         }
     return out
@@ -241,7 +244,7 @@ def make(name: str, out: str, train_env_steps: int = 0) -> None:
     try:
         policy = build_policy(*CONFIGS[name], f"{name}_seed0", train_env_steps)
         files, counters = save_forms(policy, f"{name}_seed0", name, os.path.join(here, out))
-        ref = reference_outputs(policy, policy._cfg.model)
+        ref = reference_outputs(policy, policy.cfg.model)
     finally:
         os.chdir(here)
     meta = {

@@ -105,7 +105,9 @@ def impala_batch(policy, cfg, gen: torch.Generator) -> tuple[list[dict], dict]:
     steps, size, obs_shape = cfg.policy.unroll_len, cfg.policy.learn.batch_size, cfg.policy.model.obs_shape
     obs = torch.randn(steps + 1, size, obs_shape, generator=gen)
     with torch.no_grad():
-        logit = policy._learn_model.forward(obs[:-1].flatten(0, 1), mode="compute_actor")["logit"]
+        logit = policy.learn_mode.get_attribute("learn_model").forward(
+            obs[:-1].flatten(0, 1), mode="compute_actor"
+        )["logit"]
     logit = logit.reshape(steps, size, -1) + 0.5 * torch.randn(steps, size, logit.shape[-1], generator=gen)
     action = torch.distributions.Categorical(logits=logit).sample()
     reward = torch.randn(steps, size, generator=gen)
@@ -130,7 +132,7 @@ def batch(policy, cfg, gen: torch.Generator) -> tuple[list[dict], dict]:
     """A batch of ``BATCH`` transitions as DI-engine's collectors hand them over, and its columns."""
     if cfg.policy.type == "impala":
         return impala_batch(policy, cfg, gen)
-    model, obs_shape = policy._learn_model, cfg.policy.model.obs_shape
+    model, obs_shape = policy.learn_mode.get_attribute("learn_model"), cfg.policy.model.obs_shape
     obs, next_obs = torch.randn(BATCH, obs_shape, generator=gen), torch.randn(BATCH, obs_shape, generator=gen)
     reward = torch.randn(BATCH, generator=gen) - 1.0
     done = torch.rand(BATCH, generator=gen) < 0.1
@@ -169,9 +171,11 @@ def batch(policy, cfg, gen: torch.Generator) -> tuple[list[dict], dict]:
 def outputs(policy, cfg, obs: torch.Tensor, action: torch.Tensor) -> dict:
     """What the learned model (and its target) computes on fixed inputs, as plain lists."""
     out = {}
-    models = {"model": policy._learn_model}
-    if hasattr(policy, "_target_model"):
-        models["target"] = policy._target_model
+    models = {"model": policy.learn_mode.get_attribute("learn_model")}
+    try:
+        models["target"] = policy.learn_mode.get_attribute("target_model")
+    except NotImplementedError:  # an on-policy learner keeps no target network
+        pass
     with torch.no_grad():
         for name, model in models.items():
             if cfg.policy.type == "impala":
@@ -215,7 +219,7 @@ def main() -> None:
         policy, cfg = build(module, changes)
         init_state = {
             k: dict(shape=list(v.shape), sixteenths=(v * 16).round().int().flatten().tolist())
-            for k, v in policy._learn_model.state_dict().items()
+            for k, v in policy.learn_mode.get_attribute("learn_model").state_dict().items()
         }
         gen = torch.Generator().manual_seed(1)
         logs, batches = [], []
