@@ -159,6 +159,12 @@ class AsyncSubprocessEnvManager(SpacesOnlyEnvManager):
                 self._poll(None)
         return {i: self._ready_obs[i] for i in sorted(self._ready_obs)}  # by id, as BaseEnvManager
 
+    @property
+    def worker_pids(self) -> list[int | None]:
+        """Each env's worker process id, by env id, as error messages name it (None before ``launch``
+        and after ``close``); a replaced worker has a new one."""
+        return [None if w is None else w.process.pid for w in self._workers]
+
     # ----- lifecycle ------------------------------------------------------------------------------
     def seed(self, seed: int | Sequence[int], dynamic_seed: bool = True) -> None:
         """Env i gets ``seed + i``, applied at its next reset (as DI-engine's managers do)."""

@@ -10,7 +10,7 @@ import torch
 from easydict import EasyDict
 
 from ding_ray.envs import create_env_manager, get_vec_env_setting
-from ding_ray.policy import create_policy
+from ding_ray.policy import Policy, create_policy
 from ding_ray.policy.weights import Weights, load_weights
 from ding_ray.utils.runtime import set_pkg_seed
 from ding_ray.worker import metrics
@@ -78,6 +78,11 @@ class EvalWorker:
     @property
     def best_return(self) -> float:
         return self._evaluator.best_return
+
+    @property
+    def policy(self) -> Policy:
+        """The policy it evaluates (eval mode only): ``load_weights`` loads into it."""
+        return self._policy
 
     def close(self) -> None:
         self._evaluator.close()

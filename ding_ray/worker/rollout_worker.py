@@ -17,7 +17,7 @@ from easydict import EasyDict
 from ding_ray.data.columnar import Batch, stack_items
 from ding_ray.envs import create_env_manager, get_vec_env_setting, space_info
 from ding_ray.errors import ConfigError
-from ding_ray.policy import create_policy
+from ding_ray.policy import Policy, create_policy
 from ding_ray.policy.weights import Weights, load_weights
 from ding_ray.utils.runtime import set_pkg_seed
 from ding_ray.worker import metrics
@@ -159,6 +159,11 @@ class RolloutWorker:
     @property
     def envstep(self) -> int:
         return self._collector.envstep
+
+    @property
+    def policy(self) -> Policy:
+        """The policy it collects with (collect mode only): ``load_weights`` loads into it."""
+        return self._policy
 
     def close(self) -> None:
         self._collector.close()

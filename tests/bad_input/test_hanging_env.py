@@ -12,7 +12,7 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 
 import tests.bad_input.envs  # noqa: F401 - registers the BadInput* envs
 from ding_ray.entry import serial_pipeline
-from ding_ray.envs import GymnasiumEnv, create_env_manager
+from ding_ray.envs import AsyncSubprocessEnvManager, GymnasiumEnv, create_env_manager
 from ding_ray.errors import ConfigError
 from ding_ray.policy import DQNPolicy
 from ding_ray.worker import SampleSerialCollector
@@ -32,9 +32,9 @@ def hanging_env_cfg(marker: str, hang_at: int = 3):
 
 def env_identity(manager, env_id: int):
     """The env object ('base') or the worker's process id ('subprocess'): what a replacement changes."""
-    if manager._cfg.type == "base":
-        return id(manager.envs[env_id])
-    return manager._workers[env_id].process.pid
+    if isinstance(manager, AsyncSubprocessEnvManager):  # its sync subclass too
+        return manager.worker_pids[env_id]
+    return id(manager.envs[env_id])
 
 
 @pytest.mark.parametrize("kind", ["base", "subprocess"])

@@ -39,27 +39,27 @@ def test_wrong_shapes_name_the_parameter_and_leave_the_old_weights(cfg, worker_c
     worker = worker_cls(cfg)
     good = weights_of(cfg)
     assert worker.load_weights(1, good)
-    before = held(getattr(worker._policy, mode))
+    before = held(getattr(worker.policy, mode))
     wider = weights_of(cfg, encoder_hidden_size_list=[32])
     with pytest.raises(ShapeError) as err:
         worker.load_weights(2, wider)
     message = str(err.value)
     assert "'encoder.mlp.layers.0.weight': model (16, 4), weights (32, 4)" in message
     assert "Build the learner and the collectors from the same policy.model config" in message
-    assert worker.version == 1 and same(held(getattr(worker._policy, mode)), before)
+    assert worker.version == 1 and same(held(getattr(worker.policy, mode)), before)
 
 
 def test_one_bad_parameter_among_good_ones_loads_none_of_them(cfg):
     """The check runs before anything is copied: torch's own load_state_dict would copy every
     parameter that fits before it raises for the one that does not."""
     worker = RolloutWorker(cfg)
-    before = held(worker._policy.collect_mode)
+    before = held(worker.policy.collect_mode)
     new = {k: v + 1.0 for k, v in weights_of(cfg).items()}
     last = list(new)[-1]
     new[last] = np.zeros((7,) + new[last].shape, dtype=np.float32)
     with pytest.raises(ShapeError, match=rf"shape mismatch '{last}': model \(2,?\), weights \(7, 2\)"):
         worker.load_weights(1, new)
-    assert worker.version == -1 and same(held(worker._policy.collect_mode), before)
+    assert worker.version == -1 and same(held(worker.policy.collect_mode), before)
     batch, info = worker.rollout()  # it goes on collecting with the weights it had
     assert info["n"] == cfg.policy.collect.n_sample and info["policy_version"] == -1
 

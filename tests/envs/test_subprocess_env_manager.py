@@ -107,10 +107,6 @@ def pid_gone(pid, wait=3.0):
     return False
 
 
-def worker_pids(manager):
-    return [w.process.pid for w in manager._workers]
-
-
 def test_sync_subprocess_matches_base_on_cartpole():
     """Same static seeds, same actions: the same observations, rewards, dones and next observations.
     (Dynamic seeds draw episode seeds from numpy's global generator, one per process: see the
@@ -206,11 +202,11 @@ def test_worker_that_dies_is_replaced_and_counted():
     m = make("subprocess", "HangCountdown-v0", n=2, env_kwargs=dict(on="exit"))
     m.seed(0, dynamic_seed=False)  # env 0 is seeded 0: its worker exits at step 3
     m.launch()
-    before = worker_pids(m)
+    before = m.worker_pids
     history = run(m, 6)
     abnormal = [(i, ts) for _, tss in history for i, ts in tss.items() if ts.info.get("abnormal")]
     assert [i for i, _ in abnormal] == [0] and "died" in abnormal[0][1].info["error"]
-    assert m.error_count == 1 and worker_pids(m)[0] != before[0] and worker_pids(m)[1] == before[1]
+    assert m.error_count == 1 and m.worker_pids[0] != before[0] and m.worker_pids[1] == before[1]
     assert pid_gone(before[0])
     assert sum(1 for _, tss in history for i, ts in tss.items() if i == 1) == 6  # env 1 never stopped
     m.close()
@@ -220,7 +216,7 @@ def test_hanging_env_is_killed_after_step_timeout_and_replaced():
     m = make("subprocess", "HangCountdown-v0", n=2, step_timeout=0.5)
     m.seed(0, dynamic_seed=False)  # env 0 hangs at step 3 of its first episode; its replacement: seed 1000
     m.launch()
-    hung_pid = worker_pids(m)[0]
+    hung_pid = m.worker_pids[0]
     start = time.monotonic()
     history = run(m, 8)
     assert time.monotonic() - start < 5
@@ -281,12 +277,12 @@ def test_close_ends_every_worker_and_gc_too():
     m = make("async_subprocess", n=2)
     m.launch()
     m.step({i: 0 for i in m.ready_obs})  # leave steps in flight
-    pids = worker_pids(m)
+    pids = m.worker_pids
     m.close()
     assert all(pid_gone(p) for p in pids)
     m.launch()  # a closed manager starts again
     assert sorted(m.ready_obs) == [0, 1]
-    pids = worker_pids(m)
+    pids = m.worker_pids
     del m
     gc.collect()
     assert all(pid_gone(p) for p in pids)
