@@ -44,8 +44,9 @@ def copy_of(run_dir, tmp_path):
     exp = str(tmp_path / "run")
     shutil.copytree(run_dir, exp)
     store = CheckpointStore(exp)
-    folders = store._folders()
-    assert len(folders) == 2
+    folders = [f"{store.dir}/{name}" for name in os.listdir(store.dir) if re.fullmatch(r"iter_\d+", name)]
+    folders.sort(key=lambda f: int(f.rsplit("_", 1)[1]), reverse=True)
+    assert len(folders) == 2 and store.latest().folder == folders[0]
     return exp, store, folders
 
 
