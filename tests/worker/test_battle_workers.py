@@ -59,16 +59,35 @@ def test_registered_under_di_engine_names():
     assert cfg.policy.eval.evaluator.type == "battle_interaction"
 
 
+def counted(mode, counts: dict):
+    """``mode`` with the transitions it makes, and those it cuts into samples, counted."""
+
+    def process_transition(*args, **kwargs):
+        counts["made"] += 1
+        return mode.process_transition(*args, **kwargs)
+
+    def get_train_sample(traj):
+        samples = mode.get_train_sample(traj)
+        counts["cut"] += len(traj)
+        counts["samples"] += len(samples)
+        return samples
+
+    return mode._replace(process_transition=process_transition, get_train_sample=get_train_sample)
+
+
 def test_sample_collector_counts_per_policy_and_trains():
     learner, opponent = dqn(0), dqn(1)
     sink = Sink()
-    collector = BattleSampleSerialCollector(
-        dict(n_sample=24), manager(3), [learner.collect_mode, opponent.collect_mode], tb_logger=sink
-    )
+    counts = [dict(made=0, cut=0, samples=0) for _ in range(2)]
+    modes = [counted(p.collect_mode, c) for p, c in zip((learner, opponent), counts)]
+    collector = BattleSampleSerialCollector(dict(n_sample=24), manager(3), modes, tb_logger=sink)
     (data_0, data_1), (infos_0, infos_1) = collector.collect(drop_extra=False, policy_kwargs=dict(eps=0.5))
     assert len(data_0) >= 24 and len(data_1) >= 24
     # every env step gives one transition per player (nstep=1: one sample each); the rest waits
-    waiting = [sum(len(collector._traj[e, p]) for e in range(3)) for p in (0, 1)]
+    assert [c["made"] for c in counts] == [collector.envstep] * 2
+    assert all(c["samples"] == c["cut"] for c in counts)
+    assert [len(data_0), len(data_1)] == [c["samples"] for c in counts]  # every sample came back
+    waiting = [c["made"] - c["cut"] for c in counts]  # transitions not cut into samples yet
     assert len(data_0) + waiting[0] == len(data_1) + waiting[1] == collector.envstep
     exact, _ = collector.collect(n_sample=10, policy_kwargs=dict(eps=0.5))
     assert len(exact[0]) == len(exact[1]) == 10
