@@ -2,8 +2,9 @@
 exchangers, ``nstep_reward_enhancer`` and ``final_ctx_saver``."""
 
 import json
-import logging
 import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -14,8 +15,6 @@ from ding_ray.errors import StageError
 from ding_ray.framework import OnlineRLContext, Task, current_task
 from ding_ray.framework.middleware import (
     CkptSaver,
-    ContextExchanger,
-    ModelExchanger,
     final_ctx_saver,
     nstep_reward_enhancer,
 )
@@ -40,17 +39,29 @@ def test_ckpt_saver_takes_di_engine_arguments(tmp_path, save_dir):
     assert "model" in torch.load(tmp_path / "run" / "ckpt" / "final.pth.tar", weights_only=True)
 
 
-def test_exchangers_do_nothing_in_one_process_and_say_why_once(caplog):
-    import ding_ray.compat.exchange as exchange
+EXCHANGERS = """
+import logging, torch
+from ding_ray.framework import OnlineRLContext
+from ding_ray.framework.middleware import ContextExchanger, ModelExchanger
 
-    exchange._explained.clear()
-    ctx = OnlineRLContext(env_step=3)
-    with caplog.at_level(logging.INFO, logger="ding_ray.compat.exchange"):
-        stages = [ContextExchanger(skip_n_iter=1), ModelExchanger(torch.nn.Linear(2, 2)), ContextExchanger()]
-        for stage in stages:
-            assert stage(ctx) is None
-    assert ctx == OnlineRLContext(env_step=3)
-    messages = [r.getMessage() for r in caplog.records]
+logging.basicConfig(level=logging.INFO, format="%(name)s|%(message)s", force=True)
+ctx = OnlineRLContext(env_step=3)
+stages = [ContextExchanger(skip_n_iter=1), ModelExchanger(torch.nn.Linear(2, 2)), ContextExchanger()]
+for stage in stages:
+    assert stage(ctx) is None
+assert ctx == OnlineRLContext(env_step=3)
+"""
+
+
+def test_exchangers_do_nothing_in_one_process_and_say_why_once():
+    """In a process of its own, so that no earlier test has had the exchangers say why already."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    run = subprocess.run(
+        [sys.executable, "-c", EXCHANGERS], capture_output=True, text=True, timeout=120, cwd=root
+    )
+    assert run.returncode == 0, run.stderr
+    logger = "ding_ray.compat.exchange|"
+    messages = [line[len(logger) :] for line in run.stderr.splitlines() if line.startswith(logger)]
     assert len(messages) == 2 and "ContextExchanger does nothing" in messages[0]
     assert "ModelExchanger does nothing" in messages[1] and "Ray" in messages[1]
 
