@@ -1,4 +1,4 @@
-"""The README's code snippets are excerpts of the examples they name: drift fails here.
+"""The docs' Task snippets (docs/pipelines.md) are excerpts of the examples they name: drift fails here.
 
 A snippet's statements (comments and layout ignored: compared as ``ast.unparse`` gives them, a
 ``with`` by its header) must appear in the example in the same order, and its ``task.use(...)``
@@ -22,13 +22,16 @@ SNIPPETS = [
 ]
 
 
+PAGE = "docs/pipelines.md"
+
+
 def readme_block(after: str) -> str:
-    """The first ```python block of README.md after the text ``after``."""
-    with open(os.path.join(REPO, "README.md")) as f:
+    """The first ```python block of the page after the text ``after``."""
+    with open(os.path.join(REPO, PAGE)) as f:
         readme = f.read()
     start = readme.index(after)
     block = re.compile(r"^```python\n(.*?)^```", re.S | re.M).search(readme, start)
-    assert block is not None, f"no python block after {after!r} in README.md"
+    assert block is not None, f"no python block after {after!r} in {PAGE}"
     return block.group(1)
 
 
@@ -65,11 +68,11 @@ def test_the_readme_snippet_is_an_excerpt_of_the_example(after, example):
     position = 0
     for line in snippet:
         assert line in in_file[position:], (
-            f"README.md's snippet line {line!r} is not in {example} (in this order); "
+            f"{PAGE}'s snippet line {line!r} is not in {example} (in this order); "
             f"the example has:\n" + "\n".join(in_file)
         )
         position = in_file.index(line, position) + 1
-    assert stages(snippet) == stages(in_file), f"README.md's stages differ from {example}'s"
+    assert stages(snippet) == stages(in_file), f"{PAGE}'s stages differ from {example}'s"
 
 
 def test_statements_ignore_comments_and_layout_but_not_arguments():
