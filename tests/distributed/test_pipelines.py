@@ -25,13 +25,26 @@ def load_example(name: str):
     return module
 
 
+def record_stages(monkeypatch) -> list[list[str]]:
+    """Patch ``Task`` so that ``use`` notes each task's stage names and ``run``, instead of running,
+    appends the task's list to the list returned."""
+    used: dict[int, list[str]] = {}
+    built: list[list[str]] = []
+    use = Task.use
+
+    def noting_use(self, fn, lock=False):
+        used.setdefault(id(self), []).append(stage_name(fn))
+        return use(self, fn, lock)
+
+    monkeypatch.setattr(Task, "use", noting_use)
+    monkeypatch.setattr(Task, "run", lambda self, max_step=None: built.append(used.get(id(self), [])))
+    return built
+
+
 def test_the_example_and_ray_pipeline_build_the_same_task(ray_session, tmp_path, monkeypatch):
     """Both build their task on real actors; ``Task.run`` records the stages instead of running."""
     monkeypatch.chdir(tmp_path)
-    built: list[list[str]] = []
-    monkeypatch.setattr(
-        Task, "run", lambda self, max_step=None: built.append([stage_name(f) for f, _ in self._stages])
-    )
+    built = record_stages(monkeypatch)
     example = load_example("apex_dqn")
     result = example.main(seed=0, max_env_step=1000)
     assert result["env_steps"] == 0 and result["stop"] is False  # recorded, not run
@@ -46,7 +59,7 @@ def test_the_example_and_ray_pipeline_build_the_same_task(ray_session, tmp_path,
         assert os.path.isfile(os.path.join(exp, "ckpt", "ckpt_final.pth.tar"))
 
 
-def test_stages_hand_references_from_actor_to_actor(ray_session, tmp_path):
+def test_stages_hand_references_from_actor_to_actor(ray_session, tmp_path, monkeypatch):
     """The transitions go collector -> buffer -> learner without being fetched by the driver: the
     collector actors push into the buffer themselves, the driver's own warm-up batches reach the
     pusher stage as object references, and the fetcher stage hands the learner a reference."""
@@ -59,10 +72,17 @@ def test_stages_hand_references_from_actor_to_actor(ray_session, tmp_path):
         seen["train_data"] += [] if ctx.train_data is None else [ctx.train_data]
 
     with RayRun(cfg, make_plan(cfg)) as rc, rc.task() as task:
+        use, spied = task.use, []
+
+        def use_with_spy(fn, lock=False):
+            use(fn, lock)
+            if stage_name(fn) == "collector":  # after the collector, before the pusher; sees the
+                spied.append(use(spy))  # fetch on the way back
+            return task
+
+        monkeypatch.setattr(task, "use", use_with_spy)
         pipelines.off_policy(task, cfg, rc, max_train_iter=60)
-        names = [stage_name(f) for f, _ in task._stages]
-        # after the collector, before the pusher; sees the fetch on the way back
-        task._stages.insert(names.index("collector") + 1, (spy, None))
+        assert len(spied) == 1
         task.run()
         held = ray.get(rc.actors.buffer.ping.remote())
     assert all(isinstance(r, ray.ObjectRef) for r in seen["trajectories"])

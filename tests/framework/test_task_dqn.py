@@ -20,13 +20,26 @@ def load_example():
     return module
 
 
+def record_stages(monkeypatch) -> list[list[str]]:
+    """Patch ``Task`` so that ``use`` notes each task's stage names and ``run``, instead of running,
+    appends the task's list to the list returned."""
+    used: dict[int, list[str]] = {}
+    built: list[list[str]] = []
+    use = Task.use
+
+    def noting_use(self, fn, lock=False):
+        used.setdefault(id(self), []).append(stage_name(fn))
+        return use(self, fn, lock)
+
+    monkeypatch.setattr(Task, "use", noting_use)
+    monkeypatch.setattr(Task, "run", lambda self, max_step=None: built.append(used.get(id(self), [])))
+    return built
+
+
 def test_the_example_lists_the_stages_serial_pipeline_builds(tmp_path, monkeypatch):
     """Both build their task on real components; ``Task.run`` records the stages instead of running."""
     monkeypatch.chdir(tmp_path)
-    built: list[list[str]] = []
-    monkeypatch.setattr(
-        Task, "run", lambda self, max_step=None: built.append([stage_name(f) for f, _ in self._stages])
-    )
+    built = record_stages(monkeypatch)
     load_example().main(seed=0, max_env_step=1000)
     main = copy.deepcopy(main_config)
     main["exp_name"] = "through_serial_pipeline"
