@@ -9,7 +9,7 @@ from easydict import EasyDict
 from ding_ray.compat.global_task import GlobalTask
 from ding_ray.errors import NotSupportedError
 from ding_ray.framework import OnlineRLContext, Task, current_task, ding_init, task
-from ding_ray.framework.experiment import default_exp_name
+from ding_ray.framework.experiment import default_exp_name, set_default_exp_name
 from ding_ray.framework.middleware import online_logger
 
 
@@ -77,9 +77,10 @@ def test_what_needs_di_engine_router_is_refused_by_name():
             task.no_such_method  # noqa: B018
 
 
-def test_ding_init_names_the_experiment_the_loggers_write_to(tmp_path, monkeypatch):
+def test_ding_init_names_the_experiment_the_loggers_write_to(tmp_path, monkeypatch, request):
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr("ding_ray.framework.experiment._exp_name", None)
+    set_default_exp_name(None)  # none named yet, as in a new process; and so again after the test
+    request.addfinalizer(lambda: set_default_exp_name(None))
     assert default_exp_name() == os.path.join(str(tmp_path), "default_experiment")
     torch.set_num_threads(2)
     try:
