@@ -13,10 +13,6 @@ TESTS = pathlib.Path(__file__).parent
 # (file, attribute access as ast.unparse writes it): why it is allowed
 ALLOWED = {
     ("envs/test_subprocess_env_manager.py", "os._exit"): "os._exit is public: a process that dies at once",
-    ("distributed/test_impala.py", "w._pusher"): "no public route to a collector actor's pushes in flight",
-    ("distributed/test_ray_pipeline.py", "rc.collector._random_left"): (
-        "no public route to the warm-up transitions the collectors client still owes"
-    ),
     ("distributed/test_cluster_yaml.py", "from ray.autoscaler._private.util import prepare_config"): (
         "Ray has no public check of a cluster YAML short of launching it"
     ),

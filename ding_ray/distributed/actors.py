@@ -87,6 +87,11 @@ class CollectorActor(RolloutWorker):
         """Which process this is (a restart is another): ``ActorSupervisor`` asks."""
         return self._incarnation.answer()
 
+    def pushes_in_flight(self) -> int:
+        """Pushes into the buffer actor this collector has not seen finish (bounded by
+        ``Pusher.MAX_PENDING`` with ``ray.backpressure='drop'``)."""
+        return 0 if self._pusher is None else len(self._pusher.pending)
+
     def node_id(self) -> str:
         """The Ray node this collector runs on."""
         return ray.get_runtime_context().get_node_id()

@@ -184,6 +184,11 @@ class AsyncCollectorsClient(CollectorsClient):
         return data
 
     @property
+    def random_left(self) -> int:
+        """Random transitions of the warm-up still to collect."""
+        return self._random_left
+
+    @property
     def warming_up(self) -> bool:
         """The driver is rolling out random transitions itself: no actor batch yet, random steps left."""
         return (

@@ -95,7 +95,7 @@ def test_drop_never_holds_the_collectors_and_drops_what_a_stalled_buffer_cannot_
             os.kill(pid, signal.SIGSTOP)
         elif frozen and "thawed" not in frozen:
             # each collector pushes into the buffer itself: its pushes in flight stay bounded
-            pending = [c.__ray_call__.remote(lambda w: len(w._pusher.pending)) for c in rc.actors.collectors]
+            pending = [c.pushes_in_flight.remote() for c in rc.actors.collectors]
             assert max(ray.get(pending, timeout=60)) <= Pusher.MAX_PENDING
             if time.monotonic() - frozen["at"] > 3.0:
                 os.kill(frozen["pid"], signal.SIGCONT)

@@ -209,7 +209,7 @@ def test_warm_up_fills_the_buffer_before_the_collectors_are_up(ray_session, tmp_
         # its own, and may or may not have landed by now (one once had: a warm worker starts fast)
         assert mine <= pushed <= 256 and (pushed - mine) % plan.n_sample == 0
         assert task.ctx.env_step >= mine  # (n-step targets hold a few steps back)
-        assert rc.collector.first_batch_s is not None and rc.collector._random_left == 0
+        assert rc.collector.first_batch_s is not None and rc.collector.random_left == 0
 
 
 def test_collectors_that_never_start_fail_the_run_with_a_clear_error(ray_session, tmp_path):
