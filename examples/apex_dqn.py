@@ -7,9 +7,8 @@ Run it (from the repository root):
 
     export RAY_AUTH_MODE=token                   # or a local cluster (token-guarded), the script as a job
     ray get-auth-token --generate >/dev/null     # makes ~/.ray/auth_token if there is none
-    ray start --head --dashboard-host=127.0.0.1
-    ray job submit -- python examples/apex_dqn.py
-    ray stop
+    ray start --head --dashboard-host=127.0.0.1 --block    # Ctrl-C stops this head (and no other Ray)
+    ray job submit --working-dir . -- python examples/apex_dqn.py    # in a second shell, same export
 
     ray up cluster.yaml                          # or a cloud cluster (see cluster.yaml)
     ray submit cluster.yaml examples/apex_dqn.py --num-collectors 16 --set ray.collector_num_cpus=1
