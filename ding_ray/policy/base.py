@@ -416,8 +416,9 @@ def get_policy_cls(cfg: dict) -> type:
 
 def check_optimizer_fits(optimizer: torch.optim.Optimizer) -> None:
     """Each parameter's loaded moments have its shape; else a ``DataFormatError`` (torch would fail
-    later, inside the update). A PPO or IMPALA checkpoint written before ding_ray listed VAC's critic
-    head before its actor head (DI-engine's order, 2026-11-27) holds them in the other order."""
+    later, inside the update). VAC's parameters come in DI-engine's order, critic head before actor
+    head; a PPO or IMPALA checkpoint whose optimizer lists the actor head first holds them the other
+    way round."""
     for group in optimizer.param_groups:
         for param in group["params"]:
             moments = optimizer.state.get(param, {})
@@ -426,7 +427,7 @@ def check_optimizer_fits(optimizer: torch.optim.Optimizer) -> None:
                     raise DataFormatError(
                         f"The checkpoint's optimizer state does not fit this model: its {key!r} has shape "
                         f"{tuple(value.shape)} where the parameter has {tuple(param.shape)}. A PPO or "
-                        "IMPALA checkpoint saved before 2026-11-27 lists the actor head before the "
-                        "critic head; load it without its 'optimizer' entry (the weights load by name) "
-                        "to go on with fresh Adam moments."
+                        "IMPALA checkpoint whose optimizer lists the actor head before the critic head "
+                        "(ding_ray's order is DI-engine's, critic first) does not fit; load it without its "
+                        "'optimizer' entry (the weights load by name) to go on with fresh Adam moments."
                     )
