@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import copy
 from collections import namedtuple
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import torch
@@ -134,8 +134,13 @@ class Policy:
         self._rank = 0
         if self._enable_field & {"learn", "collect", "eval"}:
             self._model = self._create_model(cfg, model).to(self._device)
+        init = self._field_initializers()
         for field in sorted(self._enable_field):
-            getattr(self, "_init_" + field)()
+            init[field]()
+
+    def _field_initializers(self) -> dict[str, Callable[[], None]]:
+        """Each field of ``total_field`` -> the hook that sets it up when ``enable_field`` names it."""
+        return {"learn": self._init_learn, "collect": self._init_collect, "eval": self._init_eval}
 
     def _create_model(self, cfg: EasyDict, model: torch.nn.Module | None) -> torch.nn.Module:
         if model is not None:
@@ -191,15 +196,32 @@ class Policy:
 
     # ----- attributes ------------------------------------------------------------------------
     def _set_attribute(self, name: str, value: Any) -> None:
+        """Store ``value`` as the policy's ``_<name>``, which ``get_attribute(name)`` reads back."""
         setattr(self, "_" + name, value)
 
     def _get_attribute(self, name: str) -> Any:
-        """``_get_<name>()`` if the policy defines it, else the attribute ``_<name>``."""
-        if hasattr(self, "_get_" + name):
-            return getattr(self, "_get_" + name)()
-        if hasattr(self, "_" + name):
-            return getattr(self, "_" + name)
-        raise NotImplementedError(f"{type(self).__name__} has no attribute '{name}'.")
+        """What ``_attribute_getters`` computes for ``name``, else the policy's own ``_<name>`` (its
+        model, optimizer, device, or what ``set_attribute`` stored)."""
+        getter = self._attribute_getters().get(name)
+        if getter is not None:
+            return getter()
+        try:
+            return vars(self)["_" + name]
+        except KeyError:
+            raise NotImplementedError(f"{type(self).__name__} has no attribute '{name}'.") from None
+
+    def _attribute_getters(self) -> dict[str, Callable[[], Any]]:
+        """The attributes ``get_attribute`` computes rather than reads (DI-engine's ``_get_<name>``
+        hooks), by name; a policy with more extends the dict."""
+        return {
+            "batch_size": self._get_batch_size,
+            "n_sample": self._get_n_sample,
+            "n_episode": self._get_n_episode,
+            "nstep": self._get_nstep,
+            "priority": self._get_priority,
+            "traj_len_inf": self._get_traj_len_inf,
+            "transition_with_policy_data": self._get_transition_with_policy_data,
+        }
 
     def _get_batch_size(self) -> int:
         return self._cfg.get("batch_size", self._cfg.learn.get("batch_size"))
@@ -275,11 +297,17 @@ class Policy:
     def _forward_learn(self, data: Any) -> dict[str, Any]:
         raise NotImplementedError
 
-    # Collect and eval forwards: a policy computes its outputs for all envs at once in
-    # ``_collect_columns`` / ``_eval_columns``; the public forward hands them out per env as tensors
-    # (DI-engine's types), the ``_numpy`` fast path that ding_ray's collectors and evaluators run
-    # (``policy.common.numpy_forward``) as numpy rows and Python numbers. A policy may instead
-    # override ``_forward_collect`` / ``_forward_eval`` alone; its fast path then converts.
+    # Collect and eval forwards. DI-engine's hooks are ``_forward_collect`` / ``_forward_eval``,
+    # which give DI-engine's types: per env a dict of CPU tensors. A ding_ray policy computes its
+    # outputs for all envs at once instead, in ``_collect_columns`` / ``_eval_columns`` (by default
+    # ``_eval_tensors`` of the batched observations), and says so with ``columnar_collect`` /
+    # ``columnar_eval``: the public forwards then hand the columns out per env, and the ``_numpy``
+    # fast path that ding_ray's collectors and evaluators run (``policy.common.numpy_forward``)
+    # hands them out as numpy rows and Python numbers. A policy that leaves a flag False overrides
+    # that mode's forward; its fast path converts the forward's tensors to numpy.
+    columnar_collect = False
+    columnar_eval = False
+
     def _collect_columns(self, data: dict[int, Any], **kwargs: Any) -> tuple[list[int], dict[str, Any]]:
         """``(env ids, {key: batched tensor (or dicts/lists of them)})`` of one collect forward."""
         raise NotImplementedError
@@ -310,16 +338,14 @@ class Policy:
         return per_env(*self._eval_columns(data, **kwargs))
 
     def _forward_collect_numpy(self, data: dict[int, Any], **kwargs: Any) -> dict[int, Any]:
-        if type(self)._collect_columns is Policy._collect_columns:
-            return outputs_to_numpy(self._forward_collect(data, **kwargs))
-        return per_env(*self._collect_columns(data, **kwargs), numpy=True)
+        if self.columnar_collect:
+            return per_env(*self._collect_columns(data, **kwargs), numpy=True)
+        return outputs_to_numpy(self._forward_collect(data, **kwargs))
 
     def _forward_eval_numpy(self, data: dict[int, Any], **kwargs: Any) -> dict[int, Any]:
-        cls = type(self)
-        # a policy that overrides ``_forward_eval`` alone (the default ``_eval_columns`` would skip it)
-        if cls._eval_columns is Policy._eval_columns and cls._forward_eval is not Policy._forward_eval:
-            return outputs_to_numpy(self._forward_eval(data, **kwargs))
-        return per_env(*self._eval_columns(data, **kwargs), numpy=True)
+        if self.columnar_eval:
+            return per_env(*self._eval_columns(data, **kwargs), numpy=True)
+        return outputs_to_numpy(self._forward_eval(data, **kwargs))
 
     def _process_transition(self, obs: Any, policy_output: dict[str, Any], timestep: Any) -> dict[str, Any]:
         raise NotImplementedError
@@ -350,12 +376,13 @@ class Policy:
     def _load_learn_state(self, state_dict: dict[str, Any]) -> None:
         """``learn_mode.load_state_dict``: a learn state DI-engine saved has its models renamed and
         its optimizer states re-indexed for this policy's model first."""
-        optimizers = {
-            key: optimizer
-            for key in state_dict
-            if isinstance(optimizer := getattr(self, "_" + key, None), torch.optim.Optimizer)
-        }
+        optimizers = {key: opt for key, opt in self._learn_optimizers().items() if key in state_dict}
         self._load_state_dict_learn(learn_state_from_di_engine(self._model, state_dict, optimizers))
+
+    def _learn_optimizers(self) -> dict[str, torch.optim.Optimizer]:
+        """The learn mode's optimizers by their key in ``_state_dict_learn``; a policy with other
+        optimizers than ``_optimizer`` overrides it."""
+        return {"optimizer": self._optimizer}
 
     def _load_state_dict_learn(self, state_dict: dict[str, Any]) -> None:
         self._learn_model.load_state_dict(state_dict["model"])
@@ -391,6 +418,9 @@ class CommandModePolicy(Policy):
         return CommandModePolicy.command_function(
             self._get_setting_learn, self._get_setting_collect, self._get_setting_eval
         )
+
+    def _field_initializers(self) -> dict[str, Callable[[], None]]:
+        return {**super()._field_initializers(), "command": self._init_command}
 
     def _init_command(self) -> None:
         pass

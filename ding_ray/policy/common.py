@@ -194,14 +194,19 @@ def outputs_to_numpy(output: Any) -> Any:
 
 
 def numpy_forward(mode: Any) -> Callable[..., dict[int, dict[str, Any]]]:
-    """The forward ding_ray's collectors and evaluators run for ``mode.forward``: a policy's numpy
-    fast path (``_forward_collect`` -> ``_forward_collect_numpy``, eval alike), or, for any other
-    object with a ``forward``, its outputs converted by ``outputs_to_numpy``. Env managers,
-    transitions and batches then see numpy only."""
+    """The forward ding_ray's collectors and evaluators run for ``mode.forward``: for a ding_ray
+    policy's collect or eval mode its numpy fast path (``Policy._forward_collect_numpy`` or
+    ``Policy._forward_eval_numpy``); for any other object with a ``forward``, that forward's outputs
+    converted by ``outputs_to_numpy``. Env managers, transitions and batches then see numpy only."""
+    from ding_ray.policy.base import Policy  # here, not at the top: base imports this module
+
     forward = mode.forward
-    fast = getattr(getattr(forward, "__self__", None), f"{getattr(forward, '__name__', '')}_numpy", None)
-    if fast is not None:
-        return fast
+    policy = getattr(forward, "__self__", None)  # the policy whose method the mode holds
+    if isinstance(policy, Policy):
+        if isinstance(mode, Policy.collect_function):
+            return policy._forward_collect_numpy
+        if isinstance(mode, Policy.eval_function):
+            return policy._forward_eval_numpy
     return lambda data, **kwargs: outputs_to_numpy(forward(data, **kwargs))
 
 

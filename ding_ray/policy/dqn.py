@@ -27,6 +27,8 @@ class DQNPolicy(Policy):
     greedy and random actions, and the double-DQN target's next action.
     """
 
+    columnar_collect = True  # _collect_columns and _eval_columns: forwards of all envs at once
+    columnar_eval = True
     config = dict(
         type="dqn",
         priority=False,  # return per-sample |TD error| as 'priority' for a prioritized buffer

@@ -24,6 +24,7 @@ per sample, time first:
 from __future__ import annotations
 
 from bisect import bisect_right
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -64,6 +65,8 @@ class IMPALAPolicy(Policy):
     dict (one gradient step: the learner counts one iteration).
     """
 
+    columnar_collect = True  # _collect_columns and _eval_tensors: forwards of all envs at once
+    columnar_eval = True
     config = dict(
         type="impala",
         on_policy=False,  # serial form: unrolls go through a replay buffer (max_use bounds their reuse)
@@ -237,6 +240,9 @@ class IMPALAPolicy(Policy):
         """Unrolls of ``unroll_len`` steps (dicts of arrays with a leading time axis) from one env's
         consecutive transitions; see ``UnrollBuilder``."""
         return self._unrolls(transitions)
+
+    def _attribute_getters(self) -> dict[str, Callable[[], Any]]:
+        return {**super()._attribute_getters(), "unroll_len": self._get_unroll_len}
 
     def _get_unroll_len(self) -> int:
         return self._unroll_len

@@ -12,7 +12,7 @@ its bounds): Pendulum clips the torque itself, MuJoCo clamps to its ``ctrlrange`
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -47,6 +47,8 @@ class PPOPolicy(Policy):
     continuous actions ``action`` is a float32 [A] sample and ``logit`` is ``{'mu', 'sigma'}``.
     """
 
+    columnar_collect = True  # _collect_columns and _eval_tensors: forwards of all envs at once
+    columnar_eval = True
     initial_log_sigma = -0.5  # a Gaussian actor's log std after ppo_param_init (DI-engine's PPO)
     config = dict(
         type="ppo",
@@ -121,6 +123,10 @@ class PPOPolicy(Policy):
         return obs if self._obs_norm is None else self._obs_norm.normalize(obs)
 
     # ----- advantages: one GAE for the collectors, gae_estimator and the learner -------------------
+    def _attribute_getters(self) -> dict[str, Callable[[], Any]]:
+        # gae_estimator asks for compute_advantages, to run the same GAE as the collectors
+        return {**super()._attribute_getters(), "compute_advantages": lambda: self._compute_advantages}
+
     def _value_scale(self) -> float:  # value_norm: the critic predicts returns / their running std
         return 1.0 if self._running_mean_std is None else float(self._running_mean_std.std)
 

@@ -51,6 +51,8 @@ class SACPolicy(Policy):
     """
 
     action_space = "continuous"
+    columnar_collect = True  # _collect_columns and _eval_tensors: forwards of all envs at once
+    columnar_eval = True
     squashed_actions = True  # actions in [-1, 1]: a wider Box needs env.act_scale=True
     config = dict(
         type="sac",
@@ -265,6 +267,12 @@ class SACPolicy(Policy):
         if self._auto_alpha:
             state["optimizer_alpha"] = self._alpha_optim.state_dict()
         return state
+
+    def _learn_optimizers(self) -> dict[str, torch.optim.Optimizer]:
+        optimizers = {"optimizer_q": self._optimizer_q, "optimizer_policy": self._optimizer_policy}
+        if self._auto_alpha:
+            optimizers["optimizer_alpha"] = self._alpha_optim
+        return optimizers
 
     def _load_state_dict_learn(self, state_dict: dict[str, Any]) -> None:
         self._learn_model.load_state_dict(state_dict["model"])
