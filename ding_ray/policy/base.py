@@ -31,7 +31,8 @@ from ding_ray.utils.registry import POLICY_REGISTRY
 
 
 class Policy:
-    """Base of every policy. Subclasses implement ``_init_<mode>`` and the ``_forward_<mode>`` methods."""
+    """Base of every policy. Subclasses implement ``_init_learn``/``_init_collect``/``_init_eval``
+    and the forwards of those modes (see ``columnar_collect`` for the batched form)."""
 
     learn_function = namedtuple(
         "learn_function",
@@ -380,9 +381,10 @@ class Policy:
         self._load_state_dict_learn(learn_state_from_di_engine(self._model, state_dict, optimizers))
 
     def _learn_optimizers(self) -> dict[str, torch.optim.Optimizer]:
-        """The learn mode's optimizers by their key in ``_state_dict_learn``; a policy with other
-        optimizers than ``_optimizer`` overrides it."""
-        return {"optimizer": self._optimizer}
+        """The learn mode's optimizers by their key in ``_state_dict_learn``: ``_optimizer`` where the
+        policy has one; a policy with other optimizers overrides it."""
+        optimizer = getattr(self, "_optimizer", None)
+        return {"optimizer": optimizer} if isinstance(optimizer, torch.optim.Optimizer) else {}
 
     def _load_state_dict_learn(self, state_dict: dict[str, Any]) -> None:
         self._learn_model.load_state_dict(state_dict["model"])
