@@ -14,7 +14,8 @@ ratio_to_raw is each figure over raw_vector's. A last line times raw_vector and 
 of each in turn (the overhead of the manager's API over the bare vector env, robust to other load).
 
 Run:  python benchmarks/bench_atari_envs.py [--envs 8] [--seconds 2] [--windows 3]
-Prints one ``bench_atari_envs kind=... env_steps_per_s=... ratio_to_raw=...`` line per kind.
+Prints one ``bench_atari_envs kind=... env_steps_per_s=... ratio_to_raw=...`` line per kind and
+writes them to ``benchmarks/results/atari_envs.json``.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from functools import partial
 
 import gymnasium as gym
 import numpy as np
+from results_io import write_result
 
 from ding_ray.envs import AtariEnv, create_env_manager
 from ding_ray.envs.game_ids import ensure_registered
@@ -133,14 +135,31 @@ def main() -> None:
         for runner in runners.values():
             runner.close()
     raw = best.get("raw_vector")
-    for kind in kinds:
-        ratio = f" ratio_to_raw={best[kind] / raw:.3f}" if raw else ""
-        print(f"bench_atari_envs kind={kind} envs={args.envs} env_steps_per_s={best[kind]:.0f}{ratio}")
+    rows = [dict(kind=kind, envs=args.envs, env_steps_per_s=round(best[kind])) for kind in kinds]
+    ratio = {
+        f"{kind}/raw_vector": round(best[kind] / raw, 3) for kind in kinds if raw and kind != "raw_vector"
+    }
+    for row in rows:
+        share = ratio.get(f"{row['kind']}/raw_vector")
+        print(
+            f"bench_atari_envs kind={row['kind']} envs={args.envs} env_steps_per_s={row['env_steps_per_s']}"
+            + ("" if share is None else f" ratio_to_raw={share:.3f}")
+        )
     if "raw_vector" in runners and "ding_vector" in runners:
+        rows.append(
+            dict(kind="interleaved", envs=args.envs, raw_vector_steps_per_s=round(pair[0]),
+                 ding_vector_steps_per_s=round(pair[1]))
+        )  # fmt: skip
+        ratio["ding_vector/raw_vector interleaved"] = round(pair[1] / pair[0], 3)
         print(
             f"bench_atari_envs kind=interleaved envs={args.envs} raw_vector_steps_per_s={pair[0]:.0f} "
             f"ding_vector_steps_per_s={pair[1]:.0f} ratio_to_raw={pair[1] / pair[0]:.3f}"
         )
+    reference = (
+        "raw_vector, measured in the same run: ale-py's AtariVectorEnv stepped directly in this process; "
+        "'interleaved' times it call by call in turn with ding_vector"
+    )
+    write_result("atari_envs", rows, reference=reference, ratio=ratio)
 
 
 if __name__ == "__main__":

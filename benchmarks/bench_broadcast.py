@@ -7,8 +7,9 @@ collector does at a rollout boundary. Reference, measured in the same run: one `
 each call, so it is serialised once per receiver.
 
 Run:  python benchmarks/bench_broadcast.py [--repeat 9]
-Prints one ``bench_broadcast name=value ...`` line per figure; the target is
-``deliver_4 / deliver_1 <= 2`` (one object-store copy, not N pickles).
+Prints one ``bench_broadcast name=value ...`` line per figure and writes them to
+``benchmarks/results/broadcast.json``; the target is ``deliver_4 / deliver_1 <= 2`` (one
+object-store copy, not N pickles).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import time
 import numpy as np
 import ray
 import torch
+from results_io import write_result
 
 from ding_ray.distributed.weights import WeightsPublisher, WeightsRef, pull
 from ding_ray.policy.weights import Weights, load_weights, state_dict_to_numpy
@@ -93,6 +95,7 @@ def main() -> None:
     ray.init(num_cpus=4, include_dashboard=False)
     remote_receiver = ray.remote(num_cpus=0.25)(Receiver)
     version = 0
+    rows, ratio = [], {}
     for params in (1_000_000, 10_000_000):
         weights = state_dict_to_numpy(mlp(params).state_dict())
         n = int(sum(np.size(v) for v in weights.values()))
@@ -122,7 +125,20 @@ def main() -> None:
         )
         for r in receivers:
             ray.kill(r)
+        rows.append(
+            dict(
+                params=n,
+                put_get_s=round(reference, 5),
+                **{f"deliver_{k}_s": round(times[k], 5) for k in times},
+                by_value_4_s=round(by_value_4, 5),
+            )
+        )
+        ratio[f"deliver_4/deliver_1 params={n}"] = round(times[4] / times[1], 2)
+        ratio[f"deliver_1/put_get params={n}"] = round(times[1] / reference, 2)
+        ratio[f"by_value_4/deliver_4 params={n}"] = round(by_value_4 / times[4], 2)
     ray.shutdown()
+    reference = "put_get_s, measured in the same run: one ray.put and ray.get of the same dict in one process"
+    write_result("broadcast", rows, reference=reference, ratio=ratio)
 
 
 if __name__ == "__main__":

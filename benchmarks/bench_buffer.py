@@ -11,7 +11,8 @@ processes); a ratio is the median over the pairs of windows of ours divided by t
 window right after it, so it holds on any machine and while the machine's speed drifts. On a
 shared machine ``--clock cpu`` times each process by its own CPU time.
 
-Output: one line per figure, ``bench_buffer <figure>=<value> reference=<value> ratio_vs_reference=<r> ...``.
+Output: one line per figure, ``bench_buffer <figure>=<value> reference=<value> ratio_vs_reference=<r> ...``;
+the same in ``benchmarks/results/buffer.json``.
 """
 
 from __future__ import annotations
@@ -19,11 +20,11 @@ from __future__ import annotations
 import argparse
 import multiprocessing
 import os
-import platform
 import random
 import time
 
 import numpy as np
+from results_io import write_result
 
 from ding_ray.data import AdvancedReplayBuffer, Batch
 
@@ -216,7 +217,8 @@ def reference_process(conn, cap: int, window: float, clock_name: str) -> None:
             conn.send(rate(commands[name], units, window))
 
 
-def report(figure: str, value: float, reference: float, ratio: float, **extra: float) -> None:
+def report(figure: str, value: float, reference: float, ratio: float, **extra: float) -> dict:
+    """Print one figure's line; the same as a record."""
     parts = [
         f"bench_buffer {figure}={value:.0f}",
         f"reference={reference:.1f}",
@@ -224,6 +226,8 @@ def report(figure: str, value: float, reference: float, ratio: float, **extra: f
     ]
     parts += [f"{k}={v:.1f}" for k, v in extra.items()]
     print(" ".join(parts), flush=True)
+    row = dict(figure=figure, value=round(value), reference=round(reference, 1))
+    return dict(row, ratio_vs_reference=round(ratio, 2), **{k: round(v, 2) for k, v in extra.items()})
 
 
 def main() -> None:
@@ -245,7 +249,6 @@ def main() -> None:
     cap, window, repeats = args.capacity, args.window, args.repeats
     rng = np.random.default_rng(0)
     random.seed(0)
-    print(f"# {platform.processor() or platform.machine()}, {os.cpu_count()} cpus, numpy {np.__version__}")
     print(
         f"# prioritized buffer of {cap} CartPole transitions, batch {BATCH}; ding_ray and the reference "
         f"alternate over {repeats} pairs of {window}s windows of {args.clock} time: "
@@ -309,21 +312,39 @@ def main() -> None:
     conn.send(None)
     child.join()
 
-    report("push_columnar_items_per_s", *push_col, batch=PUSH_CHUNK)
-    report("push_list_items_per_s", *push_lst, batch=PUSH_CHUNK)
+    rows = [
+        report("push_columnar_items_per_s", *push_col, batch=PUSH_CHUNK),
+        report("push_list_items_per_s", *push_lst, batch=PUSH_CHUNK),
+    ]
     die = DI_ENGINE_053
-    report(
-        "sample256_columnar_per_s", *sample_col, ratio_vs_dingine_053=sample_col[0] / die["sample256_per_s"]
-    )
-    report("sample256_list_per_s", *sample_lst, ratio_vs_dingine_053=sample_lst[0] / die["sample256_per_s"])
-    report("update256_per_s", *update, ratio_vs_dingine_053=update[0] / die["update256_per_s"])
-    for name, steps in (("columnar", step_col), ("list", step_lst)):
+    rows += [
         report(
-            f"{name}_learner_steps_per_s",
-            *steps,
-            ratio_vs_dingine_053=steps[0] / die["learner_steps_per_s"],
-            ratio_vs_rllib_260=steps[0] / RLLIB_260_LEARNER_STEPS_PER_S,
+            "sample256_columnar_per_s",
+            *sample_col,
+            ratio_vs_dingine_053=sample_col[0] / die["sample256_per_s"],
+        ),
+        report(
+            "sample256_list_per_s", *sample_lst, ratio_vs_dingine_053=sample_lst[0] / die["sample256_per_s"]
+        ),
+        report("update256_per_s", *update, ratio_vs_dingine_053=update[0] / die["update256_per_s"]),
+    ]
+    for name, steps in (("columnar", step_col), ("list", step_lst)):
+        rows.append(
+            report(
+                f"{name}_learner_steps_per_s",
+                *steps,
+                ratio_vs_dingine_053=steps[0] / die["learner_steps_per_s"],
+                ratio_vs_rllib_260=steps[0] / RLLIB_260_LEARNER_STEPS_PER_S,
+            )
         )
+    reference = (
+        "the textbook prioritized replay written in this script (per-item Python segment trees, a list "
+        "of dicts), in a process of its own, timed in windows alternating with ding_ray's in the same "
+        "run; ratio_vs_dingine_053 and ratio_vs_rllib_260 compare with figures measured earlier, not "
+        f"in this run ({args.clock} clock, capacity {cap})"
+    )
+    ratio = {f"{row['figure']}/reference": row["ratio_vs_reference"] for row in rows}
+    write_result("buffer", rows, reference=reference, ratio=ratio)
 
 
 if __name__ == "__main__":

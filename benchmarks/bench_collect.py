@@ -10,7 +10,8 @@ Rows:
 Every collect call gathers N_SAMPLE (512) transitions.
 
 Run:  python benchmarks/bench_collect.py [--seconds 3]
-Prints one ``bench_collect name=value ...`` line per figure.
+Prints one ``bench_collect name=value ...`` line per figure and writes them to
+``benchmarks/results/collect.json``.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from functools import partial
 import gymnasium as gym
 import numpy as np
 import torch
+from results_io import write_result
 
 from ding_ray.envs import create_env_manager, get_vec_env_setting
 from ding_ray.model import DQN
@@ -96,7 +98,27 @@ def main() -> None:
         f"bench_collect serial_collector_steps_per_s={serial:.0f} ratio_to_raw={serial / raw:.3f} "
         f"ratio_to_bare_batched={serial / bare:.3f}"
     )
-    ray_collector_rows(args.seconds, raw, serial)
+    one, two = ray_collector_rows(args.seconds, raw, serial)
+    figures = dict(
+        raw_gym=raw, bare_batched=bare, serial_collector=serial, ray_collectors_1=one, ray_collectors_2=two
+    )
+    ratio = {
+        "serial_collector/bare_batched": serial / bare,
+        "serial_collector/raw_gym": serial / raw,
+        "ray_collectors_1/serial_collector": one / serial,
+        "ray_collectors_2/serial_collector": two / serial,
+        "ray_collectors_2/ray_collectors_1": two / one,
+    }
+    reference = (
+        "measured in the same run: raw_gym (one CartPole-v1 env, random actions) and bare_batched "
+        f"({ENV_NUM} envs, one batched forward of the same net per step, no bookkeeping); env steps/s"
+    )
+    write_result(
+        "collect",
+        {f"{name}_steps_per_s": round(value) for name, value in figures.items()},
+        reference=reference,
+        ratio={name: round(value, 3) for name, value in ratio.items()},
+    )
 
 
 # ----- Ray rows: collector actors feeding a buffer actor --------------------------------------------
@@ -152,7 +174,8 @@ def ray_collectors(seconds: float, num_collectors: int) -> float:
     return rate
 
 
-def ray_collector_rows(seconds: float, raw: float, serial: float) -> None:
+def ray_collector_rows(seconds: float, raw: float, serial: float) -> tuple[float, float]:
+    """Env steps/s of 1 and 2 collector actors, printed beside the serial figures."""
     import ray
 
     ray.init(num_cpus=2, include_dashboard=False)
@@ -167,6 +190,7 @@ def ray_collector_rows(seconds: float, raw: float, serial: float) -> None:
         f"bench_collect ray_collectors_2_steps_per_s={two:.0f} ratio_to_raw={two / raw:.3f} "
         f"ratio_to_serial={two / serial:.3f} ratio_to_1_collector={two / one:.3f}"
     )
+    return one, two
 
 
 if __name__ == "__main__":

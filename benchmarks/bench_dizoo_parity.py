@@ -15,7 +15,8 @@ evaluation at or before ``--at`` env steps, and the wall seconds from launching 
 Run:  python benchmarks/bench_dizoo_parity.py classic_control/cartpole/config/cartpole_ppo_config.py \
           --seeds 0 1 2 --max-env-step 30000 [--at 24000] [--only ding_ray|di_engine|sb3]
           [--di-engine-env-id ID] [--ding-ray-env-id ID]  (another env id on one side, e.g. Hopper-v4)
-Prints one ``bench_dizoo_parity ...`` line per run and one ``bench_dizoo_parity_median`` line per system.
+Prints one ``bench_dizoo_parity ...`` line per run and one ``bench_dizoo_parity_median`` line per system,
+and writes them to ``benchmarks/results/dizoo_parity_<config>.json`` (``_<systems>`` with ``--only``).
 Any dizoo config of a policy both sides have runs, e.g. IMPALA (serial, a ``max_use`` replay buffer):
       python benchmarks/bench_dizoo_parity.py classic_control/cartpole/config/cartpole_impala_config.py \
           --seeds 0 1 2 --max-env-step 100000
@@ -31,6 +32,8 @@ import subprocess
 import sys
 import tempfile
 import time
+
+from results_io import write_result
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
@@ -151,6 +154,7 @@ def main() -> None:
     python = {"di_engine": args.di_engine_python, "sb3": args.sb3_python}
     env_ids = {"ding_ray": args.ding_ray_env_id, "di_engine": args.di_engine_env_id}
     solved: dict[str, list] = {s: [] for s in systems}
+    rows = []
     for seed in args.seeds:
         for system in systems:
             result = measure(system, args.config, seed, args.max_env_step, python, env_ids)
@@ -158,12 +162,33 @@ def main() -> None:
             line.update(summary(result["evaluations"], args.at))
             line["exit_s"] = result["exit_s"]
             print("bench_dizoo_parity " + json.dumps(line), flush=True)
+            rows.append(line)
             solved[system].append(line["solved_env_step"])
+    medians = {}
     for system, steps in solved.items():
         done = [s for s in steps if s is not None]
-        median = statistics.median(done) if len(done) == len(steps) else None
-        line = dict(system=system, solved_env_steps=steps, median=median)
+        medians[system] = statistics.median(done) if len(done) == len(steps) else None
+        line = dict(system=system, solved_env_steps=steps, median=medians[system])
         print("bench_dizoo_parity_median " + json.dumps(line))
+    others = [s for s in systems if s != "ding_ray"]
+    ratio = {
+        f"ding_ray/{other} median solved_env_step": (
+            None
+            if not medians.get("ding_ray") or not medians[other]
+            else medians["ding_ray"] / medians[other]
+        )
+        for other in others
+        if "ding_ray" in medians
+    }
+    reference = (
+        "measured in the same run, seed by seed interleaved: DI-engine 0.5.3 on the same dizoo config file "
+        "(di_engine), Stable-Baselines3 with rl-zoo3's settings (sb3); none when only ding_ray runs"
+    )
+    name = "dizoo_parity_" + os.path.basename(args.config).removesuffix(".py").removesuffix("_config")
+    if args.only:
+        name += "_" + "_".join(systems)
+    figures = dict(median_solved_env_step=medians, runs=rows)
+    write_result(name, figures, reference=reference, ratio=ratio)
 
 
 if __name__ == "__main__":

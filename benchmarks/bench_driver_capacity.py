@@ -27,7 +27,8 @@ line gives its calls/s as a fraction of the raw line's for the same N (``of_raw`
 
 Run:  python benchmarks/bench_driver_capacity.py [--collectors 8 32 64] [--seconds 20]
         [--pipelines raw async sync impala] [--pace-ms 0]
-Prints one ``bench_driver_capacity pipeline=... collectors=N calls_per_s=...`` line per run.
+Prints one ``bench_driver_capacity pipeline=... collectors=N calls_per_s=...`` line per run and
+writes them to ``benchmarks/results/driver_capacity.json`` (``driver_capacity_pace<P>ms.json`` when paced).
 """
 
 from __future__ import annotations
@@ -40,6 +41,8 @@ import subprocess
 import sys
 import tempfile
 import time
+
+from results_io import write_result
 
 PIPELINES = ("raw", "async", "sync", "impala")
 COLLECTOR_CPUS = 0.05  # each collector's CPU share: they do almost no work
@@ -240,6 +243,7 @@ def main() -> None:
         print("RESULT " + json.dumps(result), flush=True)
         return
     raw: dict[int, float] = {}  # calls/s of the reference, per N
+    rows, ratio = [], {}
     for pipeline in sorted(args.pipelines, key=PIPELINES.index):  # the reference first
         for n in args.collectors:
             cmd = [sys.executable, __file__, "--one", pipeline, str(n), "--seconds", str(args.seconds)]
@@ -256,7 +260,15 @@ def main() -> None:
                 raw[n] = result["calls_per_s"]
             elif n in raw:
                 result["of_raw"] = round(result["calls_per_s"] / raw[n], 3)
+                ratio[f"{pipeline}/raw collectors={n}"] = result["of_raw"]
+            rows.append(result)
             print("bench_driver_capacity " + " ".join(f"{k}={v}" for k, v in result.items()), flush=True)
+    reference = (
+        "raw, measured in the same run: Ray alone, N actors of 0.05 CPU echoing a small argument, one call "
+        "in flight each (calls per second)"
+    )
+    name = "driver_capacity" + (f"_pace{args.pace_ms:g}ms" if args.pace_ms else "")
+    write_result(name, rows, reference=reference, ratio=ratio)
 
 
 if __name__ == "__main__":

@@ -12,7 +12,8 @@ timed in turns, window after window (other load on the machine hits them alike),
 figure is the best of its ``--windows`` windows; ratios are to ``base`` on the same env.
 
 Run:  python benchmarks/bench_env_manager.py [--seconds 1] [--windows 5]
-Prints one ``bench_env_manager name=value ...`` line per figure.
+Prints one ``bench_env_manager name=value ...`` line per figure and writes them to
+``benchmarks/results/env_manager.json``.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from functools import partial
 
 import gymnasium as gym
 import numpy as np
+from results_io import write_result
 
 from ding_ray.envs import GymnasiumEnv, create_env_manager
 
@@ -163,13 +165,25 @@ def main() -> None:
         "busy_1ms": dict(env_id="BusyWork-v0", kwargs=dict(work=work)),
         "cartpole": dict(env_id="CartPole-v1"),
     }
+    rows, ratio = [], {}
     for name, env_cfg in envs.items():
         rates = steps_per_s(env_cfg, args.seconds, args.windows, work if name == "busy_1ms" else None)
         for kind, rate in rates.items():
-            ratio = "" if kind == "base" else f" ratio_to_base={rate / rates['base']:.3f}"
+            text = ""
+            if kind != "base":
+                ratio[f"{name} {kind}/base"] = round(rate / rates["base"], 3)
+                text = f" ratio_to_base={rate / rates['base']:.3f}"
             if "ceiling" in rates and kind in ("subprocess", "async_subprocess"):
-                ratio += f" ratio_to_ceiling={rate / rates['ceiling']:.3f}"
-            print(f"bench_env_manager {name}_{kind}_steps_per_s={rate:.0f} envs={ENV_NUM}{ratio}")
+                ratio[f"{name} {kind}/ceiling"] = round(rate / rates["ceiling"], 3)
+                text += f" ratio_to_ceiling={rate / rates['ceiling']:.3f}"
+            rows.append(dict(env=name, manager=kind, envs=ENV_NUM, steps_per_s=round(rate)))
+            print(f"bench_env_manager {name}_{kind}_steps_per_s={rate:.0f} envs={ENV_NUM}{text}")
+    reference = (
+        "measured in the same run: the 'base' manager on the same env, and on busy_1ms the 'ceiling', "
+        f"{ENV_NUM} plain processes doing the same work with nothing in between (busy_1ms step: "
+        f"{step_s * 1e3:.3f} ms of CPU)"
+    )
+    write_result("env_manager", rows, reference=reference, ratio=ratio)
 
 
 if __name__ == "__main__":

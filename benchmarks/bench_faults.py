@@ -15,7 +15,10 @@ Per run it prints the time to solve, the env steps of the weights that solved, a
 ``result.json`` says was lost; then the median per scenario and its ratio to the undisturbed one.
 
 Run:  python benchmarks/bench_faults.py [--seeds 0 1 2]
-        [--scenarios none learner buffer none-cluster collector-node]
+        [--scenarios none learner buffer none-cluster collector-node] [--max-env-step 200000]
+Writes the runs and medians to ``benchmarks/results/faults.json``. ``--max-env-step`` bounds every
+run (a run that ends there unsolved is no time to solve: a small one only checks that the script
+runs).
 """
 
 from __future__ import annotations
@@ -28,6 +31,8 @@ import subprocess
 import sys
 import tempfile
 
+from results_io import write_result
+
 RUN = """
 import copy, json, sys
 import ray
@@ -37,7 +42,7 @@ from ding_ray.configs.apex_dqn import create_config, main_config
 from ding_ray.framework import Task
 
 exp, victim = sys.argv[1], sys.argv[3]
-seed, kill_at, freq = int(sys.argv[2]), int(sys.argv[4]), int(sys.argv[5])
+seed, kill_at, freq, budget = (int(a) for a in (sys.argv[2], sys.argv[4], sys.argv[5], sys.argv[6]))
 cfg = copy.deepcopy(main_config)
 cfg["exp_name"], cfg["checkpoint"] = exp, dict(freq=freq)
 cfg["ray"]["progress_bar"] = False
@@ -63,8 +68,8 @@ def fault(ctx):
     else:
         ray.kill(getattr(rc.actors, victim), no_restart=False)
 
-with distributed.RayRun(cfg, plan, 200_000) as rc, rc.task() as task:
-    pipelines.off_policy(task, cfg, rc, max_env_step=200_000)
+with distributed.RayRun(cfg, plan, budget) as rc, rc.task() as task:
+    pipelines.off_policy(task, cfg, rc, max_env_step=budget)
     task.use(fault)
     task.run()
 ray.shutdown()
@@ -74,9 +79,9 @@ print(json.dumps(dict(rc.result, killed_at=killed)))
 """
 
 
-def run(scenario: str, seed: int, kill_at: int, freq: int) -> dict:
+def run(scenario: str, seed: int, kill_at: int, freq: int, max_env_step: int) -> dict:
     with tempfile.TemporaryDirectory(prefix="bench_faults_") as tmp:
-        args = [f"{tmp}/run", str(seed), scenario, str(kill_at), str(freq)]
+        args = [f"{tmp}/run", str(seed), scenario, str(kill_at), str(freq), str(max_env_step)]
         env = {**os.environ, "RAY_TMPDIR": tmp}  # its own Ray (or cluster): nobody else's joins it
         done = subprocess.run(
             [sys.executable, "-c", RUN, *args], capture_output=True, text=True, cwd=tmp, env=env
@@ -95,12 +100,17 @@ def main() -> None:
     parser.add_argument("--scenarios", nargs="+", default=default)
     parser.add_argument("--kill-at", type=int, default=1000, help="learner iterations before the fault")
     parser.add_argument("--ckpt-freq", type=int, default=500, help="checkpoint.freq of every run")
+    parser.add_argument("--max-env-step", type=int, default=200_000, help="the budget of every run")
     args = parser.parse_args()
     times: dict[str, list[float]] = {s: [] for s in args.scenarios}
+    rows, ratio = [], {}
     for seed in args.seeds:
         for scenario in args.scenarios:  # interleaved: the machine's load hits every scenario alike
-            r = run(scenario, seed, args.kill_at, args.ckpt_freq)
+            r = run(scenario, seed, args.kill_at, args.ckpt_freq, args.max_env_step)
             times[scenario].append(r["since_launch_s"])
+            keys = ("stop", "stop_env_step", "train_iter", "killed_at", "recoveries", "lost_batches")
+            row = dict(scenario=scenario, seed=seed, launch_to_stop_s=round(r["since_launch_s"], 1))
+            rows.append(dict(row, checkpoints=r["checkpoints_saved"], **{k: r[k] for k in keys}))
             print(
                 f"bench_faults scenario={scenario} seed={seed} stop={r['stop']} "
                 f"launch_to_stop_s={r['since_launch_s']:.1f} stop_env_step={r['stop_env_step']} "
@@ -108,11 +118,21 @@ def main() -> None:
                 f"checkpoints={r['checkpoints_saved']} lost_batches={r['lost_batches']}",
                 flush=True,
             )
+    medians = {}
     for scenario, values in times.items():
         reference = times.get("none-cluster" if scenario == "collector-node" else "none")
-        median = statistics.median(values)
-        ratio = f" ratio_to_undisturbed={median / statistics.median(reference):.2f}" if reference else ""
-        print(f"bench_faults_median scenario={scenario} median_launch_to_stop_s={median:.1f}{ratio}")
+        medians[scenario] = median = round(statistics.median(values), 1)
+        text = ""
+        if reference and scenario not in ("none", "none-cluster"):
+            ratio[f"{scenario}/undisturbed"] = round(median / statistics.median(reference), 2)
+            text = f" ratio_to_undisturbed={ratio[f'{scenario}/undisturbed']:.2f}"
+        print(f"bench_faults_median scenario={scenario} median_launch_to_stop_s={median:.1f}{text}")
+    reference = (
+        "measured in the same run, seed by seed interleaved: the undisturbed run ('none'; 'none-cluster' "
+        "for collector-node), the same pipeline and checkpoints without the fault"
+    )
+    figures = dict(median_launch_to_stop_s=medians, runs=rows)
+    write_result("faults", figures, reference=reference, ratio=ratio)
 
 
 if __name__ == "__main__":

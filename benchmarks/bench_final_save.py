@@ -9,31 +9,25 @@ actor flushes every ``checkpoint.frames_flush_s``; 20,000 rows is 10 s at 2,000 
 
 Run:  python benchmarks/bench_final_save.py [--rows 1000000] [--since-flush 20000]
 Prints one ``bench_final_save name=value ...`` line per figure and writes them to
-benchmarks/results/final_save.json.
+``benchmarks/results/final_save.json``.
 """
 
 from __future__ import annotations
 
 import argparse
-import datetime
-import json
-import os
-import platform
-import subprocess
-import sys
 import tempfile
 import time
 
 import numpy as np
 from easydict import EasyDict
 from numpy.lib.stride_tricks import sliding_window_view
+from results_io import write_result
 
 from ding_ray.data import Batch
 from ding_ray.data.advanced import AdvancedReplayBuffer
 from ding_ray.utils.checkpoint import BUFFER_FILE, CheckpointStore, FrameBlocks, buffer_bytes
 
 CHUNK = 1000
-RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "final_save.json")
 
 
 def push(buffer: AdvancedReplayBuffer, start: int, n: int) -> None:
@@ -90,21 +84,14 @@ def main() -> None:
         all_blocks_s=round(first_s, 2),
         whole_file_s=round(whole_s, 2),
         incremental_s=round(incremental_s, 2),
-        speedup=round(whole_s / incremental_s, 1),
     )
-    print("bench_final_save " + " ".join(f"{k}={v}" for k, v in figures.items()), flush=True)
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout
-    record = dict(
-        date=datetime.date.today().isoformat(),
-        commit=commit.strip(),
-        machine=f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}",
-        command=" ".join(["python", "benchmarks/bench_final_save.py", *sys.argv[1:]]),
-        figures=figures,
-        reference="whole_file_s: the buffer in one self-contained file, as every save was written before",
+    ratio = {"whole_file_s/incremental_s": round(whole_s / incremental_s, 1)}
+    print("bench_final_save " + " ".join(f"{k}={v}" for k, v in {**figures, **ratio}.items()), flush=True)
+    reference = (
+        "whole_file_s, measured in the same run: the same buffer written as one self-contained file "
+        "(no frame blocks)"
     )
-    os.makedirs(os.path.dirname(RESULTS), exist_ok=True)
-    with open(RESULTS, "w") as f:
-        json.dump(record, f, indent=1)
+    write_result("final_save", figures, reference=reference, ratio=ratio)
 
 
 if __name__ == "__main__":

@@ -22,7 +22,8 @@ too), what 1M transitions take, push and sample throughput (uniform and prioriti
 second of the calling thread, the steadier figure on a shared machine), and a snapshot of the full
 frame-storage buffer: file size, seconds to save and to load.
 
-Output: ``bench_frame_storage <figure>=<value> ...`` lines, then one JSON line with everything.
+Output: ``bench_frame_storage <figure>=<value> ...`` lines, then one JSON line with everything, also
+written to ``benchmarks/results/frame_storage.json``.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ import tempfile
 import time
 
 import numpy as np
+from results_io import write_result
 
 from ding_ray.data import AdvancedReplayBuffer, Batch, NaiveReplayBuffer
 
@@ -208,6 +210,25 @@ def main() -> None:
             else f"bench_frame_storage {key}={value}"
         )
     print(json.dumps(figures))
+    ratio = {
+        f"dedup/naive {what}": figures[f"dedup_{what}"] / figures[f"naive_{what}"]
+        for what in (
+            "bytes_per_transition",
+            "push_fill_transitions_per_s",
+            "prioritized_sample32_transitions_per_s",
+        )
+        if f"naive_{what}" in figures and f"dedup_{what}" in figures
+    }
+    reference = (
+        "naive, measured in the same run on the same pushes: the same prioritized buffer with "
+        "frame_dedup=False (each stack stored whole, one column per field)"
+    )
+    write_result(
+        "frame_storage",
+        {k: round(v, 4) if isinstance(v, float) else v for k, v in figures.items()},
+        reference=reference,
+        ratio={k: round(v, 3) for k, v in ratio.items()},
+    )
 
 
 if __name__ == "__main__":

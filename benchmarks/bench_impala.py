@@ -17,7 +17,8 @@ Run:  python benchmarks/bench_impala.py [--seeds 0] [--seconds 60] [--warmup 10]
         [--pipelines impala ppo] [--set ray.sample_prefetch=3 ...]  (settings of the IMPALA run)
 The issue's 10-minute run:  python benchmarks/bench_impala.py --pipelines impala --seconds 600
 Prints one ``bench_impala pipeline=... seed=...`` line per run and an
-``bench_impala_ratio impala_over_ppo=...`` line per seed (env steps/s).
+``bench_impala_ratio impala_over_ppo=...`` line per seed (env steps/s), and writes them to
+``benchmarks/results/impala.json``.
 """
 
 from __future__ import annotations
@@ -32,6 +33,8 @@ import sys
 import tempfile
 import threading
 import time
+
+from results_io import write_result
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
@@ -229,6 +232,7 @@ def main() -> None:
         )
         print("RESULT " + json.dumps(result), flush=True)
         return
+    rows, ratio = [], {}
     for seed in args.seeds:
         rates = {}
         for pipeline in args.pipelines:
@@ -246,12 +250,19 @@ def main() -> None:
                 continue
             result = json.loads(lines[-1][len("RESULT ") :])
             rates[pipeline] = result["env_steps_per_s"]
+            rows.append(result)
             print("bench_impala " + " ".join(f"{k}={v}" for k, v in result.items()), flush=True)
         if len(rates) == 2:
+            ratio[f"impala/ppo env_steps_per_s seed={seed}"] = round(rates["impala"] / rates["ppo"], 3)
             print(
                 f"bench_impala_ratio seed={seed} impala_over_ppo={rates['impala'] / rates['ppo']:.2f}",
                 flush=True,
             )
+    reference = (
+        "ppo, measured in the same run: ding_ray's sync PPO on Ray with the same collectors and envs "
+        f"(IMPALA settings: {' '.join(args.set) or 'as bundled'})"
+    )
+    write_result("impala", rows, reference=reference, ratio=ratio)
 
 
 if __name__ == "__main__":

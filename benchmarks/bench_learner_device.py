@@ -11,17 +11,20 @@ learner process uses by default) and on ``cuda`` when there is one; samples/s is
 over the median step time. The GPU-vs-CPU ratio lines compare the GPU with each CPU setting.
 
 Run:  python benchmarks/bench_learner_device.py [--cpu-threads 1 16] [--iters 30]
-Prints one ``bench_learner_device ...`` line per learner, device and batch, and ratio lines.
+Prints one ``bench_learner_device ...`` line per learner, device and batch, and ratio lines, and
+writes them to ``benchmarks/results/learner_device_<gpu>.json`` (``learner_device_cpu.json`` without one).
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 import statistics
 import time
 
 import numpy as np
 import torch
+from results_io import write_result
 
 from ding_ray.policy import create_policy
 
@@ -95,6 +98,7 @@ def main() -> None:
     parser.add_argument("--learners", nargs="+", default=list(LEARNERS), choices=list(LEARNERS))
     args = parser.parse_args()
     gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
+    rows, ratio = [], {}
     for name in args.learners:
         make, batch_sizes = LEARNERS[name]
         for batch_size in batch_sizes:
@@ -105,6 +109,7 @@ def main() -> None:
             if gpu:
                 rates["cuda"] = samples_per_s(make, batch_size, True, args.iters)
             for device, rate in rates.items():
+                rows.append(dict(learner=name, batch=batch_size, device=device, samples_per_s=round(rate, 1)))
                 where = f" gpu={gpu.replace(' ', '_')}" if device == "cuda" else ""
                 print(
                     f"bench_learner_device learner={name} batch={batch_size} device={device} "
@@ -114,11 +119,18 @@ def main() -> None:
             if gpu:
                 for device, rate in rates.items():
                     if device != "cuda":
+                        ratio[f"{name} batch={batch_size} cuda/{device}"] = round(rates["cuda"] / rate, 2)
                         print(
                             f"bench_learner_device_ratio learner={name} batch={batch_size} "
                             f"cuda_over_{device}={rates['cuda'] / rate:.2f}",
                             flush=True,
                         )
+    reference = (
+        "the same learner on this machine's CPU, measured in the same run (cpuN: torch on N threads)"
+        + ("" if gpu else "; no GPU here, so no ratio")
+    )
+    name = "learner_device_" + (re.sub(r"[^a-z0-9]+", "_", gpu.lower()).strip("_") if gpu else "cpu")
+    write_result(name, rows, reference=reference, ratio=ratio)
 
 
 if __name__ == "__main__":

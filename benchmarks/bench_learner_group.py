@@ -7,7 +7,8 @@ no gain: the members share the cores and add an all-reduce per gradient; the gro
 learners on several GPUs or nodes.
 
 Run:  python benchmarks/bench_learner_group.py [--calls 20] [--gpus 0]
-Prints one ``bench_learner_group ...`` line per setting and a ratio line.
+Prints one ``bench_learner_group ...`` line per setting and a ratio line, and writes them to
+``benchmarks/results/learner_group.json`` (``learner_group_gpu.json`` with ``--gpus``).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import tempfile
 import time
 
 import ray
+from results_io import write_result
 
 from ding_ray.configs import load_config
 from ding_ray.distributed.actors import LearnerActor
@@ -61,6 +63,10 @@ def main() -> None:
     print(f"bench_learner_group learners=2 samples_per_s={two:.0f}", flush=True)
     print(f"bench_learner_group_ratio two_over_one={two / one:.2f}", flush=True)
     ray.shutdown()
+    figures = dict(learners_1_samples_per_s=round(one), learners_2_samples_per_s=round(two), gpus=args.gpus)
+    reference = "one learner actor, measured in the same run on the same batches (samples per second)"
+    name = "learner_group" + ("_gpu" if args.gpus > 0 else "")
+    write_result(name, figures, reference=reference, ratio={"learners_2/learners_1": round(two / one, 3)})
 
 
 if __name__ == "__main__":

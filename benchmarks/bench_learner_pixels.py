@@ -15,7 +15,8 @@ mean is printed too).
 
 Run:  python benchmarks/bench_learner_pixels.py [--device cpu|cuda] [--batch 32] [--threads 1]
           [--iters 10] [--rounds 3]
-Prints one ``bench_learner_pixels ...`` line per side and a ratio line per plain side.
+Prints one ``bench_learner_pixels ...`` line per side and a ratio line per plain side, and writes
+them to ``benchmarks/results/learner_pixels_<device>.json``.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import time
 import numpy as np
 import torch
 import torch.nn.functional as F
+from results_io import write_result
 from torch import nn
 
 from ding_ray.policy import create_policy
@@ -152,18 +154,31 @@ def main() -> None:
     # The median step: other processes on a shared machine stretch single steps, not the typical one.
     median = {side: args.batch / statistics.median(times) for side, times in steps.items()}
     threads = torch.get_num_threads()
+    rows = []
     for side, rate in median.items():
         mean = len(steps[side]) * args.batch / sum(steps[side])
+        row = dict(side=side, device=args.device, threads=threads, batch=args.batch)
+        rows.append(
+            dict(row, samples_per_s=round(rate, 1), mean_samples_per_s=round(mean, 1), steps=len(steps[side]))
+        )
         print(
             f"bench_learner_pixels side={side} device={args.device} threads={threads} batch={args.batch} "
             f"samples_per_s={rate:.1f} mean_samples_per_s={mean:.1f} steps={len(steps[side])}",
             flush=True,
         )
+    ratio = {}
     for plain in ("plain_torch", "plain_torch_fused"):
-        ratio = median["ding_ray"] / median[plain]
+        ratio[f"ding_ray/{plain}"] = round(median["ding_ray"] / median[plain], 3)
         print(
-            f"bench_learner_pixels_ratio ding_ray_over_{plain}={ratio:.3f} device={args.device}", flush=True
+            f"bench_learner_pixels_ratio ding_ray_over_{plain}={ratio[f'ding_ray/{plain}']:.3f} "
+            f"device={args.device}",
+            flush=True,
         )
+    reference = (
+        "measured in the same run, step by step in turn: the CleanRL-style loop written in this script "
+        "with torch's default Adam (plain_torch) and with fused Adam as ding_ray uses (plain_torch_fused)"
+    )
+    write_result(f"learner_pixels_{args.device}", rows, reference=reference, ratio=ratio)
 
 
 if __name__ == "__main__":

@@ -24,7 +24,8 @@ Runs land in ``results/bench_minatar/<yymmdd_HHMMSS>/`` (logs, ding_ray's run fo
 Prints one JSON line per run (``{"bench": "minatar", "side", "seed", "marks": {mark: return},
 "mark_env_steps", "wall_s", "env_steps_per_s"}``), then a table per seed and side, then one
 ``{"bench": "minatar_summary", ...}`` line: the mean over seeds per side at each mark and whether
-ding_ray's is the higher.
+ding_ray's is the higher. The runs and the summary go to ``benchmarks/results/minatar.json``
+(``minatar_<sides>.json`` for other sides than the default two).
 """
 
 from __future__ import annotations
@@ -37,6 +38,8 @@ import statistics
 import subprocess
 import sys
 import time
+
+from results_io import write_result
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # the ding_ray sides and their bundled configs (``plain`` is the single-process loop)
@@ -186,6 +189,18 @@ def main() -> None:
             m: None if x is None or y is None else x > y for m, x, y in zip(marks, a, b)
         }
     print(json.dumps(summary))
+    ratio = {
+        f"{side}/plain eval@{m}": None if means[f"{side}@{m}"] is None or not means[f"plain@{m}"] else
+        round(means[f"{side}@{m}"] / means[f"plain@{m}"], 3)
+        for side in sides if side != "plain" and "plain" in sides for m in marks
+    }  # fmt: skip
+    reference = (
+        "plain, measured in the same run, seed by seed in turn: benchmarks/minatar_dqn_plain.py, a "
+        "single-process DQN with the same network, hyperparameters and budget (uniform replay); none "
+        "when plain does not run"
+    )
+    name = "minatar" if sides == ["ding_ray", "plain"] else "minatar_" + "_".join(sides)
+    write_result(name, dict(summary, runs=rows), reference=reference, ratio=ratio)
 
 
 if __name__ == "__main__":

@@ -46,7 +46,8 @@ Prints one ``bench_pixels figure=NAME env_steps_per_s=.. frames_per_s=.. load_1m
 load_1m_after=..`` line per figure and round (a reference's settings on a ``bench_pixels_config``
 line after it), with ``--rounds`` above 1 a ``bench_pixels_median`` line per figure, then
 ``bench_pixels_ratio ding_ray_random/raw_ale_vector=.. ding_ray_cnn/rllib=..
-ding_ray_cnn/sample_factory=.. ...`` (ratios of the medians; n/a where a side did not run).
+ding_ray_cnn/sample_factory=.. ...`` (ratios of the medians; n/a where a side did not run); the
+same in ``benchmarks/results/pixels.json``.
 """
 
 from __future__ import annotations
@@ -62,6 +63,8 @@ import statistics
 import subprocess
 import sys
 import tempfile
+
+from results_io import write_result
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 REFS = os.path.join(REPO, "benchmarks", "pixels_refs")
@@ -301,6 +304,7 @@ def main() -> None:
 
     print(f"bench_pixels start load_1m={os.getloadavg()[0]:.2f} cpus={os.cpu_count()}", flush=True)
     rates: dict[str, list[float]] = {}
+    rows = []
     for round_ in range(args.rounds):
         # every other round in reverse, so that load that grows or fades over the run hits all alike
         for figure in args.only if round_ % 2 == 0 else args.only[::-1]:
@@ -315,6 +319,12 @@ def main() -> None:
                 continue
             rate = result["steps_per_s"]
             rates.setdefault(figure, []).append(rate)
+            row = dict(
+                figure=figure, round=round_, env_steps_per_s=round(rate), env_steps=result["env_steps"]
+            )
+            rows.append(
+                dict(row, load_1m_before=round(load_before, 2), load_1m_after=round(result["load"], 2))
+            )
             print(
                 f"bench_pixels figure={figure} env_steps_per_s={rate:.0f} frames_per_s={4 * rate:.0f} "
                 f"env_steps={result['env_steps']} seconds={result['seconds']:.1f} "
@@ -336,6 +346,14 @@ def main() -> None:
     )
     print(f"bench_pixels_ratio {ratios}")
     print(f"bench_pixels end load_1m={os.getloadavg()[0]:.2f}")
+    reference = (
+        "measured in the same run, one side after another: the raw emulator (raw_*), RLlib 2.60's "
+        "EnvRunners (rllib) and Sample Factory 2's sampler (sample_factory) on the same 8 Pong envs; "
+        "ratios of the medians over rounds"
+    )
+    ratio = {f"{a}/{b}": round(median[a] / median[b], 3) for a, b in RATIOS if a in median and b in median}
+    figures = dict(median_env_steps_per_s={k: round(v) for k, v in median.items()}, runs=rows)
+    write_result("pixels", figures, reference=reference, ratio=ratio)
 
 
 if __name__ == "__main__":

@@ -11,7 +11,8 @@ DI-engine 0.5.3 measured on the 2-core development machine, torch on 1 thread, s
 1,016 env steps (952-1,208) and 6.7 s (6.4-8.4) from the pipeline call to the stop value.
 
 Run:  python benchmarks/bench_serial_dqn.py [--seeds 0 1 2 3 4] [--repeats 2]
-Prints one ``bench_serial_dqn ...`` line per run and one with the medians and their ratios.
+Prints one ``bench_serial_dqn ...`` line per run and one with the medians and their ratios, and
+writes them to ``benchmarks/results/serial_dqn.json``.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ import os
 import statistics
 import tempfile
 import time
+
+from results_io import write_result
 
 from ding_ray.config import read_config
 from ding_ray.entry import serial_pipeline
@@ -52,7 +55,7 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     parser.add_argument("--repeats", type=int, default=2)
     args = parser.parse_args()
-    steps, walls = [], []
+    steps, walls, rows = [], [], []
     home = os.getcwd()
     with tempfile.TemporaryDirectory() as root:
         os.chdir(root)  # the config's relative exp_name, as a user runs it
@@ -62,6 +65,9 @@ def main() -> None:
                     env_steps, wall, stop, folder = run(seed)
                     steps.append(env_steps)
                     walls.append(wall)
+                    rows.append(
+                        dict(repeat=repeat, seed=seed, env_steps=env_steps, wall_s=round(wall, 2), stop=stop)
+                    )
                     print(
                         f"bench_serial_dqn repeat={repeat} seed={seed} env_steps={env_steps} "
                         f"wall_s={wall:.2f} stop={stop} folder={folder}"
@@ -69,11 +75,22 @@ def main() -> None:
         finally:
             os.chdir(home)
     median_steps, median_wall = statistics.median(steps), statistics.median(walls)
+    ratio = {
+        "median_env_steps/di_engine": round(median_steps / DI_ENGINE_MEDIAN_ENV_STEPS, 3),
+        "median_wall_s/di_engine": round(median_wall / DI_ENGINE_MEDIAN_WALL_S, 3),
+    }
     print(
         f"bench_serial_dqn median_env_steps={median_steps:.0f} median_wall_s={median_wall:.2f} "
-        f"ratio_env_steps_to_di_engine={median_steps / DI_ENGINE_MEDIAN_ENV_STEPS:.3f} "
-        f"ratio_wall_to_di_engine={median_wall / DI_ENGINE_MEDIAN_WALL_S:.3f}"
+        f"ratio_env_steps_to_di_engine={ratio['median_env_steps/di_engine']:.3f} "
+        f"ratio_wall_to_di_engine={ratio['median_wall_s/di_engine']:.3f}"
     )
+    reference = (
+        f"DI-engine 0.5.3 on the same config, seeds 0-4: median {DI_ENGINE_MEDIAN_ENV_STEPS} env steps and "
+        f"{DI_ENGINE_MEDIAN_WALL_S} s, measured earlier on the 2-core development machine, not in this run "
+        "(benchmarks/bench_dizoo_parity.py runs both sides in one run)"
+    )
+    figures = dict(median_env_steps=median_steps, median_wall_s=round(median_wall, 2), runs=rows)
+    write_result("serial_dqn", figures, reference=reference, ratio=ratio)
 
 
 if __name__ == "__main__":

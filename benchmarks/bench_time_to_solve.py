@@ -29,6 +29,7 @@ Prints, key=value:
   ``median_ray median_baseline ratio`` (launch to stop), for a serial one ``median_s_per_env_step
   median_baseline_s_per_env_step ratio`` (the ratio of the medians), ``median_seed_ratio`` (the
   median of each seed's now / baseline) and ``identical_env_steps`` (over all its runs).
+Each pipeline's runs, medians and ratio go to ``benchmarks/results/time_to_solve_<pipeline>.json``.
 """
 
 from __future__ import annotations
@@ -41,6 +42,8 @@ import subprocess
 import sys
 import tempfile
 import time
+
+from results_io import write_result
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXAMPLES = {"apex_dqn": "ray", "cartpole_dqn": "serial", "cartpole_ppo": "serial_onpolicy"}
@@ -116,7 +119,8 @@ def report_pair(pipeline: str, seed: int, now: dict, before: dict) -> None:
     )
 
 
-def report_ratio(pipeline: str, now: list[dict], before: list[dict], rev: str) -> None:
+def report_ratio(pipeline: str, now: list[dict], before: list[dict], rev: str) -> dict[str, float]:
+    """Print the pipeline's ratio line; the ratios, named ``figure/baseline``."""
     if pipeline == "ray":
         median = statistics.median(r["launch_to_stop_s"] for r in now)
         median_before = statistics.median(r["launch_to_stop_s"] for r in before)
@@ -126,7 +130,7 @@ def report_ratio(pipeline: str, now: list[dict], before: list[dict], rev: str) -
             f"baseline={rev}",
             flush=True,
         )
-        return
+        return {"median_launch_to_stop_s/baseline": round(median / median_before, 3)}
     median = statistics.median(r["s_per_env_step"] for r in now)
     median_before = statistics.median(r["s_per_env_step"] for r in before)
     pairs = list(zip(now, before, strict=True))
@@ -141,6 +145,12 @@ def report_ratio(pipeline: str, now: list[dict], before: list[dict], rev: str) -
         f"baseline={rev}",
         flush=True,
     )
+    return {
+        "median_s_per_env_step/baseline": round(median / median_before, 3),
+        "median of each seed's s_per_env_step/baseline": round(seed_ratio, 3),
+        "runs with identical env_steps/runs": sum(a["env_steps"] == b["env_steps"] for a, b in pairs)
+        / len(pairs),
+    }
 
 
 def main() -> None:
@@ -170,28 +180,34 @@ def main() -> None:
                     results[suffix].append(r)
                 if args.baseline and pipeline != "ray":
                     report_pair(pipeline, seed, results[""][-1], results["-baseline"][-1])
+            ratio = {}
             if args.baseline:
-                report_ratio(pipeline, results[""], results["-baseline"], args.baseline)
-            save(pipeline, results, args)
+                ratio = report_ratio(pipeline, results[""], results["-baseline"], args.baseline)
+            save(pipeline, results, ratio, args)
 
 
-def save(pipeline: str, results: dict[str, list[dict]], args: argparse.Namespace) -> None:
-    """The runs of one pipeline as data: ``benchmarks/results/time_to_solve_<pipeline>.json``."""
+def save(pipeline: str, results: dict[str, list[dict]], ratio: dict, args: argparse.Namespace) -> None:
+    """The runs of one pipeline, their medians and ratios: ``results/time_to_solve_<pipeline>.json``."""
     keys = ("stop", "env_steps", "train_iter", "launch_to_stop_s", "launch_to_exit_s", "s_per_env_step")
-    out = {
-        "pipeline": pipeline,
-        "seeds": args.seeds,
-        "repeat": args.repeat,
-        "baseline": args.baseline,
-        "runs": {
-            "now" if not suffix else "baseline": [{k: r.get(k) for k in keys} for r in runs]
-            for suffix, runs in results.items()
-        },
-    }
-    folder = os.path.join(REPO, "benchmarks", "results")
-    os.makedirs(folder, exist_ok=True)
-    with open(os.path.join(folder, f"time_to_solve_{pipeline}.json"), "w") as f:
-        json.dump(out, f, indent=1)
+    figures: dict = {}
+    for suffix, runs in results.items():
+        tree = "baseline" if suffix else "now"
+        figures[f"median_launch_to_stop_s_{tree}"] = round(
+            statistics.median(r["launch_to_stop_s"] for r in runs), 2
+        )
+        figures[f"median_s_per_env_step_{tree}"] = statistics.median(r["s_per_env_step"] for r in runs)
+    seeds = [s for _ in range(args.repeat) for s in args.seeds]
+    figures["runs"] = [
+        dict(tree=f"baseline {args.baseline}" if suffix else "now", seed=seed, **{k: r.get(k) for k in keys})
+        for suffix, runs in results.items()
+        for seed, r in zip(seeds, runs)
+    ]
+    reference = (
+        f"the same example from commit {args.baseline}'s tree, seed by seed interleaved in the same session"
+        if args.baseline
+        else "none: run with --baseline REV to time an older commit's tree in the same session"
+    )
+    write_result(f"time_to_solve_{pipeline}", figures, reference=reference, ratio=ratio)
 
 
 if __name__ == "__main__":

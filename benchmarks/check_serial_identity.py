@@ -4,13 +4,15 @@ env-stepping code changes no step.
 Run:
     python benchmarks/check_serial_identity.py                  # writes the fingerprints
     python benchmarks/check_serial_identity.py --compare OLD    # and compares them with OLD's
+    python benchmarks/check_serial_identity.py --name NAME      # writes them as NAME.json
 
 For each algorithm and seed (0, 1, 2) a run of ``serial_pipeline`` / ``serial_pipeline_onpolicy``
 with a small env-step budget records: the env steps and episodes the collector counted, a hash of
 every transition the collector handed over (obs, action, reward, done), a hash of every evaluation's
 returns and a hash of the final weights. A task-style ``StepCollector`` run (the ``inferencer`` /
 ``rolloutor`` pair) is fingerprinted too. Two runs of the same code give the same fingerprints, so
-any difference after a change is a change of behaviour. Output: ``benchmarks/results/serial_identity.json``.
+any difference after a change is a change of behaviour. Output: ``benchmarks/results/serial_identity.json``
+(``--compare`` takes such a file, or a plain mapping of run names to fingerprints).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from results_io import write_result
 
 import ding_ray.configs.cartpole_dqn as dqn_config
 import ding_ray.configs.cartpole_ppo as ppo_config
@@ -38,7 +41,6 @@ from ding_ray.framework.middleware import StepCollector
 from ding_ray.policy import create_policy
 from ding_ray.worker import InteractionSerialEvaluator, SampleSerialCollector
 
-RESULT = Path(__file__).parent / "results" / "serial_identity.json"
 SEEDS = (0, 1, 2)
 BUDGET = {"dqn": 8_000, "ppo": 8_192}  # env steps of each serial run
 STEP_COLLECT_CALLS = 40  # StepCollector calls of the task-style run
@@ -147,10 +149,9 @@ def main() -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--compare", type=Path, help="an earlier result file that must be identical")
-    parser.add_argument("--out", type=Path, default=RESULT)
+    parser.add_argument("--name", default="serial_identity", help="the result's name in benchmarks/results")
     args = parser.parse_args()
     torch.set_num_threads(1)  # one thread: float sums in the same order every run
-    out = args.out.resolve()
     result: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as workdir:
         cwd = os.getcwd()
@@ -165,15 +166,19 @@ def main() -> int:
                 print("step_collector", seed, result[f"step_collector_seed{seed}"], flush=True)
         finally:
             os.chdir(cwd)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")
     if args.compare is None:
+        reference = "none: run with --compare OLD.json to compare with fingerprints made earlier"
+        write_result(args.name, result, reference=reference, ratio={})
         return 0
     before = json.loads(args.compare.read_text())
+    before = before.get("figures", before)  # a result file, or the fingerprints alone
     differ = sorted(k for k in set(before) | set(result) if before.get(k) != result.get(k))
     for key in differ:
         print(f"DIFFERENT {key}: before {before.get(key)} after {result.get(key)}")
     print("identical" if not differ else f"{len(differ)} of {len(result)} runs differ")
+    reference = f"the fingerprints in {args.compare}, compared run by run"
+    ratio = {"identical_runs/runs": 1 - len(differ) / len(result)}
+    write_result(args.name, result, reference=reference, ratio=ratio)
     return 1 if differ else 0
 
 

@@ -1,16 +1,18 @@
 """The benchmarks page's tables, rendered from ``benchmarks/results/*.json``.
 
 ``python docs/gen_benchmarks.py`` prints them as Markdown; the MkDocs hook (``docs/hooks.py``) puts
-them into ``docs/benchmarks.md`` at build time, so no figure on that page is typed by hand. Any JSON
-file renders: its scalars become a two-column table, a list of records or a mapping of records a
-table with one row per record, and nested mappings a heading each. Every table names the command
-that made it (the file's ``command`` field, else the script that writes the file); a bench script
-with no file in ``benchmarks/results`` is listed as having no recorded result.
+them into ``docs/benchmarks.md`` at build time, so no figure on that page is typed by hand. Every
+file is a result as ``benchmarks/results_io.py`` writes it: its command, date, commit and machine
+head its section, then its reference and ratios, then its figures (a mapping becomes a two-column
+table, a list of records or a mapping of records a table with one row per record, nested mappings a
+heading each). A file that is not such a result fails the build. The bench scripts (those that call
+``write_result``) are listed last, each with the results it has recorded.
 """
 
 from __future__ import annotations
 
 import ast
+import importlib.util
 import json
 import os
 from collections.abc import Mapping
@@ -19,6 +21,16 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 BENCHMARKS = REPO / "benchmarks"
 RESULTS = BENCHMARKS / "results"
+
+
+def _load_results_io():
+    spec = importlib.util.spec_from_file_location("results_io", BENCHMARKS / "results_io.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+results_io = _load_results_io()
 
 
 def _cell(value) -> str:
@@ -67,7 +79,7 @@ def render_data(data, level: int = 4) -> list[str]:
     """Markdown tables for one JSON value, whatever its shape."""
     heading = "#" * min(level, 6)
     if isinstance(data, list):
-        if data and all(_is_record(v) for v in data):
+        if data and all(isinstance(v, Mapping) for v in data):  # one row each; nested values as JSON
             return _records_table(data)
         return _table(["value"], [[v] for v in data])
     if not isinstance(data, Mapping):
@@ -85,64 +97,74 @@ def render_data(data, level: int = 4) -> list[str]:
 
 
 def bench_scripts() -> dict[str, str]:
-    """Each script in benchmarks/ and the first paragraph of its docstring."""
+    """Each bench script (one that writes results) and the first paragraph of its docstring."""
     scripts = {}
     for path in sorted(BENCHMARKS.glob("*.py")):
-        doc = ast.get_docstring(ast.parse(path.read_text())) or ""
+        tree = ast.parse(path.read_text())
+        if not writes_results(tree):
+            continue
+        doc = ast.get_docstring(tree) or ""
         scripts[path.name] = " ".join(doc.split("\n\n")[0].split()).replace("``", "`")
     return scripts
 
 
-def writer_of(stem: str) -> str | None:
-    """The bench script whose source names the result file (or, for ``name_<part>``, its prefix)."""
-    parts = stem.split("_")
-    for n in range(len(parts), 0, -1):
-        name = "_".join(parts[:n])
-        if n < len(parts):
-            name_forms = (name + "_", name + ".json")
-        else:
-            name_forms = (name + ".json", name)
-        for path in sorted(BENCHMARKS.glob("*.py")):
-            source = path.read_text()
-            if any(form in source for form in name_forms) and len(name) >= 8:
-                return path.name
-    return None
+def writes_results(tree: ast.Module) -> bool:
+    """Whether a script's source calls ``results_io.write_result``: what makes it a bench script."""
+    return any(
+        isinstance(node, ast.ImportFrom)
+        and node.module == "results_io"
+        and "write_result" in {a.name for a in node.names}
+        for node in ast.walk(tree)
+    ) and any(
+        isinstance(node, ast.Call) and getattr(node.func, "id", None) == "write_result"
+        for node in ast.walk(tree)
+    )
 
 
-def render() -> str:
+def _machine(machine: Mapping) -> str:
+    known = {k: v for k, v in machine.items() if v not in (None, "", "not recorded")}
+    cpu = f"{known.get('cpus', 'unrecorded')} CPUs" + (
+        f" ({known['cpu_model']})" if "cpu_model" in known else ""
+    )
+    parts = [cpu] + ([f"GPU {known['gpu']}"] if known.get("gpu", "none") != "none" else [])
+    parts += [f"{key} {known[key]}" for key in ("python", "torch", "ray") if key in known]
+    return ", ".join(parts)
+
+
+def render_result(data: Mapping, filename: str) -> list[str]:
+    """One result file: where and how it was made, its reference and ratios, then its figures."""
+    found = results_io.problems(data)
+    if found:
+        raise ValueError(f"benchmarks/results/{filename} is not a result: {'; '.join(found)}")
+    out = [f"### `{data['name']}`", "", f"`{data['command']}`", ""]
+    out += [f"Measured {data['date']} at commit `{data['commit']}` on {_machine(data['machine'])}.", ""]
+    if data.get("note"):
+        out += [f"Note: {data['note']}", ""]
+    out += [f"Reference: {data['reference']}", ""]
+    if data["ratio"]:
+        out += _table(
+            ["ratio", "value"], [[f"`{k}`", "n/a" if v is None else v] for k, v in data["ratio"].items()]
+        )
+    return out + render_data(data["figures"])
+
+
+def render(results: Path = RESULTS) -> str:
     out: list[str] = []
-    files = sorted(RESULTS.glob("*.json")) if RESULTS.is_dir() else []
+    files = sorted(results.glob("*.json")) if results.is_dir() else []
     written_by: dict[str, list[str]] = {}
     out += ["## Recorded results", ""]
     if not files:
         out += ["No result is recorded in `benchmarks/results/` yet.", ""]
     for path in files:
         data = json.loads(path.read_text())
-        script = writer_of(path.stem)
-        if script:
-            written_by.setdefault(script, []).append(path.name)
-        command = data.get("command") if isinstance(data, Mapping) else None
-        out += [f"### `{path.name}`", ""]
-        if command:
-            out += [f"Made by `{command}`.", ""]
-        elif script:
-            out += [f"Made by `python benchmarks/{script}` (the file does not record its options).", ""]
-        else:
-            out += ["The file does not say which command made it.", ""]
-        if isinstance(data, Mapping) and isinstance(data.get("reference"), str):
-            out += [f"Reference: {data['reference']}", ""]
-        shown = (
-            {k: v for k, v in data.items() if k not in ("command", "reference")}
-            if isinstance(data, Mapping)
-            else data
-        )
-        out += render_data(shown)
+        out += render_result(data, path.name)
+        written_by.setdefault(Path(data["script"]).name, []).append(f"`{data['name']}`")
     out += ["## Every benchmark script", ""]
     rows = []
     for name, summary in bench_scripts().items():
-        recorded = ", ".join(f"`{f}`" for f in written_by.get(name, [])) or "none recorded yet"
+        recorded = ", ".join(written_by.get(name, [])) or "none recorded yet"
         rows.append([f"`python benchmarks/{name}`", summary, recorded])
-    header = ["command", "what it measures", "result in benchmarks/results"]
+    header = ["command", "what it measures", "recorded results"]
     out += ["| " + " | ".join(header) + " |", "|---|---|---|"]
     out += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in rows]
     return "\n".join(out).rstrip() + "\n"

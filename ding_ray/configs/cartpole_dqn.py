@@ -1,5 +1,5 @@
 """DQN on CartPole-v1 (serial pipeline), to an evaluation return of 475; ``python
-benchmarks/readme_figures.py`` measures the env steps each seed needs.
+benchmarks/bench_serial_examples.py`` measures the env steps each seed needs.
 
 DI-engine's form: ``main_config`` holds the hyperparameters, ``create_config`` names the component
 types. ``max_env_step`` and ``mode`` are the budget and pipeline ``ding-ray train`` uses by default.

@@ -1,5 +1,6 @@
 """PPO on CartPole-v1 (on-policy serial pipeline), close to rl-zoo3's tuned CartPole PPO, to an
-evaluation return of 475; ``python benchmarks/readme_figures.py`` measures the env steps each seed needs.
+evaluation return of 475; ``python benchmarks/bench_serial_examples.py`` measures the env steps each
+seed needs.
 
 8 envs x 32 steps per collect, 20 epochs of minibatches of 256, gamma 0.98, GAE lambda 0.8, lr
 falling linearly from 1e-3, separate actor and critic networks with tanh activations.

@@ -1,5 +1,5 @@
 """PPO with a Gaussian policy on Pendulum-v1 (on-policy serial pipeline), to an evaluation return of
--250; ``python benchmarks/readme_figures.py`` measures the env steps each seed needs.
+-250; ``python benchmarks/bench_serial_examples.py`` measures the env steps each seed needs.
 
 Continuous actions (a state-independent log std), gamma 0.9, GAE lambda 0.95, lr 1e-3, 10 epochs
 as rl-zoo3's tuned Pendulum PPO (without its gSDE and reward normalisation; DI-engine's value_norm

@@ -29,8 +29,8 @@ class RayConfig:
         # bytes of the object store of a Ray started here (None: Ray's choice, 30% of the memory); a
         # cluster joined by address has its own (`ray start --object-store-memory`): an error with it
         object_store_memory=None,
-        # A Ray started here skips its dashboard unless asked: starting it holds ray.init() up by
-        # about 4 s on 2 cores. Metrics still reach the node's Prometheus endpoint and TensorBoard;
+        # A Ray started here skips its dashboard unless asked: starting it holds ray.init() up for
+        # seconds on a small machine. Metrics still reach the node's Prometheus endpoint and TensorBoard;
         # a cluster from `ray start --head` has its dashboard either way.
         include_dashboard=False,
         dashboard_host="127.0.0.1",  # interface the dashboard binds to; '0.0.0.0' exposes it to the network
