@@ -68,20 +68,35 @@ def resolve_config(config: str) -> tuple[EasyDict, EasyDict, dict[str, Any]]:
     return main_cfg, create_cfg, {}
 
 
+# a name in a dict or list written without its quotes: a letter or _ first, not inside a number
+_BARE_NAME = re.compile(r"(?<![\w.'\"-])[A-Za-z_][\w./-]*(?![\w'\"])")
+
+
 def parse_override(item: str) -> tuple[list[str], Any]:
     """``key.path=value`` -> ``(['key', 'path'], value)``; the value is a Python literal
-    (``1e-3``, ``True``, ``None``, ``[64, 64]``) or else the text itself (``CartPole-v1``)."""
+    (``1e-3``, ``True``, ``None``, ``[64, 64]``) or else the text itself (``CartPole-v1``).
+
+    A dict or list whose names lost their quotes reads as if they had them: ``{learner_node:1}``
+    is ``{'learner_node': 1}``. ``ray submit`` passes the script's arguments through a shell
+    that drops the inner quotes of ``--set "ray.learner_resources={'learner_node':1}"``."""
     key, sep, text = item.partition("=")
     path = key.strip().split(".")
     if not sep or not all(path):
         raise ConfigError(
             f"--set expects key.path=value (e.g. policy.learn.learning_rate=3e-4), got '{item}'."
         )
+    text = text.strip()
     try:
-        value = ast.literal_eval(text.strip())
+        return path, ast.literal_eval(text)
     except (ValueError, SyntaxError):
-        value = text.strip()
-    return path, value
+        pass
+    if text[:1] in "{[" and not any(quote in text for quote in "'\""):
+        quoted = _BARE_NAME.sub(lambda m: m[0] if m[0] in ("True", "False", "None") else repr(m[0]), text)
+        try:
+            return path, ast.literal_eval(quoted)
+        except (ValueError, SyntaxError):
+            pass
+    return path, text
 
 
 def apply_overrides(main_cfg: dict, create_cfg: dict, items: list[str], infer_shapes: bool = True) -> None:

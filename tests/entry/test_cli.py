@@ -124,6 +124,15 @@ def test_parse_override_reads_python_literals_else_text():
     assert parse_override("env.env_id=CartPole-v1")[1] == "CartPole-v1"
 
 
+def test_parse_override_reads_a_dict_whose_quotes_ray_submit_dropped():
+    # `ray submit ... --set "ray.learner_resources={'learner_node':1}"` arrives without the inner quotes
+    assert parse_override("ray.learner_resources={learner_node:1}")[1] == {"learner_node": 1}
+    assert parse_override("x={a:1,b:2.5,c:None,d:-1e-3}")[1] == {"a": 1, "b": 2.5, "c": None, "d": -1e-3}
+    assert parse_override("x=[CartPole-v1,MountainCar-v0]")[1] == ["CartPole-v1", "MountainCar-v0"]
+    assert parse_override("x={'a':1}")[1] == {"a": 1}  # the quoted form as before
+    assert parse_override("x={a:1")[1] == "{a:1"  # not a literal either way: the text, for the config check
+
+
 def test_train_serial_writes_the_run_and_says_where(runs):
     cwd, outs = runs
     run_dir = cwd / "cartpole_dqn_seed3"
