@@ -170,13 +170,14 @@ def main() -> int:
         reference = "none: run with --compare OLD.json to compare with fingerprints made earlier"
         write_result(args.name, result, reference=reference, ratio={})
         return 0
-    before = json.loads(args.compare.read_text())
-    before = before.get("figures", before)  # a result file, or the fingerprints alone
+    recorded = json.loads(args.compare.read_text())
+    before = recorded.get("figures", recorded)  # a result file, or the fingerprints alone
     differ = sorted(k for k in set(before) | set(result) if before.get(k) != result.get(k))
     for key in differ:
         print(f"DIFFERENT {key}: before {before.get(key)} after {result.get(key)}")
     print("identical" if not differ else f"{len(differ)} of {len(result)} runs differ")
-    reference = f"the fingerprints in {args.compare}, compared run by run"
+    made_at = f" (made at commit {recorded['commit']})" if "commit" in recorded else ""
+    reference = f"the fingerprints in {args.compare}{made_at}, compared run by run"
     ratio = {"identical_runs/runs": 1 - len(differ) / len(result)}
     write_result(args.name, result, reference=reference, ratio=ratio)
     return 1 if differ else 0

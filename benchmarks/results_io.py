@@ -54,7 +54,10 @@ def commit() -> str:
     """The measured tree's short commit, ``+dirty`` with uncommitted changes to what runs."""
     try:
         head = _git("rev-parse", "--short", "HEAD")
-        dirty = _git("status", "--porcelain", "--", "ding_ray", "benchmarks", "examples")
+        # the results written so far are no change to what runs
+        dirty = _git(
+            "status", "--porcelain", "--", "ding_ray", "benchmarks", "examples", ":!benchmarks/results"
+        )
     except (OSError, subprocess.CalledProcessError):
         return "unknown (not a git checkout)"
     return head + ("+dirty" if dirty else "")
