@@ -26,6 +26,7 @@ from ding_ray.distributed.buffer_actor import BufferActor
 from ding_ray.distributed.cluster import ClusterError, learner_name, lower_priority
 from ding_ray.distributed.errors import ActorDiedError, raised_line, ray_text
 from ding_ray.distributed.metrics import RayMetrics
+from ding_ray.distributed.placement import release_slots, reserve_slots, slot_options
 from ding_ray.distributed.ray_port import Incarnation, remote_class
 from ding_ray.distributed.startup import note_start, why_not_started
 from ding_ray.distributed.user_modules import UserCode, check_user_code, load_user_code, user_code
@@ -299,6 +300,8 @@ class Actors:
     num_collectors: int = 0  # collectors the run has once all are started
     learners: list = field(default_factory=list)  # a learner group's members (learner is the first)
     call_timeout_s: float | None = None  # ray.call_timeout_s: a call this long means a frozen actor
+    # the placement groups that reserve a slot each for the learner, buffer and evaluator (by name)
+    slots: dict = field(default_factory=dict)
 
     def start_evaluator(self) -> Any:
         if self.evaluator is None and self.make_evaluator is not None:
@@ -313,6 +316,11 @@ class Actors:
             self.collectors += new
         return new
 
+    def start_collector(self, index: int) -> Any:
+        """Create collector ``index`` again (it was stopped to make room); its handle."""
+        self.collectors[index] = self.make_collector(index)
+        return self.collectors[index]
+
     def named(self) -> list[tuple[str, Any]]:
         """``(name, handle)`` of every actor created so far."""
         core = [("learner", self.learner), ("buffer", self.buffer), ("evaluator", self.evaluator)]
@@ -321,12 +329,13 @@ class Actors:
         return [(name, handle) for name, handle in named if handle is not None]
 
     def kill(self) -> None:
-        """Kill every actor (no restarts), so the names are free for the next run."""
+        """Kill every actor (no restarts), so the names are free for the next run, and free the slots."""
         for _, handle in self.named():
             try:
                 ray.kill(handle, no_restart=True)
             except Exception:  # noqa: BLE001 - already gone
                 pass
+        release_slots(self.slots)
 
 
 def create_actors(
@@ -363,9 +372,14 @@ def create_actors(
 
     code = user_code(cfg)
     check_user_code(code, rc.actor_start_timeout_s)
+    # slots first: the collectors, created next, cannot take the room of the learner, buffer, evaluator
+    slots = reserve_slots(rc, rc.actor_start_timeout_s, buffer)
     try:
-        return _create(cfg, namespace, rc, core, restartable, publish_freq, n_sample, buffer, code)
-    except ray.exceptions.ActorAlreadyExistsError as err:
+        return _create(cfg, namespace, rc, core, restartable, publish_freq, n_sample, buffer, code, slots)
+    except BaseException as err:
+        release_slots(slots)
+        if not isinstance(err, ray.exceptions.ActorAlreadyExistsError):
+            raise
         raise ClusterError(
             f"Another run holds the actor names in Ray namespace '{namespace}' ({err}). Each run needs "
             "its own namespace: leave ray.namespace unset (it is then the experiment folder's name, "
@@ -383,6 +397,7 @@ def _create(
     n_sample: int | None,
     buffer: bool,
     code: UserCode,
+    slots: dict,
 ) -> Actors:
     """``create_actors``'s work: the named actors, with the options it settled."""
 
@@ -403,7 +418,13 @@ def _create(
     if buffer:
         buffer_handle = (
             remote_class(BufferActor)
-            .options(name="buffer", num_cpus=rc.buffer_num_cpus, resources=dict(rc.buffer_resources), **core)
+            .options(
+                name="buffer",
+                num_cpus=rc.buffer_num_cpus,
+                resources=dict(rc.buffer_resources),
+                **core,
+                **slot_options(slots, "buffer"),
+            )
             .remote(
                 cfg.policy.other.replay_buffer,
                 cfg.exp_name,
@@ -430,11 +451,11 @@ def _create(
     else:
         learner = (
             remote_class(LearnerActor)
-            .options(name="learner", **learner_options)
+            .options(name="learner", **learner_options, **slot_options(slots, "learner"))
             .remote(cfg, publish_freq, code)
         )
     evaluator = remote_class(EvaluatorActor).options(
-        name="evaluator", num_cpus=rc.evaluator_num_cpus, **restartable
+        name="evaluator", num_cpus=rc.evaluator_num_cpus, **restartable, **slot_options(slots, "evaluator")
     )
     actors = Actors(
         namespace,
@@ -448,6 +469,7 @@ def _create(
         num_collectors=rc.num_collectors,
         learners=learners,
         call_timeout_s=rc.get("call_timeout_s"),
+        slots=slots,
     )
     if buffer_handle is not None:
         try:

@@ -1,7 +1,6 @@
-"""Joining or starting Ray, and checking that the cluster can hold the pipeline's actors.
-
-Both checks exist so that mistakes fail in seconds with numbers in the message: Ray itself
-waits minutes for an unreachable address, and forever for resources no node has.
+"""Joining or starting Ray, fast: an address nothing answers at fails in seconds with the numbers
+(Ray itself waits minutes). Whether the cluster can hold the pipeline's actors is
+``placement.check_cluster``'s to say.
 """
 
 from __future__ import annotations
@@ -13,7 +12,7 @@ import os
 import socket
 import tempfile
 import time
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 from urllib.parse import urlparse
@@ -400,60 +399,6 @@ def _compile(input_cfg: tuple, seed: int, save_cfg: bool) -> EasyDict:
 def learner_name(rank: int) -> str:
     """``learner`` (the one that publishes), then ``learner-1`` ... for a learner group."""
     return "learner" if rank == 0 else f"learner-{rank}"
-
-
-def actor_demands(ray_cfg: EasyDict) -> list[tuple[str, dict[str, float]]]:
-    """``(actor name, resources)`` of every actor the pipeline creates."""
-    learner = {
-        "CPU": ray_cfg.learner_num_cpus,
-        "GPU": ray_cfg.learner_num_gpus,
-        **ray_cfg.get("learner_resources", {}),
-    }
-    demands = [(learner_name(rank), learner) for rank in range(ray_cfg.get("num_learners", 1))]
-    demands += [
-        ("buffer", {"CPU": ray_cfg.buffer_num_cpus, **ray_cfg.buffer_resources}),
-        ("evaluator", {"CPU": ray_cfg.evaluator_num_cpus}),
-    ]
-    for i in range(ray_cfg.num_collectors):
-        demands.append((f"collector-{i}", {"CPU": ray_cfg.collector_num_cpus, **ray_cfg.collector_resources}))
-    return [(name, {k: float(v) for k, v in res.items() if v}) for name, res in demands]
-
-
-def check_resources(
-    demands: Sequence[tuple[str, Mapping[str, float]]],
-    total: Mapping[str, float],
-    nodes: Sequence[Mapping[str, float]],
-) -> None:
-    """Raise ``ClusterError`` with the numbers if the demands exceed the cluster's totals, or one
-    actor needs more of a resource than any single node has."""
-    problems = []
-    wanted: dict[str, float] = {}
-    for _, res in demands:
-        for key, value in res.items():
-            wanted[key] = wanted.get(key, 0.0) + value
-    for key, value in sorted(wanted.items()):
-        have = float(total.get(key, 0.0))
-        if value > have + 1e-9:
-            users = ", ".join(f"{name} {res[key]:g}" for name, res in demands if res.get(key))
-            problems.append(f"{value:g} {key} in all ({users}) but the cluster has {have:g}")
-    for name, res in demands:
-        for key, value in res.items():
-            best = max((float(node.get(key, 0.0)) for node in nodes), default=0.0)
-            if value > best + 1e-9 and float(total.get(key, 0.0)) >= value:
-                problems.append(f"{name} needs {value:g} {key} but no single node has more than {best:g}")
-    if problems:
-        raise ClusterError(
-            "The cluster is too small for this pipeline: "
-            + "; ".join(problems)
-            + ". Lower the ray.*_num_cpus / *_num_gpus / num_collectors settings or add nodes "
-            "(with an autoscaler, set ray.check_resources=False)."
-        )
-
-
-def check_cluster(ray_cfg: EasyDict) -> None:
-    """``check_resources`` against the Ray cluster this process is connected to."""
-    nodes = [node["Resources"] for node in ray.nodes() if node.get("Alive")]
-    check_resources(actor_demands(ray_cfg), ray.cluster_resources(), nodes)
 
 
 def lower_priority(nice: int) -> None:

@@ -35,6 +35,7 @@ from ding_ray.distributed.actors import Actors
 from ding_ray.distributed.cluster import ClusterError
 from ding_ray.distributed.collector_pool import CollectorPool, Slot
 from ding_ray.distributed.config import Plan
+from ding_ray.distributed.placement import actor_demands
 from ding_ray.distributed.startup import why_not_started
 from ding_ray.distributed.supervisor import ActorSupervisor
 from ding_ray.distributed.weights import WeightsRef
@@ -49,7 +50,13 @@ class CollectorsClient:
 
     def __init__(self, cfg: EasyDict, actors: Actors, plan: Plan, supervisor: ActorSupervisor) -> None:
         self.cfg, self.actors, self.plan, self.supervisor = cfg, actors, plan, supervisor
-        self.pool = CollectorPool(supervisor, cfg.ray.actor_start_timeout_s, cfg.ray.call_timeout_s)
+        self.pool = CollectorPool(
+            supervisor,
+            cfg.ray.actor_start_timeout_s,
+            cfg.ray.call_timeout_s,
+            start=actors.start_collector,
+            demand=dict(actor_demands(cfg.ray))["collector-0"],
+        )
         for handle in actors.collectors:
             self.pool.add(handle)
         self.weights: WeightsRef | None = None  # sent with every call; None: the actors' own initial weights
@@ -147,6 +154,10 @@ class CollectorsClient:
             # counts their transitions among those lost since its snapshot
             "lost_pushes": self.lost_pushes,
             "collector_restarts": self.pool.restarts,
+            # stopped to make room for the learner, buffer or evaluator after a node was lost, and
+            # those not stopped at the end
+            "collectors_stopped": self.pool.stops,
+            "collectors_running": len(self.pool.running()),
             "first_batch_s": None if self.first_batch_s is None else round(self.first_batch_s, 2),
         }
 

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import ray
 from ray.exceptions import ObjectLostError, RayActorError, RayTaskError
 
+from ding_ray.distributed import placement
 from ding_ray.distributed.errors import get, raised_line
 from ding_ray.distributed.startup import why_not_started
 from ding_ray.distributed.supervisor import Died
@@ -62,6 +63,25 @@ class RayPort:
     def kill(self, handle: Any) -> None:
         ray.kill(handle, no_restart=False)
 
+    def stop(self, handle: Any) -> None:
+        """End the actor for good (Ray does not restart it)."""
+        try:
+            ray.kill(handle, no_restart=True)
+        except Exception:  # noqa: BLE001 - gone already
+            pass
+
+    def needs(self, name: str) -> dict[str, float]:
+        """The resources actor ``name`` asks for on one node."""
+        return dict(placement.actor_demands(self.actors.cfg.ray)).get(name, {})
+
+    def placed(self, name: str) -> bool | None:
+        """Whether actor ``name``'s slot sits on a live node; None: it has no slot."""
+        slot = self.actors.slots.get(name)
+        return None if slot is None else placement.placed(slot)
+
+    def free_by_node(self) -> dict[str, dict[str, float]] | None:
+        return placement.free_by_node()
+
     def forget(self, refs: list) -> None:
         """Their outcomes are taken later (``sweep``), so that Ray does not log each failure
         again when a reference is dropped."""
@@ -99,7 +119,7 @@ class Incarnation:
             warnings.simplefilter("ignore", DeprecationWarning)
             self.restarted = ray.get_runtime_context().was_current_actor_reconstructed
         self.count = None if store is None or not run_id else store.next_incarnation(f"{name}-{run_id}")
-        self.info = info
+        self.info = {"node": ray.get_runtime_context().get_node_id(), **info}  # where it runs
 
     def answer(self, **now: Any) -> dict[str, Any]:
         """What ``instance()`` returns: who this is, where it started from, and ``now``."""

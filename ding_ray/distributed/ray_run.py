@@ -30,13 +30,13 @@ from ding_ray.data.rate_limiter import RateLimiter
 from ding_ray.distributed.actors import CORE_ACTORS, create_actors
 from ding_ray.distributed.buffer_client import BufferClient
 from ding_ray.distributed.checkpointer import RayCheckpointer
-from ding_ray.distributed.cluster import check_cluster
 from ding_ray.distributed.collectors_client import AsyncCollectorsClient, SyncCollectorsClient
 from ding_ray.distributed.config import Plan, pipeline_of
 from ding_ray.distributed.errors import ActorDiedError
 from ding_ray.distributed.evaluator_client import EvaluatorClient
 from ding_ray.distributed.learner_client import AsyncLearnerClient, SyncLearnerClient
 from ding_ray.distributed.monitor import RunMonitor, monitor_stage
+from ding_ray.distributed.placement import check_cluster
 from ding_ray.distributed.ray_port import RayPort
 from ding_ray.distributed.supervisor import ActorSupervisor, Recovered
 from ding_ray.framework import OnlineRLContext

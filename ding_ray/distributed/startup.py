@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import ray
 from easydict import EasyDict
 
-from ding_ray.distributed.cluster import actor_demands
+from ding_ray.distributed.placement import actor_demands
 
 if TYPE_CHECKING:
     from ding_ray.distributed.actors import Actors

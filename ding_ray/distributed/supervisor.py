@@ -15,8 +15,9 @@ the driver's clients tell about their calls. It
 - ends the run with an ``ActorDiedError`` naming the actor when it does not come back in time, dies
   for good, or keeps dying; a group (the collectors) ends it only when none of its members is left.
 
-It talks to Ray through a small port (``ActorPort``; ``ray_port.RayPort`` is Ray's), so that its
-bookkeeping is tested with a fake port and a fake clock.
+It talks to Ray through a small port (``actor_port.ActorPort``; ``ray_port.RayPort`` is Ray's), so
+that its bookkeeping is tested with a fake port and a fake clock. ``on_check`` functions run with
+its checks: ``CollectorPool.tend`` makes room there for the actors that wait for a node.
 """
 
 from __future__ import annotations
@@ -25,8 +26,9 @@ import logging
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
+from ding_ray.distributed.actor_port import ActorPort, Died, Recovered
 from ding_ray.distributed.cluster import ClusterError
 from ding_ray.distributed.errors import ActorDiedError
 from ding_ray.utils.call_watch import SLOW, TIMED_OUT, CallWatch
@@ -34,47 +36,6 @@ from ding_ray.utils.call_watch import SLOW, TIMED_OUT, CallWatch
 logger = logging.getLogger(__name__)
 
 UP, RESTARTING, GONE = "up", "restarting", "gone"
-
-
-class Died(Exception):
-    """The actor behind a call is dead (``init_failed``: its constructor raised, so a restart would
-    raise again)."""
-
-    def __init__(self, message: str, init_failed: bool = False) -> None:
-        super().__init__(message)
-        self.init_failed = init_failed
-
-
-class Recovered(Exception):
-    """The actor behind a call died and is back (or the call depended on one that did): whatever
-    was in flight on it is gone, and the caller drops the call."""
-
-
-class ActorPort(Protocol):
-    """What the supervisor asks of the actor system."""
-
-    def instance(self, handle: Any, retry: bool) -> Any:
-        """A reference to ``handle.instance()`` (a dict: ``id`` of the process, ``incarnation``, its
-        count of starts or None, ``restarted``, whether it is not the first); ``retry``: answered
-        once the actor is back, if it is restarting."""
-
-    def ready(self, refs: list, timeout_s: float) -> list:
-        """The references of ``refs`` that are in after waiting up to ``timeout_s`` for all of them."""
-
-    def result(self, ref: Any) -> Any:
-        """The value behind ``ref``; raises ``Died`` when its actor died, the call's own error otherwise."""
-
-    def kill(self, handle: Any) -> None:
-        """End the actor's process; the actor system restarts it."""
-
-    def forget(self, refs: list) -> None:
-        """Calls whose results nobody wants any more (their failures are the death being handled)."""
-
-    def why_not_started(self, names: list[str]) -> str:
-        """Sentences on why these actors are not up, with what to do."""
-
-    def describe(self, name: str) -> str:
-        """The actor ``name`` as a message names it, with where to find it."""
 
 
 @dataclass
@@ -122,6 +83,8 @@ class ActorSupervisor:
         self._probed_at = clock()
         self._checked_at = clock()
         self._failed: Exception | None = None  # the error that ended the run, raised again
+        self._checks: list[Callable[[], None]] = []  # ``on_check``
+        self.wait_step_s = 1.0  # how often ``on_check`` runs while a wait for a restart blocks
 
     # ----- membership ----------------------------------------------------------------------------
     def add(
@@ -156,8 +119,26 @@ class ActorSupervisor:
         incarnation owed and adds what was lost to ``event`` (``lost_...`` keys)."""
         self.members[name].on_back.append(fn)
 
+    def remove(self, name: str) -> None:
+        """Stop watching actor ``name`` (it is stopped on purpose: its death is no failure)."""
+        member = self.members.pop(name)
+        self._drop_probe()
+        self.port.forget(
+            [ref for ref in (member.ping, member.known) if ref is not None and not isinstance(ref, dict)]
+        )
+
+    def on_check(self, fn: Callable[[], None]) -> None:
+        """``fn()`` runs at every ``poll`` and every ``wait_step_s`` while a wait for a restart
+        blocks: what keeps room for the actors that wait (``CollectorPool.tend``)."""
+        self._checks.append(fn)
+
     def state(self, name: str) -> str:
         return self.members[name].state
+
+    def node_of(self, name: str) -> str | None:
+        """The node the actor's last answer came from (None before it answered)."""
+        known = self.members[name].known
+        return known.get("node") if isinstance(known, dict) else None
 
     def up(self, name: str) -> bool:
         return self.members[name].state == UP
@@ -205,7 +186,7 @@ class ActorSupervisor:
                 continue
             member = self.members[name]
             self.died(name)  # or not: a call also fails when an actor it depends on died
-            if not self.port.ready([member.ping], member.restart_timeout_s):
+            if not self._wait_back(member):
                 self._give_up(member, f"not back within {member.restart_timeout_s:g} s")
             self._take_ping(member)
             if member.state != UP:
@@ -240,6 +221,8 @@ class ActorSupervisor:
         back in time. Never blocks."""
         if self._failed is not None:
             raise self._failed
+        for fn in self._checks:
+            fn()
         pings = self.refs()
         if pings:
             for ref in self.port.ready(pings, 0):
@@ -291,6 +274,17 @@ class ActorSupervisor:
             )
 
     # ----- internals -----------------------------------------------------------------------------
+    def _wait_back(self, member: Member) -> bool:
+        """Wait up to its restart timeout for ``member``'s ping, running the ``on_check`` functions
+        every ``wait_step_s`` meanwhile (they may make room for it); whether it answered."""
+        end = self.clock() + member.restart_timeout_s
+        while not self.port.ready([member.ping], max(0.0, min(self.wait_step_s, end - self.clock()))):
+            if self.clock() >= end or member.ping is None:
+                return False
+            for fn in self._checks:
+                fn()
+        return True
+
     def _take_ping(self, member: Member) -> None:
         ref, member.ping = member.ping, None
         try:

@@ -141,8 +141,8 @@ def ray_trial_resources(input_cfg: str | tuple[Mapping, Mapping], cpus_per_trial
     """Tune's resources of a ``ray_trainable`` trial: a placement group with a bundle for its
     driver and one per actor of the trial's config (so a sweep over ``ray.num_collectors`` asks
     for what each trial needs)."""
-    from ding_ray.distributed.cluster import actor_demands
     from ding_ray.distributed.config import RayConfig
+    from ding_ray.distributed.placement import actor_demands
 
     tune = _import_tune()
 

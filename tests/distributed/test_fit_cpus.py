@@ -74,7 +74,7 @@ def test_a_ray_running_in_this_process_is_checked_as_it_is(ray_session, tmp_path
     cfg, plan, started = start_run(collectors_config(str(tmp_path / "big"), 8), save_cfg=False)
     assert not started and cfg.ray.collector_num_cpus == 0.5  # not fitted
     with pytest.raises(
-        ClusterError, match=r"5 CPU in all \(learner 0.5.*collector-7 0.5\) but the cluster has 4"
+        ClusterError, match=r"hold the learner, buffer and evaluator and 6 of the 8 collectors \(0.5 CPU each"
     ):
         RayRun(cfg, plan, max_env_step=100)
 
@@ -181,8 +181,8 @@ def test_a_cluster_too_small_still_fails_with_the_numbers(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     lines = dict(line.split(" | ", 1) for line in proc.stdout.splitlines() if " | " in line)
     for how in ("config", "env"):
-        assert "3 CPU in all (learner 0.5, buffer 0.25, evaluator 0.25, collector-0 0.5" in lines[how]
-        assert "but the cluster has 2" in lines[how]
+        assert "hold the learner, buffer and evaluator and 2 of the 4 collectors (0.5 CPU each" in lines[how]
+        assert "lower ray.num_collectors to 2" in lines[how]
     assert "fitted" not in proc.stderr
 
 

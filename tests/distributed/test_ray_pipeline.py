@@ -111,20 +111,26 @@ def test_start_run_compiles_while_joining_and_keeps_a_running_ray(ray_session, t
     assert ray.is_initialized()  # a config error does not shut down a Ray this call did not start
 
 
-def test_too_many_cpus_or_gpus_fail_with_the_numbers(ray_session, tmp_path):
+def test_too_many_cpus_or_gpus_or_a_resource_no_node_has_fail_before_any_actor_starts(ray_session, tmp_path):
     start = time.monotonic()
-    with pytest.raises(ClusterError, match=r"CPU in all \(learner 64.*the cluster has 4"):
+    with pytest.raises(
+        ClusterError, match=r"the learner needs 64 CPU on one node, but no single node has that"
+    ):
         ray_pipeline(small_config(str(tmp_path / "cpu"), learner_num_cpus=64.0), max_env_step=100)
-    with pytest.raises(ClusterError, match=r"1 GPU in all \(learner 1\) but the cluster has 0"):
+    with pytest.raises(ClusterError, match=r"the learner asks for GPU, which no node of the cluster has"):
         ray_pipeline(small_config(str(tmp_path / "gpu"), learner_num_gpus=1), max_env_step=100)
+    with pytest.raises(ClusterError, match=r"the buffer asks for buffer_node, which no node"):
+        ray_pipeline(
+            small_config(str(tmp_path / "res"), buffer_resources={"buffer_node": 1}), max_env_step=100
+        )
     assert time.monotonic() - start < 10
 
 
 def test_resource_check_per_node():
     nodes = [{"CPU": 2.0}, {"CPU": 2.0}]
-    check_resources([("a", {"CPU": 2.0}), ("b", {"CPU": 2.0})], {"CPU": 4.0}, nodes)
-    with pytest.raises(ClusterError, match="learner needs 3 CPU but no single node has more than 2"):
-        check_resources([("learner", {"CPU": 3.0})], {"CPU": 4.0}, nodes)
+    check_resources([("collector-0", {"CPU": 2.0}), ("collector-1", {"CPU": 2.0})], nodes)
+    with pytest.raises(ClusterError, match="the learner needs 3 CPU on one node, but no single node"):
+        check_resources([("learner", {"CPU": 3.0})], nodes)
 
 
 def test_unreachable_address_fails_fast():
