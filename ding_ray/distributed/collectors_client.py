@@ -256,7 +256,11 @@ class SyncCollectorsClient(CollectorsClient):
         self.supervisor.poll()
         idle = self.pool.idle()
         while not idle:  # every collector is restarting: wait for one to come back, not forever
-            ray.wait(self.supervisor.refs(), num_returns=1, timeout=1.0)
+            pings = self.supervisor.refs()
+            if pings:
+                ray.wait(pings, num_returns=1, timeout=1.0)
+            else:  # all stopped to make room (``CollectorPool.tend``): nothing to wait on
+                time.sleep(1.0)
             self.supervisor.poll()  # ends the run when none came back in time
             self.check_started()
             idle = self.pool.idle()
