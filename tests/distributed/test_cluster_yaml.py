@@ -1,7 +1,9 @@
-"""``cluster.yaml`` (AWS) and ``cluster-gcp.yaml`` are valid Ray cluster-launcher configs (checked
-against Ray's schema offline: nothing is launched) with the properties that make them boot: a
-pinned image with Python >= 3.10, CPU torch on CPU nodes and CUDA torch on the GPU node, no port
-but SSH open to the world, and the buffer placed on the head by a resource the code requests."""
+"""``cluster.yaml`` (AWS), ``cluster-gcp.yaml`` (GCP) and ``cluster-local.yaml`` (machines of one's own)
+are valid Ray cluster-launcher configs (checked against Ray's schema offline: nothing is launched)
+that share every line not about the provider, with the properties that make them boot: a pinned
+image with Python >= 3.10, CPU torch on CPU nodes and CUDA torch on the GPU node, no port but SSH
+open to the world, and the buffer placed on the head by a resource the code requests.
+tests/hosts/test_cluster_launch.py launches ``cluster-local.yaml`` for real."""
 
 from __future__ import annotations
 
@@ -25,7 +27,20 @@ from ding_ray.entry import compile_ray_config
 from tests.distributed.configs import small_config
 from tests.distributed.conftest import REPO
 
-FILES = ["cluster.yaml", "cluster-gcp.yaml"]
+FILES = ["cluster.yaml", "cluster-gcp.yaml"]  # the cloud's
+ALL_FILES = [*FILES, "cluster-local.yaml"]
+# The top-level sections about the provider; every other one is the same, line for line, in all files.
+PROVIDER_SECTIONS = {
+    "provider",
+    "auth",
+    "docker",
+    "available_node_types",
+    "head_node_type",
+    "max_workers",  # the on-premise provider: as many as worker_ips
+    "head_setup_commands",  # the storage's filesystem package (s3fs, gcsfs)
+    "worker_setup_commands",
+}
+STORAGE_PACKAGE = {"aws": "s3fs", "gcp": "gcsfs", "local": None}  # a local cluster mounts its storage
 TORCH = torch.__version__.split("+")[0]  # the torch the project is tested with, e.g. 2.13.0
 CPU_INDEX = "--index-url https://download.pytorch.org/whl/cpu"
 
@@ -33,6 +48,26 @@ CPU_INDEX = "--index-url https://download.pytorch.org/whl/cpu"
 def load(name: str) -> dict[str, Any]:
     with open(os.path.join(REPO, name)) as f:
         return yaml.safe_load(f)
+
+
+def sections(name: str) -> dict[str, list[str]]:
+    """The lines of each top-level section of the file ``name``, with the comment lines right above it."""
+    found: dict[str, list[str]] = {}
+    current, comments = None, []
+    with open(os.path.join(REPO, name)) as f:
+        for line in f.read().splitlines():
+            key = re.match(r"([a-z_]+):", line)
+            if key:
+                current = key[1]
+                found[current] = comments + [line]
+                comments = []
+            elif line.startswith("#"):
+                comments.append(line)
+            elif not line.strip():
+                comments = []
+            elif current is not None:
+                found[current].append(line)
+    return found
 
 
 def strings(node: Any) -> Iterator[str]:
@@ -61,7 +96,7 @@ def image_of(config: dict[str, Any], node_type: str) -> str:
     return own or config["docker"]["image"]
 
 
-@pytest.mark.parametrize("name", FILES)
+@pytest.mark.parametrize("name", ALL_FILES)
 def test_file_passes_rays_schema_offline(name):
     config = load(name)
     validate_config(prepare_config(copy.deepcopy(config)))  # offline: no cloud call
@@ -69,9 +104,20 @@ def test_file_passes_rays_schema_offline(name):
     with pytest.raises(jsonschema.ValidationError):
         validate_config(prepare_config({**copy.deepcopy(config), "max_worker": 5}))
     bad = copy.deepcopy(config)
-    bad["available_node_types"]["head"]["resources"]["buffer_node"] = "one"
+    bad["file_mounts_sync_continuously"] = "no"
     with pytest.raises(jsonschema.ValidationError):
         validate_config(prepare_config(bad))
+
+
+def test_the_files_share_every_line_that_is_not_about_the_provider():
+    texts = {name: sections(name) for name in ALL_FILES}
+    shared = set().union(*texts.values()) - PROVIDER_SECTIONS
+    assert {"setup_commands", "head_start_ray_commands", "worker_start_ray_commands"} <= shared
+    for key in sorted(shared):
+        first, *others = [(name, texts[name].get(key)) for name in ALL_FILES]
+        for name, lines in others:
+            assert lines == first[1], f"{key}: {name} differs from {first[0]}"
+    assert load("cluster-local.yaml")["provider"]["type"] == "local"
 
 
 @pytest.mark.parametrize("name", FILES)
@@ -89,10 +135,13 @@ def test_every_node_runs_a_pinned_image_with_python_3_10_or_newer(name):
         assert "NEVER launched for real" in f.read(2000)  # the header says what was not tried
 
 
-@pytest.mark.parametrize("name", FILES)
+@pytest.mark.parametrize("name", ALL_FILES)
 def test_cpu_nodes_get_cpu_torch_and_the_gpu_node_a_cuda_build(name):
     config = load(name)
-    for node_type in config["available_node_types"]:
+    # the on-premise provider has one node type, the head's setup for every node
+    types = config.get("available_node_types", {"head": {}})
+    config.setdefault("head_node_type", "head")
+    for node_type in types:
         commands = setup_of(config, node_type)
         torch_installs = [c for c in commands if re.search(r"pip install .*\btorch\b", c)]
         assert len(torch_installs) == 1 and f"torch=={TORCH}" in torch_installs[0], (node_type, commands)
@@ -102,14 +151,15 @@ def test_cpu_nodes_get_cpu_torch_and_the_gpu_node_a_cuda_build(name):
         else:
             assert CPU_INDEX in torch_installs[0], (node_type, torch_installs)
         # the working copy, mounted on every node, installed after torch (so pip keeps that torch),
-        # with the filesystem package of the checkpoint bucket (DING_RAY_STORAGE_PATH)
-        (ding_ray,) = [c for c in commands if c.startswith("python -m pip install -q -e ~/ding_ray")]
-        assert commands.index(torch_installs[0]) < commands.index(ding_ray)
-        assert ("s3fs" if config["provider"]["type"] == "aws" else "gcsfs") in ding_ray
-    assert config["file_mounts"] == {"~/ding_ray": "."}
+        # then the filesystem package of the checkpoint bucket (DING_RAY_STORAGE_PATH)
+        assert commands.index(torch_installs[0]) < commands.index("python -m pip install -q -e ~/ding-ray")
+        package = STORAGE_PACKAGE[config["provider"]["type"]]
+        storage = [c for c in commands if package and c.startswith(f"python -m pip install -q {package}")]
+        assert len(storage) == (1 if package else 0), (node_type, commands)
+    assert config["file_mounts"] == {"~/ding-ray": "."}
 
 
-@pytest.mark.parametrize("name", FILES)
+@pytest.mark.parametrize("name", ALL_FILES)
 def test_only_ssh_is_open_to_the_world_and_the_dashboard_is_local(name):
     config = load(name)
     # no rule, option or command anywhere names the whole internet or binds to every interface
@@ -125,6 +175,7 @@ def test_head_carries_the_buffer_resource_and_storage_is_shared(name):
     config = load(name)
     types = config["available_node_types"]
     assert types[config["head_node_type"]]["resources"].get("buffer_node") == 1
+    assert """--resources='{"buffer_node": 1}'""" in config["head_start_ray_commands"][-1]  # also local
     assert all("buffer_node" not in t["resources"] for n, t in types.items() if n != config["head_node_type"])
     storage = [o for o in config["docker"]["run_options"] if "DING_RAY_STORAGE_PATH=" in o]
     scheme = "s3://" if config["provider"]["type"] == "aws" else "gs://"
