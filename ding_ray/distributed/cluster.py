@@ -10,7 +10,6 @@ import logging
 import math
 import os
 import socket
-import tempfile
 import time
 from collections.abc import Collection, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -37,8 +36,13 @@ class ClusterError(DingRayError, RuntimeError):
 
 # the smallest object store ``ray.init`` accepts (Ray's own minimum, 75 MiB)
 OBJECT_STORE_MINIMUM_BYTES = 75 * 2**20
-# where ``ray start`` leaves the address of the cluster it started or joined (Ray's default temp dir)
-RAY_ADDRESS_FILE = os.path.join(tempfile.gettempdir(), "ray", "ray_current_cluster")
+
+
+def ray_address_file() -> str:
+    """Where ``ray start`` leaves the address of the cluster it started or joined: ``ray`` in Ray's
+    default temp dir (RAY_TMPDIR, else TMPDIR, else /tmp, as Ray chooses it)."""
+    temp = os.environ.get("RAY_TMPDIR") or os.environ.get("TMPDIR") or "/tmp"
+    return os.path.join(temp, "ray", "ray_current_cluster")
 
 
 def existing_cluster_address() -> str | None:
@@ -46,7 +50,7 @@ def existing_cluster_address() -> str | None:
     if os.environ.get("RAY_ADDRESS"):
         return os.environ["RAY_ADDRESS"]
     try:
-        with open(RAY_ADDRESS_FILE) as f:
+        with open(ray_address_file()) as f:
             return f.read().strip() or None
     except OSError:  # no ``ray start`` here
         return None
@@ -83,18 +87,36 @@ def init_ray(ray_cfg: EasyDict, namespace: str) -> bool:
     return True
 
 
+# what ``ray up`` leaves on a cluster's head node: a driver run there (``ray submit``) is that cluster's
+LAUNCHER_HEAD_FILE = "~/ray_bootstrap_config.yaml"
+
+
 def cluster_to_join(ray_cfg: EasyDict) -> tuple[str, str] | None:
     """``(address, address to pass to ray.init)`` of the cluster ``init_ray`` joins: ``ray.address``,
-    else the one RAY_ADDRESS / ``ray start`` left here (if it answers); None: it starts Ray here."""
+    else the one RAY_ADDRESS / ``ray start`` left here (if it answers); None: it starts Ray here.
+
+    A driver that is meant to join a cluster (RAY_ADDRESS is set, or it runs on the head of a cluster
+    that ``ray up`` started) and finds none raises ``ClusterError``, never starts a Ray of its own."""
     if ray_cfg.address is not None:
         return ray_cfg.address, ray_cfg.address
     found = existing_cluster_address()
-    if found is None:
-        return None
     try:
+        if found is None:
+            raise ClusterError("no `ray start` on this machine left an address")
         check_reachable(found)
-    except ClusterError:
-        logger.warning("ignoring the stale Ray address %s (nothing answers there)", found)
+    except ClusterError as err:
+        meant = "RAY_ADDRESS is set" if os.environ.get("RAY_ADDRESS") else None
+        if meant is None and os.path.exists(os.path.expanduser(LAUNCHER_HEAD_FILE)):
+            meant = f"this is the head of a cluster that `ray up` started ({LAUNCHER_HEAD_FILE} is here)"
+        if meant is not None:
+            where = f"nothing answers at {found}" if found is not None else str(err)
+            raise ClusterError(
+                f"This driver is meant to join a Ray cluster ({meant}) but {where}; it does not start a "
+                "Ray of its own instead. Check the cluster (`ray status` on its head), bring it up again "
+                "(`ray up CLUSTER.yaml`), or point RAY_ADDRESS at a running one."
+            ) from err
+        if found is not None:
+            logger.warning("ignoring the stale Ray address %s (nothing answers there)", found)
         return None
     # joined as "auto", as a plain ray.init() would: with that, and not with the address
     # itself, Ray sends the ~/.ray/auth_token of a cluster that token authentication guards
@@ -152,6 +174,7 @@ def start_local_ray(
     """
     with _loopback_node_address(), _without_ray_token_warning():
         ray.init(
+            address="local",  # a new Ray, even where a stopped `ray start` left its address
             num_cpus=num_cpus,
             namespace=namespace,
             include_dashboard=include_dashboard,
