@@ -26,6 +26,7 @@ from typing import Any
 
 import ray
 from easydict import EasyDict
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from ding_ray.distributed.errors import get
 from ding_ray.errors import ConfigError
@@ -181,9 +182,45 @@ def load_user_code(code: UserCode | None, role: str) -> None:
         registries[kind].register(name)(cls)  # the same class again (a reused process) is no change
 
 
+def check_nodes_import_ding_ray(timeout_s: float) -> None:
+    """Import ding_ray on every other node of the cluster before any actor is created: a node
+    without it (a machine the cluster yaml's setup did not reach) is named at once, not found out
+    by each actor placed there dying in turn."""
+    here = ray.util.get_node_ip_address()
+    nodes = [n for n in ray.nodes() if n["Alive"] and n["NodeManagerAddress"] != here]
+    if not nodes:
+        return
+
+    def import_ding_ray() -> str | None:  # defined in here, so Ray sends it by value: no ding_ray needed
+        try:
+            importlib.import_module("ding_ray")
+        except Exception as err:  # noqa: BLE001 - reported with the node's address
+            return f"{type(err).__name__}: {err}"
+        return None
+
+    probe = ray.remote(num_cpus=0)(import_ding_ray)
+    refs = {
+        node["NodeManagerAddress"]: probe.options(
+            scheduling_strategy=NodeAffinitySchedulingStrategy(node["NodeID"], soft=False)
+        ).remote()
+        for node in nodes
+    }
+    ready, _ = ray.wait(list(refs.values()), num_returns=len(refs), timeout=timeout_s)
+    failed = {ip: ray.get(ref) for ip, ref in refs.items() if ref in ready and ray.get(ref) is not None}
+    if failed:
+        listed = "; ".join(f"{ip}: {why}" for ip, why in sorted(failed.items()))
+        raise ConfigError(
+            f"Node(s) of this Ray cluster cannot import ding_ray ({listed}). Install it on every node "
+            "(the cluster yaml's setup_commands: pip install -e ~/ding-ray, run by `ray up`), or submit "
+            "the driver with `ray job submit --working-dir .`, which ships the working copy to every node."
+        )
+
+
 def check_user_code(code: UserCode, timeout_s: float) -> None:
     """Load ``code`` in a Ray worker before any actor is created: a module the actors cannot
-    import ends the run at once with ``import_user_modules``'s error, not with dead actors."""
+    import ends the run at once with ``import_user_modules``'s error, not with dead actors. First
+    every node must import ding_ray itself (``check_nodes_import_ding_ray``)."""
+    check_nodes_import_ding_ray(timeout_s)
     if not (code.modules or code.gym_specs or code.types):
         return
     ref = ray.remote(num_cpus=0)(load_user_code).remote(code, "Ray actors")

@@ -44,7 +44,7 @@ import threading
 import time
 from pathlib import Path
 
-from ding_ray.testing import netns
+from ding_ray.testing import netns, sshd
 
 SUBNET = "10.251.0"  # hosts are SUBNET.1, SUBNET.2, ...
 RAY_PORT = 6379
@@ -59,13 +59,17 @@ HEALTH_CHECK = {
 # All nodes start at once: a worker's `ray start` retries the head's GCS for this many seconds.
 GCS_WAIT = {"RAY_gcs_server_port_wait_time_s": "60"}
 
-# PID 1 of a host: runs `ray start` (which leaves its daemons as our children), records its exit
-# status, then reaps orphans for as long as the host lives.
+# PID 1 of a host: runs `ray start` (which leaves its daemons as our children) or the boot of an ssh
+# host, records its exit status (through a directory opened first: an ssh host mounts over /tmp), then
+# reaps orphans for as long as the host lives.
 _INIT = """
 import os, subprocess, sys, time
+folder = os.open(os.path.dirname(sys.argv[1]), os.O_RDONLY)
+name = os.path.basename(sys.argv[1])
 rc = subprocess.call(sys.argv[2:])
-open(sys.argv[1] + '.tmp', 'w').write(str(rc))
-os.rename(sys.argv[1] + '.tmp', sys.argv[1])
+with open(os.open(name + '.tmp', os.O_WRONLY | os.O_CREAT, 0o600, dir_fd=folder), 'w') as f:
+    f.write(str(rc))
+os.rename(name + '.tmp', name, src_dir_fd=folder, dst_dir_fd=folder)
 while True:
     try:
         os.wait()
@@ -77,7 +81,7 @@ while True:
 class Host:
     """One host: a network namespace with address ``ip`` and one Ray node in its own PID namespace."""
 
-    def __init__(self, run: str, index: int, run_dir: Path, env: dict[str, str]):
+    def __init__(self, run: str, index: int, run_dir: Path, env: dict[str, str], ssh: bool = False):
         self.index = index
         self.name = f"h{index}"
         self.namespace = f"{run}-{self.name}"
@@ -85,7 +89,10 @@ class Host:
         self.ip = f"{SUBNET}.{index + 1}"
         self.dir = run_dir / self.name
         self.temp_dir = self.dir / "t"
-        self.env = dict(env, HOME=str(self.dir / "home"), TMPDIR=str(self.dir))
+        self.ssh = ssh  # a machine for Ray's cluster launcher (ding_ray.testing.sshd), no Ray started
+        # an ssh host's own /root and /tmp are mounts inside it (ding_ray.testing.sshd)
+        self.home = self.dir / ("root" if ssh else "home")  # its HOME, as this machine reaches it
+        self.env = dict(env, HOME="/root" if ssh else str(self.home), TMPDIR="/tmp" if ssh else str(self.dir))
         self.peers: list[Host] = []  # the other hosts of the run
         self._delay: subprocess.Popen | None = None
         self._heal: threading.Timer | None = None
@@ -199,9 +206,11 @@ class Host:
         return self._counter("tx_bytes")
 
     def logs(self) -> list[Path]:
-        """The files of this host's Ray logs, and ``start.log`` (the output of its ``ray start``)."""
-        found = [self.dir / "start.log"] if (self.dir / "start.log").exists() else []
-        for session in sorted(self.temp_dir.glob("session_2*")):
+        """The files of this host's Ray logs, and ``start.log`` (the output of its ``ray start``, or of
+        an ssh host's boot) and sshd's log."""
+        found = [p for p in (self.dir / "start.log", self.dir / "tmp/sshd/sshd.log") if p.exists()]
+        temp_dir = self.dir / "tmp" / "ray" if self.ssh else self.temp_dir
+        for session in sorted(temp_dir.glob("session_2*")):
             found += sorted(p for p in (session / "logs").rglob("*") if p.is_file())
         return found
 
@@ -236,6 +245,9 @@ class Hosts:
         env: environment variables for every process of the hosts, over the defaults (e.g. other
             ``RAY_health_check_*`` values); variables ``RAY_*`` of the caller are not passed on.
         name: the run to attach to (see ``attach``); a fresh random name when None.
+        ssh: machines for Ray's cluster launcher instead of Ray nodes: each host runs sshd on port 22
+            for the run's key (``ssh_key``) and has a home, temp dir and Python environment of its own
+            (``ding_ray.testing.sshd``); no Ray is started, ``ray up`` does that.
     """
 
     def __init__(
@@ -246,6 +258,7 @@ class Hosts:
         object_store_memory: int = 128 << 20,
         env: dict[str, str] | None = None,
         name: str | None = None,
+        ssh: bool = False,
     ):
         if not 1 <= n <= 250:
             raise ValueError(f"n={n}: between 1 and 250 hosts")
@@ -256,17 +269,17 @@ class Hosts:
         self.object_store_memory = object_store_memory
         token = (self.dir / "token").read_text() if name else secrets.token_hex(16)
         inherited = {k: v for k, v in os.environ.items() if not k.startswith("RAY_") and k != "HOME"}
-        env = {
-            **inherited,
+        ray_nodes = {  # the Ray settings of the nodes this harness starts (an ssh host starts none)
             **HEALTH_CHECK,
             **GCS_WAIT,
             "RAY_AUTH_MODE": "token",
             "RAY_AUTH_TOKEN": token,
-            "RAY_USAGE_STATS_ENABLED": "0",
             "RAY_ADDRESS": f"{SUBNET}.1:{RAY_PORT}",
-            **(env or {}),
         }
-        self.hosts = [Host(self.name, i, self.dir, env) for i in range(n)]
+        env = {**inherited, **({} if ssh else ray_nodes), "RAY_USAGE_STATS_ENABLED": "0", **(env or {})}
+        self.ssh = ssh
+        self.ssh_key = self.dir / sshd.KEY  # the private key every ssh host accepts (also in each ~/.ssh)
+        self.hosts = [Host(self.name, i, self.dir, env, ssh) for i in range(n)]
         for host in self.hosts:
             host.peers = [peer for peer in self.hosts if peer is not host]
         self._token = token
@@ -278,7 +291,7 @@ class Hosts:
     def attach(cls, name: str) -> Hosts:
         """The run ``name`` started by another process (e.g. ``python -m ding_ray.testing.hosts up``)."""
         state = json.loads((ROOT / name / "state.json").read_text())
-        return cls(state["n"], name=name)
+        return cls(state["n"], name=name, ssh=state.get("ssh", False))
 
     @property
     def head(self) -> Host:
@@ -315,7 +328,7 @@ class Hosts:
         try:
             self.dir.mkdir(mode=0o700)
             (self.dir / "token").write_text(self._token)
-            (self.dir / "state.json").write_text(json.dumps({"n": len(self.hosts)}))
+            (self.dir / "state.json").write_text(json.dumps({"n": len(self.hosts), "ssh": self.ssh}))
             self._network()
             self._start(self.hosts)
         except BaseException:
@@ -342,25 +355,20 @@ class Hosts:
 
     def _start(self, hosts: list[Host]) -> None:
         ray = str(Path(sys.executable).with_name("ray"))
+        if self.ssh:
+            sshd.make_key_pair(self.ssh_key)
+            (self.dir / "shared").mkdir()
         for host in hosts:
-            (host.dir / "home").mkdir(parents=True)
-            args = [
-                ray,
-                "start",
-                f"--node-ip-address={host.ip}",
-                f"--num-cpus={self.cpus[host.index]}",
-                f"--resources={json.dumps(self.resources[host.index])}",
-                f"--object-store-memory={self.object_store_memory}",
-                f"--temp-dir={host.temp_dir}",
-                "--disable-usage-stats",
-            ]
-            if host is self.head:
-                args += ["--head", f"--port={RAY_PORT}", "--include-dashboard=false"]
+            if self.ssh:
+                sshd.prepare(host.dir, host.ip, host.namespace, self.ssh_key)
+                args = sshd.boot_command(host.dir, host.namespace, self.dir / "shared")
             else:
-                args += [f"--address={self.address}"]
+                host.home.mkdir(parents=True)
+                args = self._ray_start(host, ray)
             log = open(host.dir / "start.log", "wb")  # noqa: SIM115 - the host's processes hold it
             init = [sys.executable, "-c", _INIT, str(host.dir / "started"), *args]
             enter = ["ip", "netns", "exec", host.namespace, "unshare", "--pid", "--fork", "--mount-proc"]
+            enter += ["--uts"] if self.ssh else []  # a hostname of its own (ding_ray.testing.sshd)
             self._starters.append(
                 subprocess.Popen(
                     [*enter, *init],
@@ -381,7 +389,22 @@ class Hosts:
                 time.sleep(0.05)
             if started.read_text() != "0":
                 tail = (host.dir / "start.log").read_text()[-2000:]
-                raise RuntimeError(f"`ray start` failed in {host}:\n{tail}")
+                raise RuntimeError(f"{host} did not start:\n{tail}")
+
+    def _ray_start(self, host: Host, ray: str) -> list[str]:
+        args = [
+            ray,
+            "start",
+            f"--node-ip-address={host.ip}",
+            f"--num-cpus={self.cpus[host.index]}",
+            f"--resources={json.dumps(self.resources[host.index])}",
+            f"--object-store-memory={self.object_store_memory}",
+            f"--temp-dir={host.temp_dir}",
+            "--disable-usage-stats",
+        ]
+        if host is self.head:
+            return [*args, "--head", f"--port={RAY_PORT}", "--include-dashboard=false"]
+        return [*args, f"--address={self.address}"]
 
     def down(self) -> None:
         """Kill every process of every host, delete the namespaces and the run's directory."""

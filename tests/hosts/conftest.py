@@ -1,5 +1,5 @@
-"""The hosts harness as pytest fixtures: ``host_tools`` (skip, naming what is missing, unless
-``DING_RAY_REQUIRE_SYSTEM_TESTS=1``) and ``hosts`` (three Ray hosts shared by a test module)."""
+"""The hosts harness as pytest fixtures: ``host_tools`` and ``ssh_tools`` (skip, naming what is missing,
+unless ``DING_RAY_REQUIRE_SYSTEM_TESTS=1``) and ``hosts`` (three Ray hosts shared by a test module)."""
 
 from __future__ import annotations
 
@@ -28,6 +28,21 @@ def host_tools() -> None:
             pytest.fail(f"{message} ({REQUIRE}=1 makes its absence a failure)")
         pytest.skip(message)
     for name, install in TOOLS.items():
+        require_binary(name, install)
+
+
+SSH_TOOLS = {
+    "sshd": "apt-get install openssh-server",
+    "ssh": "apt-get install openssh-client",
+    "ssh-keygen": "apt-get install openssh-client",
+    "rsync": "apt-get install rsync",  # Ray's cluster launcher copies files with it
+}
+
+
+@pytest.fixture(scope="session")
+def ssh_tools(host_tools) -> None:
+    """What ssh hosts (``Hosts(n, ssh=True)``) and Ray's cluster launcher run, as ``host_tools``."""
+    for name, install in SSH_TOOLS.items():
         require_binary(name, install)
 
 
