@@ -50,7 +50,7 @@ def main() -> None:
     cfg = compile_ray_config((main_cfg, dict(bundled.create_config)), save_cfg=False)
     ray.init(include_dashboard=False, logging_level="ERROR")
     worker = RolloutWorker(cfg)
-    batch, _ = worker.rollout(16 * int(cfg.policy.learn.batch_size), random_collect=True)
+    batch, _ = worker.warm_up_rollout(16 * int(cfg.policy.learn.batch_size))
     worker.close()
     batch_ref = ray.put(batch)
     options = dict(num_cpus=0.5, num_gpus=args.gpus)

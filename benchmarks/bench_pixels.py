@@ -227,8 +227,9 @@ def ding_ray_side(policy: str, seconds: float, warmup: float, n_sample: int = 25
     Each call returns ``n_sample`` transitions as its second return value, left in the object store
     (the reference a sync round hands to the learner); nothing here reads them. Expects env type
     ``atari`` (``ding_ray.envs.atari``), the ``atari_vector`` env manager, the conv encoder for a
-    3-D ``obs_shape`` in ``ding_ray.model.DQN`` and ``CollectorActor.collect_batch(weights,
-    train_iter, policy_kwargs, random_collect)`` returning ``new_env_steps`` in its info.
+    3-D ``obs_shape`` in ``ding_ray.model.DQN``, and ``CollectorActor.collect_batch(weights,
+    train_iter, policy_kwargs)`` returning ``(info, batch)`` (``warm_up_rollout(n_sample, train_iter,
+    policy_kwargs)`` ``(batch, info)`` for random actions) with ``new_env_steps`` in its info.
     """
     import ray
     from timing import measure
@@ -261,14 +262,20 @@ def ding_ray_side(policy: str, seconds: float, warmup: float, n_sample: int = 25
         collectors = [
             ray.remote(CollectorActor).options(num_cpus=1).remote(cfg, i) for i in range(NUM_ACTORS)
         ]
-        call = dict(weights=None, train_iter=0, policy_kwargs={"eps": 0.1}, random_collect=policy == "random")
-        in_flight = {c.collect_batch.remote(**call)[0]: c for c in collectors}
+
+        def launch(collector: ray.actor.ActorHandle) -> ray.ObjectRef:
+            """The reference of the info of a call on ``collector`` (its batch stays in the object store)."""
+            if policy == "random":
+                return collector.warm_up_rollout.options(num_returns=2).remote(None, 0, {"eps": 0.1})[1]
+            return collector.collect_batch.remote(None, 0, {"eps": 0.1})[0]
+
+        in_flight = {launch(c): c for c in collectors}
 
         def step() -> int:
             [ref], _ = ray.wait(list(in_flight), num_returns=1)
             collector = in_flight.pop(ref)
             info = ray.get(ref)
-            in_flight[collector.collect_batch.remote(**call)[0]] = collector
+            in_flight[launch(collector)] = collector
             return info["new_env_steps"]
 
         return measure(step, seconds, warmup)

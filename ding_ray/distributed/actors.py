@@ -102,17 +102,23 @@ class CollectorActor(RolloutWorker):
         weights: WeightsRef | None,
         train_iter: int = 0,
         policy_kwargs: dict | None = None,
-        random_collect: bool = False,
         n_sample: int | None = None,
     ) -> dict[str, Any]:
-        """Async pipelines: ``collect_batch``, then push the batch into the buffer actor from here
-        (``Pusher``: the info says whether it was dropped, and how many pushes were lost). The
-        transitions never pass through the driver."""
-        if self._pusher is None:
-            raise RuntimeError(f"{self.name} has no buffer actor to push to; sync rounds call collect_batch")
-        info, batch = self.collect_batch(weights, train_iter, policy_kwargs, random_collect, n_sample)
-        info.update(self._pusher.push(batch))
-        return info
+        """Async pipelines: roll out as ``collect_batch``, then push the batch into the buffer actor
+        from here (``Pusher``: the info says whether it was dropped, and how many pushes were lost).
+        The transitions never pass through the driver."""
+        return self._pushed(self.rollout, weights, train_iter, policy_kwargs, n_sample)
+
+    def warm_up(
+        self,
+        weights: WeightsRef | None,
+        train_iter: int = 0,
+        policy_kwargs: dict | None = None,
+        n_sample: int | None = None,
+    ) -> dict[str, Any]:
+        """Async pipelines' warm-up (``policy.random_collect_size``): as ``collect``, with uniform
+        random actions (the policy's own with ``transition_with_policy_data``)."""
+        return self._pushed(self.warm_up_rollout, weights, train_iter, policy_kwargs, n_sample)
 
     @ray.method(num_returns=2)
     def collect_batch(
@@ -120,7 +126,6 @@ class CollectorActor(RolloutWorker):
         weights: WeightsRef | None,
         train_iter: int = 0,
         policy_kwargs: dict | None = None,
-        random_collect: bool = False,
         n_sample: int | None = None,
     ) -> tuple[dict[str, Any], Batch]:
         """Roll out with the newest weights (None: keep the ones held). Called remotely (sync
@@ -129,8 +134,27 @@ class CollectorActor(RolloutWorker):
         object store; a smaller one rides in the reply, as bytes the driver never deserializes. (A
         batch ``ray.put`` here and returned inside the info would be a reference the driver borrows:
         twice the driver's CPU per call, measured, and lost if this actor dies.)"""
+        return self._rolled_out(self.rollout, weights, train_iter, policy_kwargs, n_sample)
+
+    def _pushed(self, rollout: Callable, *args: Any) -> dict[str, Any]:
+        """The info of ``_rolled_out(rollout, *args)``, whose batch went into the buffer actor."""
+        if self._pusher is None:
+            raise RuntimeError(f"{self.name} has no buffer actor to push to; sync rounds call collect_batch")
+        info, batch = self._rolled_out(rollout, *args)
+        info.update(self._pusher.push(batch))
+        return info
+
+    def _rolled_out(
+        self,
+        rollout: Callable,
+        weights: WeightsRef | None,
+        train_iter: int,
+        policy_kwargs: dict | None,
+        n_sample: int | None,
+    ) -> tuple[dict[str, Any], Batch]:
+        """``rollout`` (``rollout`` or ``warm_up_rollout``) with the newest weights, recorded."""
         pull(self, weights)
-        batch, info = self.rollout(n_sample, train_iter, policy_kwargs, random_collect)
+        batch, info = rollout(n_sample, train_iter, policy_kwargs)
         self._metrics.record(info)
         self._metrics.call_seconds("collector", info["seconds"])
         return info, batch
@@ -218,8 +242,7 @@ class LearnerActor(LearnWorker):
     def __init__(self, cfg: EasyDict, publish_freq: int = 1, code: UserCode | None = None) -> None:
         enter_actor(code, "learner actor", cfg.policy.learn.get("num_threads", 1))
         super().__init__(cfg)
-        self._publisher = WeightsPublisher()
-        self._publish_freq = max(1, int(publish_freq))
+        self._publisher = WeightsPublisher(every=publish_freq)
         self._metrics = RayMetrics("learner", cfg.exp_name, interval_s=1.0)
         # A resumed run, or Ray restarting this actor after it died: go on from the latest checkpoint.
         self._store = CheckpointStore(storage_root(cfg), cfg.checkpoint.keep)
@@ -257,7 +280,7 @@ class LearnerActor(LearnWorker):
         learner was busy rather than waiting for its next call."""
         start = time.perf_counter()
         info, priority = self.train(batch, envstep)
-        if self.train_iter - self._publisher.version >= self._publish_freq:
+        if self._publisher.due(self.train_iter):
             info["weights"] = self.publish()
         self._export(info)
         info["call_seconds"] = time.perf_counter() - start

@@ -48,7 +48,7 @@ class BattleCollectorActor(BattleRolloutWorker):
         """Roll out with the newest learner weights against ``opponent``; the info's ``data`` is a
         reference to the batch, owned by this actor, for the driver to hand to the buffer."""
         pull(self, weights)
-        if opponent.version != self.opponent_version:
+        if self.wants_opponent(opponent.version):
             self.set_opponent(opponent.version, ray.get(opponent.ref))
         batch, info = self.rollout(n_sample, train_iter, policy_kwargs)
         info["data"] = ray.put(batch)

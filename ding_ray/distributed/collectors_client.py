@@ -39,10 +39,22 @@ from ding_ray.distributed.placement import actor_demands
 from ding_ray.distributed.startup import why_not_started
 from ding_ray.distributed.supervisor import ActorSupervisor
 from ding_ray.distributed.weights import WeightsRef
+from ding_ray.errors import ConfigError
 from ding_ray.utils.runtime import process_age_s
 from ding_ray.worker.rollout_worker import RolloutWorker
 
 logger = logging.getLogger(__name__)
+
+
+def refuse_options(options: dict[str, Any]) -> None:
+    """A collectors client's ``collect`` takes ``train_iter`` and ``policy_kwargs`` only: the
+    collectors' own ``n_sample`` sets a call's size, and the random warm-up is ``warm_up``."""
+    if options:
+        raise TypeError(
+            f"CollectorsClient.collect takes train_iter and policy_kwargs only, got {sorted(options)}. "
+            "Each call collects the collectors' own n_sample (ray.* and policy.collect.n_sample set it); "
+            "the random warm-up is warm_up(n_sample), which the random_collector stage calls."
+        )
 
 
 class CollectorsClient:
@@ -71,9 +83,11 @@ class CollectorsClient:
 
     # ----- weights -------------------------------------------------------------------------------
     def load_weights(self, version: int, weights: WeightsRef) -> bool:
-        """Use ``weights`` from the next call on. The first weights also start the collectors that
-        were left for later, so that they did not compete with the starting learner for the CPU."""
-        if not weights.newer_than(self.weights):
+        """Send ``weights`` with the next calls (False: they are the ones sent already); each
+        collector loads them if they are newer than its own (``weights.pull``). The first weights
+        also start the collectors that were left for later, so that they did not compete with the
+        starting learner for the CPU."""
+        if weights is self.weights:
             return False
         if self.weights is None:
             self.actors.start_collectors()
@@ -176,22 +190,23 @@ class AsyncCollectorsClient(CollectorsClient):
         self._random_left = 0  # random transitions still to collect (``warm_up``)
         self._worker: RolloutWorker | None = None  # the driver's own, for the warm-up
 
-    def warm_up(self, n_sample: int) -> list:
-        """The next ``n_sample`` transitions are random ones: the collectors' next calls roll them
-        out, and the driver rolls out the first of them itself while the actors start."""
+    def warm_up(self, n_sample: int, train_iter: int = 0, policy_kwargs: dict | None = None) -> list:
+        """The next ``n_sample`` transitions are random ones (``policy.random_collect_size``): the
+        collectors' next calls roll them out (``CollectorActor.warm_up``), and the driver rolls out
+        the first of them itself while the actors start. Returns nothing now: ``collect`` returns
+        the driver's batches, the collectors push theirs."""
         self._random_left = int(n_sample)
         return []
 
     def collect(self, train_iter: int = 0, policy_kwargs: dict | None = None, **kwargs: Any) -> list:
         """References of the driver's warm-up batches (the collectors push theirs themselves)."""
-        if kwargs.get("random_collect"):  # the random_collector stage's call, as on a serial collector
-            return self.warm_up(kwargs["n_sample"])
+        refuse_options(kwargs)
         self.supervisor.poll()  # collectors back, frozen ones killed, a run with none left ended
         refs = self.pool.refs()
         data = self._finish(ray.wait(refs, num_returns=len(refs), timeout=0)[0])
         self._launch(train_iter, policy_kwargs or {})
         if not data and self.warming_up:
-            data.append(self._warm_up(train_iter))
+            data.append(self._warm_up_here(train_iter))
         return data
 
     @property
@@ -212,11 +227,14 @@ class AsyncCollectorsClient(CollectorsClient):
         for slot in self.pool.idle():
             if not self.limiter.can_insert(n):
                 return
-            random_collect = self._random_left > 0
-            self._random_left -= n if random_collect else 0
             # n is the actors' own n_sample: it is not sent (each argument costs the driver time)
-            args = (self._weights_for(slot), train_iter, policy_kwargs) + ((True,) if random_collect else ())
-            self.pool.launch(slot, slot.handle.collect.remote(*args), n)
+            args = (self._weights_for(slot), train_iter, policy_kwargs)
+            if self._random_left > 0:
+                self._random_left -= n
+                call = slot.handle.warm_up.remote(*args)
+            else:
+                call = slot.handle.collect.remote(*args)
+            self.pool.launch(slot, call, n)
             self.limiter.reserve_insert(n)
 
     def _committed(self, n: int, reserved: int) -> None:
@@ -225,12 +243,12 @@ class AsyncCollectorsClient(CollectorsClient):
     def _cancelled(self, reserved: int) -> None:
         self.limiter.cancel_insert(reserved)
 
-    def _warm_up(self, train_iter: int) -> Any:
+    def _warm_up_here(self, train_iter: int) -> Any:
         """One batch of random transitions rolled out here, put into the object store."""
         if self._worker is None:
             # seeds no collector actor uses, and a name that no actor has
             self._worker = RolloutWorker(self.cfg, index=self.cfg.ray.num_collectors, name="driver-warm-up")
-        batch, info = self._worker.rollout(self.plan.n_sample, train_iter, None, random_collect=True)
+        batch, info = self._worker.warm_up_rollout(self.plan.n_sample, train_iter)
         self._random_left -= info["n"]
         self.limiter.reserve_insert(info["n"])
         self.limiter.commit_insert(info["n"])
@@ -251,8 +269,21 @@ class SyncCollectorsClient(CollectorsClient):
 
     warming_up = False
 
-    def collect(self, train_iter: int = 0, policy_kwargs: dict | None = None, **_: Any) -> list:
+    def warm_up(self, n_sample: int, train_iter: int = 0, policy_kwargs: dict | None = None) -> list:
+        """On-policy rounds have no warm-up: each round trains on the data of the latest weights
+        alone, and there is no replay buffer to fill (DI-engine's ``serial_pipeline_onpolicy``
+        collects no ``random_collect_size`` either). ``n_sample`` > 0 is refused."""
+        if n_sample > 0:
+            raise ConfigError(
+                f"On-policy rounds on Ray have no random warm-up (asked for {n_sample} transitions): "
+                "each round trains on the data of the latest weights only. Set policy.random_collect_size=0, "
+                "or leave the random_collector stage out of an on-policy task."
+            )
+        return []
+
+    def collect(self, train_iter: int = 0, policy_kwargs: dict | None = None, **kwargs: Any) -> list:
         """References of one round's batches, in collector order."""
+        refuse_options(kwargs)
         self.supervisor.poll()
         idle = self.pool.idle()
         while not idle:  # every collector is restarting: wait for one to come back, not forever
@@ -267,9 +298,7 @@ class SyncCollectorsClient(CollectorsClient):
         share = math.ceil(self.plan.n_sample / len(idle))
         for slot in idle:
             weights = self._weights_for(slot)
-            info, batch = slot.handle.collect_batch.remote(
-                weights, train_iter, policy_kwargs or {}, False, share
-            )
+            info, batch = slot.handle.collect_batch.remote(weights, train_iter, policy_kwargs or {}, share)
             self.pool.launch(slot, info, share, extra=batch)
         data = {}
         while busy := [s.ref for s in idle if s.ref is not None]:

@@ -58,7 +58,9 @@ class EvaluatorClient:
         return [] if self._ref is None else [self._ref]
 
     def load_weights(self, version: int, weights: WeightsRef) -> bool:
-        if not weights.newer_than(self.weights):
+        """Evaluate ``weights`` from the next evaluation on (False: they are the ones held already);
+        the evaluator actor loads them if they are newer than its own (``weights.pull``)."""
+        if weights is self.weights:
             return False
         self.weights = weights
         self._start()

@@ -79,7 +79,7 @@ class LearnerClient:
         if self._first_publish is not None:
             if ray.wait([self._first_publish], timeout=self.first_publish_wait_s)[0]:
                 try:
-                    self._take_weights(self._get(self._first_publish))
+                    self.latest = self._get(self._first_publish)
                     self._first_publish = None
                     logger.info("learner ready %.1f s after launch", process_age_s())
                 except Recovered:  # the learner died first; it publishes again once back
@@ -92,9 +92,15 @@ class LearnerClient:
         """The result of a learner call (it may depend on the buffer's sample)."""
         return self.supervisor.get(ref, CORE_ACTORS)
 
-    def _take_weights(self, weights: WeightsRef) -> None:
-        if weights.newer_than(self.latest):  # the one check of a publication's version
-            self.latest = weights
+    def _published(self, weights: WeightsRef) -> None:
+        """A train call's publication. The learner answers calls in the order they were sent, so it
+        is the latest, and the first publication, sent before any train call, is out of date if
+        it was not taken yet (the learner's publisher decides what is published; nothing here
+        compares versions)."""
+        if self._first_publish is not None:
+            self.supervisor.port.forget([self._first_publish])
+            self._first_publish = None
+        self.latest = weights
 
     def _took(self, info: dict) -> dict:
         self.train_s += info["call_seconds"]
@@ -107,7 +113,7 @@ class LearnerClient:
                 "p95": info[metrics.LEARNER_POLICY_LAG_P95],
             }
         if "weights" in info:
-            self._take_weights(info.pop("weights"))
+            self._published(info.pop("weights"))
         return info
 
     def busy(self) -> float | None:

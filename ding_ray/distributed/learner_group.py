@@ -50,10 +50,9 @@ class GroupLearnerActor(LearnerActor):
             # the policy cuts each member's share into minibatches itself: of a share's size
             cfg = copy.deepcopy(cfg)
             cfg.policy.learn.batch_size = max(1, int(cfg.policy.learn.batch_size) // self.world_size)
-        super().__init__(cfg, publish_freq, code)
+        # member 0 publishes as train calls go; the weights are the same everywhere
+        super().__init__(cfg, publish_freq if self.rank == 0 else 2**62, code)
         self._metrics = RayMetrics(learner_name(self.rank), cfg.exp_name, interval_s=1.0)
-        if self.rank != 0:
-            self._publish_freq = 2**62  # member 0 publishes; the weights are the same everywhere
 
     def address(self) -> str:
         """Where the others meet this member (call it on member 0)."""

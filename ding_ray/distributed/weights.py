@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import ray
 
 from ding_ray.policy.weights import Weights
+from ding_ray.worker.weights_holder import WeightsHolder
 
 logger = logging.getLogger(__name__)
 
@@ -23,44 +24,51 @@ logger = logging.getLogger(__name__)
 class WeightsRef:
     """A published version: ``version`` is the learner iteration the weights were taken at;
     ``incarnation`` tells the learner processes apart: a learner restarted from a checkpoint
-    publishes lower versions than its dead predecessor did, and they still replace its weights."""
+    publishes lower versions than its dead predecessor did, and they still replace its weights.
+    Whoever passes it on (the learner client, the ``weights_publisher`` stage, the collectors and
+    evaluator clients) compares nothing: the publisher decides what is published, the worker
+    that loads it what is loaded (``pull``)."""
 
     version: int
     ref: ray.ObjectRef
     incarnation: int = 0
 
-    def newer_than(self, other: WeightsRef | None) -> bool:
-        return other is None or (self.incarnation, self.version) > (other.incarnation, other.version)
-
 
 class WeightsPublisher:
-    """Held by the learner: ``ray.put`` once per version, keep only the latest reference."""
+    """Held by the learner, the one place that decides whether weights are published: the first
+    ones, then every ``every`` iterations, each version ``ray.put`` once; keeps only the latest
+    reference."""
 
-    def __init__(self) -> None:
+    def __init__(self, every: int = 1) -> None:
+        self.every = max(1, int(every))
         self.latest: WeightsRef | None = None
         self.published = 0
         self.incarnation = time.time_ns()  # a restarted learner's publications win over the dead one's
 
-    @property
-    def version(self) -> int:
-        return -1 if self.latest is None else self.latest.version
+    def due(self, version: int) -> bool:
+        """Whether weights taken at ``version`` are to be published (``every`` iterations passed)."""
+        return self._ahead(version, self.every)
 
     def publish(self, version: int, weights: Weights) -> WeightsRef:
-        if self.latest is None or version > self.latest.version:
+        """The latest publication: ``weights`` of ``version``, put into the object store unless
+        that version is out already."""
+        if self._ahead(version, 1):
             self.latest = WeightsRef(int(version), ray.put(weights), self.incarnation)
             self.published += 1
         return self.latest
 
+    def _ahead(self, version: int, by: int) -> bool:
+        return self.latest is None or version - self.latest.version >= by
 
-def pull(worker, weights: WeightsRef | None) -> bool:
-    """Give ``worker`` (anything with ``version`` and ``load_weights``) the weights if newer.
+
+def pull(worker: WeightsHolder, weights: WeightsRef | None) -> bool:
+    """Give ``worker`` the weights if it wants them (``WeightsHolder.wants_weights``: the one
+    check of what a worker loads), fetched only then; True if loaded.
 
     Weights of a learner process that died before the worker fetched them are gone with it: the
-    worker goes on with the weights it holds until the restarted learner publishes. A restarted
-    learner's weights replace whatever the worker holds, though their version is lower.
+    worker goes on with the weights it holds until the restarted learner publishes.
     """
-    incarnation = getattr(worker, "weights_incarnation", 0)
-    if weights is None or (weights.incarnation, weights.version) <= (incarnation, worker.version):
+    if weights is None or not worker.wants_weights(weights.version, weights.incarnation):
         return False
     try:
         value = ray.get(weights.ref)
@@ -77,13 +85,4 @@ def pull(worker, weights: WeightsRef | None) -> bool:
         # of this call failing as if the collector had a bug.
         logger.error("the connection to this node's Ray broke (%s): exiting with the node", err)
         os._exit(1)
-    held = worker.version
-    if weights.incarnation != incarnation:
-        worker.version = -1  # a new line of versions starts with the restarted learner's
-    try:
-        loaded = worker.load_weights(weights.version, value)
-    except BaseException:
-        worker.version = held
-        raise
-    worker.weights_incarnation = weights.incarnation
-    return loaded
+    return worker.load_weights(weights.version, value, weights.incarnation)

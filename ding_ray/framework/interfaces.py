@@ -29,8 +29,18 @@ class Collector(Protocol):
 
     def collect(self, train_iter: int = 0, policy_kwargs: dict | None = None, **kwargs: Any) -> list:
         """The transitions (or episodes) collected since the last call: a local collector collects
-        ``n_sample`` now; collector actors return references of the batches that came back.
-        ``n_sample=N, random_collect=True``: N transitions of uniform random actions (warm-up)."""
+        ``n_sample`` now; collector actors return references of the batches that came back."""
+
+
+@runtime_checkable
+class WarmUpCollector(Protocol):
+    """A collector that also fills the replay buffer before training: ``policy.random_collect_size``
+    random transitions, the ``random_collector`` stage's once, a step of its own."""
+
+    def warm_up(self, n_sample: int, train_iter: int = 0, policy_kwargs: dict | None = None) -> list:
+        """``n_sample`` transitions of uniform random actions (the policy's own where it sets
+        ``transition_with_policy_data``): a local collector returns them; collector actors roll them
+        out with their next calls, and the data the driver rolls out meanwhile comes from ``collect``."""
 
 
 @runtime_checkable
@@ -90,4 +100,5 @@ class WeightsSink(Protocol):
     """Acts with a copy of the policy: takes new weights (collector and evaluator actors)."""
 
     def load_weights(self, version: int, weights: Any) -> bool:
-        """Use ``weights`` from now on; False if they are not newer than those it has."""
+        """Use ``weights`` from now on unless they are not newer than those it has (False then).
+        The sink decides: it is offered the latest publication every iteration."""

@@ -11,14 +11,14 @@ from easydict import EasyDict
 
 from ding_ray.envs import create_env_manager, get_vec_env_setting
 from ding_ray.policy import Policy, create_policy
-from ding_ray.policy.weights import Weights, load_weights
 from ding_ray.utils.runtime import set_pkg_seed
 from ding_ray.worker import metrics
 from ding_ray.worker.evaluator import InteractionSerialEvaluator
 from ding_ray.worker.rollout_worker import check_env_fits_policy
+from ding_ray.worker.weights_holder import WeightsHolder
 
 
-class EvalWorker:
+class EvalWorker(WeightsHolder):
     """Evaluates published weights; keeps the best ones as ``<exp_name>/ckpt/ckpt_best.pth.tar``.
 
     The calling loop::
@@ -38,16 +38,9 @@ class EvalWorker:
             cfg.policy.eval.evaluator, env, self._policy.eval_mode, tb_logger, exp_name=cfg.exp_name
         )
         self._ckpt_dir = os.path.join(cfg.exp_name, "ckpt")
-        self.version = -1
 
-    def load_weights(self, version: int, weights: Weights) -> bool:
-        """Load ``weights`` if ``version`` is newer than the one held; True if loaded (a misfit is a
-        ``ShapeError`` and leaves the weights held as they were)."""
-        if version <= self.version:
-            return False
-        load_weights(self._policy.eval_mode, weights)
-        self.version = int(version)
-        return True
+    def _acting_mode(self) -> Any:
+        return self._policy.eval_mode
 
     def eval(self, train_iter: int = -1, envstep: int = -1) -> dict[str, Any]:
         """Run the evaluation episodes with the weights held; a small dict of results."""

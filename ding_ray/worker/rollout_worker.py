@@ -18,10 +18,10 @@ from ding_ray.data.columnar import Batch, stack_items
 from ding_ray.envs import create_env_manager, get_vec_env_setting, space_info
 from ding_ray.errors import ConfigError
 from ding_ray.policy import Policy, create_policy
-from ding_ray.policy.weights import Weights, load_weights
 from ding_ray.utils.runtime import set_pkg_seed
 from ding_ray.worker import metrics
 from ding_ray.worker.collector import create_serial_collector
+from ding_ray.worker.weights_holder import WeightsHolder
 
 SEED_STRIDE = 1000  # collector i seeds its envs from cfg.seed + i * SEED_STRIDE
 
@@ -48,7 +48,7 @@ class ScalarSink:
         return latest
 
 
-class RolloutWorker:
+class RolloutWorker(WeightsHolder):
     """The calling loop::
 
     worker = RolloutWorker(cfg, index=0)
@@ -98,39 +98,33 @@ class RolloutWorker:
             instance_name=self.name,
         )
         self._n_sample = collector_cfg.n_sample or cfg.policy.collect.get("n_sample")
-        self.version = -1  # -1: the policy's own random initial weights
 
-    def load_weights(self, version: int, weights: Weights) -> bool:
-        """Load ``weights`` if ``version`` is newer than the one held; True if loaded.
-
-        Weights that do not fit the model (a missing, unexpected or reshaped parameter) raise
-        ``ShapeError`` naming each one with both shapes; the weights and version held stay as they were.
-        """
-        if version <= self.version:
-            return False
-        load_weights(self._policy.collect_mode, weights)
-        self.version = int(version)
-        return True
+    def _acting_mode(self) -> Any:
+        return self._policy.collect_mode
 
     def rollout(
-        self,
-        n_sample: int | None = None,
-        train_iter: int = 0,
-        policy_kwargs: dict | None = None,
-        random_collect: bool = False,
+        self, n_sample: int | None = None, train_iter: int = 0, policy_kwargs: dict | None = None
     ) -> tuple[Batch, dict[str, Any]]:
         """``n_sample`` train samples as a ``Batch`` (plus ``policy_version`` and ``collect_iter``
         columns), and a small info dict: counts, timing and the collector's metric scalars."""
+        return self._batch(self._collector.collect, n_sample, train_iter, policy_kwargs)
+
+    def warm_up_rollout(
+        self, n_sample: int | None = None, train_iter: int = 0, policy_kwargs: dict | None = None
+    ) -> tuple[Batch, dict[str, Any]]:
+        """As ``rollout``, with the collector's ``warm_up``: uniform random actions (the policy's
+        own with ``transition_with_policy_data``), for ``policy.random_collect_size``."""
+        return self._batch(self._collector.warm_up, n_sample, train_iter, policy_kwargs)
+
+    def _batch(
+        self, collect: Any, n_sample: int | None, train_iter: int, policy_kwargs: dict | None
+    ) -> tuple[Batch, dict[str, Any]]:
+        """What ``collect`` (the collector's ``collect`` or ``warm_up``) returns, as a batch and an info."""
         n_sample = n_sample or self._n_sample
         before, episodes_before = self._collector.envstep, self._collector.envepisode
         nonfinite_before = self._collector.nonfinite_count
         start = time.perf_counter()
-        samples = self._collector.collect(
-            n_sample=n_sample,
-            train_iter=train_iter,
-            policy_kwargs=policy_kwargs,
-            random_collect=random_collect,
-        )
+        samples = collect(n_sample=n_sample, train_iter=train_iter, policy_kwargs=policy_kwargs)
         seconds = time.perf_counter() - start
         batch = stack_items(samples)
         n = len(samples)

@@ -37,6 +37,7 @@ from ding_ray.rl_utils import get_epsilon_greedy_fn
 from ding_ray.utils.runtime import set_pkg_seed
 from ding_ray.worker.collector.battle_sample_collector import BattleSampleSerialCollector
 from ding_ray.worker.evaluator.battle_evaluator import BattleInteractionSerialEvaluator
+from ding_ray.worker.weights_holder import WeightsHolder
 
 SEED_STRIDE = 1000  # battle worker i seeds its envs from cfg.seed + i * SEED_STRIDE
 
@@ -77,7 +78,7 @@ def _env_manager(cfg: EasyDict, which: str) -> Any:
     return create_env_manager(cfg.env.manager, [partial(env_fn, cfg=c) for c in env_cfgs])
 
 
-class BattleRolloutWorker:
+class BattleRolloutWorker(WeightsHolder):
     """Battle envs with the learner's collect mode as player 0 and a frozen opponent as player 1.
 
     Same contract as ``RolloutWorker`` (``version``, ``load_weights``, ``rollout`` -> columnar
@@ -101,20 +102,19 @@ class BattleRolloutWorker:
             exp_name=cfg.exp_name,
             instance_name=self.name,
         )
-        self.version = -1  # -1: the policy's own random initial weights
         self.opponent_version: int | None = None
 
-    def load_weights(self, version: int, weights: Weights) -> bool:
-        """Load the learner's ``weights`` if ``version`` is newer than the one held."""
-        if version <= self.version:
-            return False
-        load_weights(self._policy.collect_mode, weights)
-        self.version = int(version)
-        return True
+    def _acting_mode(self) -> Any:
+        return self._policy.collect_mode  # the learner's weights; the opponent's are set_opponent's
+
+    def wants_opponent(self, version: int) -> bool:
+        """Whether the pool member ``version`` is another opponent than the one held (asked before
+        fetching its weights)."""
+        return version != self.opponent_version
 
     def set_opponent(self, version: int, weights: Weights) -> None:
         """Play against the pool member ``version`` from now on (loaded unless already held)."""
-        if version != self.opponent_version:
+        if self.wants_opponent(version):
             load_weights(self._opponent.collect_mode, weights)
             self.opponent_version = int(version)
 

@@ -22,7 +22,7 @@ def test_two_members_end_with_the_weights_of_one_learner(ray_session, tmp_path):
     cfg.policy.priority = cfg.policy.priority_IS_weight = False  # batches straight from a collector
     batch_size = int(cfg.policy.learn.batch_size)
     worker = RolloutWorker(cfg)
-    batches = [worker.rollout(10 * batch_size, random_collect=True)[0] for _ in range(2)]  # 20 steps
+    batches = [worker.warm_up_rollout(10 * batch_size)[0] for _ in range(2)]  # 20 steps
     worker.close()
 
     single = LearnWorker(cfg)

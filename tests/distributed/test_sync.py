@@ -87,7 +87,7 @@ def test_a_rounds_batch_outlives_the_collector_that_made_it(ray_session, tmp_pat
     reference it had put into the object store itself."""
     cfg = compiled(tmp_path, "sync_owner", pipeline="sync")
     actor = ray.remote(CollectorActor).options(num_cpus=0.5, max_restarts=0).remote(cfg, 0)
-    info_ref, batch_ref = actor.collect_batch.remote(None, 0, {"eps": 0.5}, False, 24)
+    info_ref, batch_ref = actor.collect_batch.remote(None, 0, {"eps": 0.5}, 24)
     info = ray.get(info_ref, timeout=120)
     ray.kill(actor, no_restart=True)
     deadline = time.monotonic() + 60

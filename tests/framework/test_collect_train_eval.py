@@ -26,6 +26,7 @@ from ding_ray.framework.middleware import (
     interaction_evaluator,
     interaction_evaluator_ttorch,
     multistep_trainer,
+    random_collector,
     reward_estimator,
     rolloutor,
     trainer,
@@ -169,6 +170,23 @@ def test_collector_stage_with_one_or_several_collectors(cfg):
         collector(cfg, policy.collect_mode)
     with pytest.raises(ConfigError, match="at least one"):
         collector(cfg, [])
+
+
+def test_random_collector_warms_the_buffer_up_once_on_a_fresh_run(tmp_path):
+    cfg = compiled(tmp_path, random_collect_size=10)
+    policy = create_policy(cfg.policy)
+    sample = SampleSerialCollector(cfg.policy.collect.collector, env_manager(cfg), policy.collect_mode)
+    buffer_ = create_buffer(cfg.policy.other.replay_buffer)
+    with Task(OnlineRLContext()) as task:
+        task.use(random_collector(cfg, sample, buffer_))
+        task.run(max_step=2)  # the second iteration collects nothing
+    assert buffer_.count() == 10 and task.ctx.env_step == sample.envstep >= 10
+    resumed = run(OnlineRLContext(env_step=50), random_collector(cfg, sample, buffer_))
+    assert buffer_.count() == 10 and resumed.env_step == 50  # a resumed run's buffer is filled already
+    episode = EpisodeSerialCollector(dict(type="episode", n_episode=2), env_manager(cfg), policy.collect_mode)
+    with pytest.raises(ConfigError, match=r"random_collect_size=10 needs a collector with warm_up"):
+        random_collector(cfg, episode, buffer_)
+    random_collector(compiled(tmp_path), episode, buffer_)  # no warm-up: any collector
 
 
 # ----- training -------------------------------------------------------------------------------

@@ -205,7 +205,7 @@ def test_the_warm_up_is_the_untrained_policy_unless_told_otherwise(with_policy):
     ctx = OnlineRLContext()
     step(ctx)
     for actions in (
-        np.array([float(t["action"][0]) for t in serial.collect(random_collect=True)]),
+        np.array([float(t["action"][0]) for t in serial.warm_up()]),
         np.array([float(t["action"][0]) for t in ctx.trajectories]),
     ):
         assert len(actions) >= 200

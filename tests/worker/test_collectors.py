@@ -94,10 +94,21 @@ def test_crashing_env_does_not_stop_collection():
         assert t["next_obs"][0] == t["obs"][0] - 1  # no transition spans a crash
 
 
-def test_random_collect_uses_env_action_space():
+def test_warm_up_uses_env_action_space():
     collector = SampleSerialCollector(dict(n_sample=50), env_manager(), policy().collect_mode)
-    actions = [int(t["action"]) for t in collector.collect(random_collect=True)]
+    actions = [int(t["action"]) for t in collector.warm_up()]
     assert set(actions) == {0, 1}
+
+
+def test_collect_acts_with_the_policy_also_when_called_as_di_engines_random_collect():
+    """DI-engine's ``random_collect`` swaps a random policy in and calls ``collect(random_collect=True,
+    record_random_collect=False)``: the flag leaves the log out, the actions stay the policy's."""
+    greedy = policy().collect_mode
+    plain = SampleSerialCollector(dict(n_sample=30), env_manager(), greedy)
+    flagged = SampleSerialCollector(dict(n_sample=30), env_manager(), greedy)
+    expected = [int(t["action"]) for t in plain.collect(policy_kwargs={"eps": 0.0})]
+    got = flagged.collect(random_collect=True, record_random_collect=False, policy_kwargs={"eps": 0.0})
+    assert [int(t["action"]) for t in got] == expected
 
 
 def test_evaluator_returns_known_mean_saves_best_and_stops(tmp_path):

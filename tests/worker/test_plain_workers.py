@@ -34,6 +34,17 @@ def test_batches_carry_the_policy_version(cfg):
     assert (batch["policy_version"] == 0).all() and (batch["collect_iter"] == 0).all()
 
 
+def test_weights_of_a_restarted_learner_replace_newer_ones_of_the_dead_one(cfg):
+    """``incarnation`` tells learner processes apart (on Ray): within one only newer versions load;
+    a learner restarted from a checkpoint counts its iterations again from there."""
+    worker = RolloutWorker(cfg)
+    _, weights = LearnWorker(cfg).weights()
+    assert worker.load_weights(10, weights, incarnation=1) and worker.weights_incarnation == 1
+    assert not worker.wants_weights(10, 1) and not worker.wants_weights(9, 1) and worker.wants_weights(11, 1)
+    assert worker.load_weights(4, weights, incarnation=2) and worker.version == 4
+    assert not worker.load_weights(12, weights, incarnation=1) and worker.version == 4
+
+
 def test_collectors_are_seeded_apart(cfg):
     a, _ = RolloutWorker(cfg, index=0).rollout(policy_kwargs={"eps": 1.0})
     b, _ = RolloutWorker(cfg, index=1).rollout(policy_kwargs={"eps": 1.0})

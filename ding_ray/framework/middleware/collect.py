@@ -20,7 +20,7 @@ import numpy as np
 from ding_ray.data.columnar import to_numpy
 from ding_ray.errors import ConfigError
 from ding_ray.framework.context import OnlineRLContext
-from ding_ray.framework.interfaces import Buffer, Collector
+from ding_ray.framework.interfaces import Buffer, Collector, WarmUpCollector
 from ding_ray.worker.env_stepper import EnvStepper
 
 logger = logging.getLogger(__name__)
@@ -244,17 +244,23 @@ class EpisodeCollector(StepCollector):
         self._transitions.clear()
 
 
-def random_collector(cfg: Any, collector: Collector, buffer_: Buffer):
+def random_collector(cfg: Any, collector: WarmUpCollector, buffer_: Buffer):
     """Once, on a fresh run: ``cfg.policy.random_collect_size`` transitions of uniform random actions
     (of the untrained policy where ``transition_with_policy_data`` is set) into the buffer
-    (DI-engine's serial entry does this before its loop). Collector actors roll them out with their
-    next calls (the driver starts while they start).
+    (DI-engine's serial entry does this before its loop), by the collector's ``warm_up``. Collector
+    actors roll them out with their next calls (the driver starts while they start).
 
     Reads ctx: env_step (a resumed run has some: its buffer is filled already).
     Writes ctx: env_step, env_episode (+ the random transitions' steps and episodes).
     """
     size = int(cfg.policy.get("random_collect_size", 0) or 0)
     done = size <= 0
+    if not done and not isinstance(collector, WarmUpCollector):
+        raise ConfigError(
+            f"policy.random_collect_size={size} needs a collector with warm_up(n_sample) "
+            f"(SampleSerialCollector, the Ray collectors), got {type(collector).__name__}. Use "
+            "policy.collect.collector.type='sample', or set policy.random_collect_size=0."
+        )
 
     def _random_collect(ctx: OnlineRLContext) -> None:
         nonlocal done
@@ -264,7 +270,7 @@ def random_collector(cfg: Any, collector: Collector, buffer_: Buffer):
         if ctx.env_step > 0:
             return
         before, episodes_before = collector.envstep, collector.envepisode
-        data = collector.collect(n_sample=size, random_collect=True)
+        data = collector.warm_up(size)
         ctx.env_step += collector.envstep - before
         ctx.env_episode += collector.envepisode - episodes_before
         if data:

@@ -307,7 +307,9 @@ def weights_publisher(learner: Any, *subscribers: Any):
     ``RolloutWorker``/``EvalWorker`` s. Collectors that share the learner's policy object need none.
 
     ``learner.weights()`` gives ``(version, weights)`` (or None before the first publication);
-    each subscriber's ``load_weights(version, weights)`` is called once per new version.
+    each iteration, each subscriber's ``load_weights(version, weights)`` gets them and decides
+    whether they are new to it (a worker by their version, an actors' client by whether it sends
+    them already): the stage passes them on and compares nothing.
 
     Reads ctx: nothing; calls the subscribers.
     """
@@ -322,14 +324,11 @@ def weights_publisher(learner: Any, *subscribers: Any):
                 f"weights_publisher() hands weights to objects with load_weights(version, weights), got "
                 f"{type(sub).__name__}."
             )
-    last_version = None
 
     def _publish(ctx: Context) -> None:
-        nonlocal last_version
         published = learner.weights()
-        if published is None or published[0] == last_version:
+        if published is None:
             return
-        last_version = published[0]
         for sub in subscribers:
             sub.load_weights(*published)
 

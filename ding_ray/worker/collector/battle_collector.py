@@ -106,7 +106,7 @@ class BattleVectorCollector(VectorCollector):
         return len(self._policy)
 
     def _step(
-        self, policy_kwargs: dict, random_collect: bool = False, train_iter: int = 0
+        self, policy_kwargs: dict, train_iter: int = 0
     ) -> list[tuple[int, list[dict | None] | None, bool, list[dict] | None]]:
         """Step every ready env once. Returns ``(env_id, transitions, episode_over, infos)`` per env:
         one transition per player (None for players that keep no data; each carries

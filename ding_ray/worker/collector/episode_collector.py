@@ -34,7 +34,9 @@ class EpisodeSerialCollector(VectorCollector):
         episodes: list[list[dict[str, Any]]] = []
         with self._timer():
             while len(episodes) < n_episode:
-                for env_id, transition, episode_over in self._step(policy_kwargs or {}, False, train_iter):
+                for env_id, transition, episode_over in self._step(
+                    self._forward, policy_kwargs or {}, train_iter
+                ):
                     traj = self._traj[env_id]
                     if transition is not None:
                         traj.append(transition)

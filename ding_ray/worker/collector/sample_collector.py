@@ -8,6 +8,7 @@ from typing import Any
 from ding_ray.errors import ConfigError
 from ding_ray.utils.registry import SERIAL_COLLECTOR_REGISTRY
 from ding_ray.worker.collector.vector_collector import VectorCollector
+from ding_ray.worker.env_stepper import Forward
 
 
 @SERIAL_COLLECTOR_REGISTRY.register("sample")
@@ -43,24 +44,50 @@ class SampleSerialCollector(VectorCollector):
         policy_kwargs: dict | None = None,
         level_seeds: Any = None,
     ) -> list[dict[str, Any]]:
-        """Collect at least ``n_sample`` samples (exactly, with ``drop_extra``)."""
+        """Collect at least ``n_sample`` samples (exactly, with ``drop_extra``) with the policy.
+
+        ``random_collect`` with ``record_random_collect=False`` leaves the collect log out (DI-engine's
+        warm-up call, whose caller swapped a random policy in); the actions are the policy's either
+        way. ``warm_up`` collects with uniform random actions."""
+        n_sample = self._n_sample(n_sample)
+        data = self._collect(self._forward, n_sample, train_iter, policy_kwargs)
+        if not random_collect or record_random_collect:
+            self._maybe_report(train_iter)
+        return data[:n_sample] if drop_extra else data
+
+    def warm_up(
+        self, n_sample: int | None = None, train_iter: int = 0, policy_kwargs: dict | None = None
+    ) -> list[dict[str, Any]]:
+        """``n_sample`` samples of uniform random actions (the policy's own where it sets
+        ``transition_with_policy_data``): the ``policy.random_collect_size`` samples that fill the
+        replay buffer before training."""
+        n_sample = self._n_sample(n_sample)
+        data = self._collect(self._warm_up_forward(), n_sample, train_iter, policy_kwargs)
+        self._maybe_report(train_iter)
+        return data[:n_sample]
+
+    def _n_sample(self, n_sample: int | None) -> int:
         n_sample = n_sample if n_sample is not None else self._cfg.n_sample
         if n_sample is None or n_sample <= 0:
             raise ConfigError("SampleSerialCollector.collect needs n_sample > 0 (policy.collect.n_sample).")
+        return n_sample
+
+    def _collect(
+        self, forward: Forward, n_sample: int, train_iter: int, policy_kwargs: dict | None
+    ) -> list[dict[str, Any]]:
+        """At least ``n_sample`` samples of ``forward``'s actions."""
         policy_kwargs = policy_kwargs or {}
         get_train_sample = self._policy.get_train_sample
         return_data: list[dict[str, Any]] = []
         with self._timer():
             while len(return_data) < n_sample:
-                for env_id, transition, episode_over in self._step(policy_kwargs, random_collect, train_iter):
+                for env_id, transition, episode_over in self._step(forward, policy_kwargs, train_iter):
                     traj = self._traj[env_id]
                     if transition is not None:
                         traj.append(transition)
                     samples, self._traj[env_id] = self._ready_samples(traj, episode_over, get_train_sample)
                     return_data.extend(samples)
-        if not random_collect or record_random_collect:
-            self._maybe_report(train_iter)
-        return return_data[:n_sample] if drop_extra else return_data
+        return return_data
 
     def _ready_samples(
         self, traj: list[dict[str, Any]], episode_over: bool, get_train_sample: Any

@@ -12,7 +12,7 @@ from ding_ray.policy.common import numpy_forward
 from ding_ray.worker import metrics
 from ding_ray.worker.collector.base import EpisodeStats, ISerialCollector, Timer
 from ding_ray.worker.env_runner import EnvRunner
-from ding_ray.worker.env_stepper import EnvStepper, random_forward
+from ding_ray.worker.env_stepper import EnvStepper, Forward, random_forward
 from ding_ray.worker.step_checks import MAX_NONFINITE_IN_A_ROW, all_finite, too_many_nonfinite
 
 logger = logging.getLogger(__name__)
@@ -80,7 +80,7 @@ class VectorCollector(EnvRunner, ISerialCollector):
             self._env_num = self._env.env_num
             self._traj = {i: [] for i in range(self._env_num)}
             self._stepper = EnvStepper(self._env, self._policy_modes())
-            self._random_forward = random_forward(self._env)  # random_collect's uniform actions
+            self._random_forward = random_forward(self._env)  # the warm-up's uniform actions
             self._episode_return = [0.0] * self._env_num
             self._nonfinite_in_a_row = [0] * self._env_num
             # each env's last next_obs found finite, of the right shape
@@ -108,10 +108,13 @@ class VectorCollector(EnvRunner, ISerialCollector):
         """The policy modes whose per-env state is reset at an episode end."""
         return [] if self._policy is None else [self._policy]
 
+    def _warm_up_forward(self) -> Forward:
+        """How a warm-up (``policy.random_collect_size``) acts: uniformly at random, or with the
+        policy itself where it sets ``transition_with_policy_data`` (DI-engine's random policy)."""
+        return self._forward if self._random_with_policy else self._random_forward
+
     # ----- stepping ----------------------------------------------------------------------------
-    def _step(
-        self, policy_kwargs: dict, random_collect: bool, train_iter: int
-    ) -> list[tuple[int, dict, bool]]:
+    def _step(self, forward: Forward, policy_kwargs: dict, train_iter: int) -> list[tuple[int, dict, bool]]:
         """Step every ready env once. Returns ``(env_id, transition, episode_over)`` per normal step;
         each transition carries ``collect_iter`` (``train_iter``, as DI-engine's collectors add it).
 
@@ -125,10 +128,7 @@ class VectorCollector(EnvRunner, ISerialCollector):
             self._unchecked[env_id] = o is not self._checked_obs.get(env_id, _UNSEEN)
             if self._unchecked[env_id]:
                 self._check_obs(env_id, o, 0)
-        if random_collect and not self._random_with_policy:
-            batch = self._stepper.act(self._random_forward, obs)
-        else:
-            batch = self._stepper.act(self._forward, obs, **policy_kwargs)  # numpy outputs: the fast path
+        batch = self._stepper.act(forward, obs, **policy_kwargs)  # numpy outputs: the fast path
         events = []
         abnormal, done, length = batch.abnormal.tolist(), batch.done.tolist(), batch.length.tolist()
         for k, env_id in enumerate(batch.env_ids.tolist()):
