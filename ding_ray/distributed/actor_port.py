@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Protocol
 
 
@@ -59,5 +60,7 @@ class RoomPort(ActorPort, Protocol):
     def placed(self, name: str) -> bool | None:
         """Whether actor ``name``'s slot sits on a live node; None: it has no slot."""
 
-    def free_by_node(self) -> dict[str, dict[str, float]] | None:
-        """The resources free on each live node; None where the actor system does not say."""
+    def free_by_node(self, nodes: Mapping[str, str]) -> dict[str, dict[str, float]] | None:
+        """The resources free on each live node, ``nodes`` being where each of the run's actors
+        last said it runs (``{name: node}``): one outside a placement group holds its ``needs``
+        there. None where the actor system does not say."""

@@ -184,8 +184,8 @@ class CollectorPool:
 
     def _make_room(self, waiting: list[str]) -> None:
         sup, port = self.supervisor, self.supervisor.port
-        free = port.free_by_node()
-        if free is None:  # Ray does not say (a Ray Client driver): leave the placing to Ray
+        free = port.free_by_node(self._nodes())
+        if free is None:  # Ray's state could not be read: leave the placing to Ray
             return
         # collectors restarting, or whose node is lost (Ray restarts them once a node has room), would
         # take the room the core actors need first
@@ -222,7 +222,7 @@ class CollectorPool:
         self._acted_at = self.supervisor.clock()
 
     def _start_stopped(self) -> None:
-        free = self.supervisor.port.free_by_node()
+        free = self.supervisor.port.free_by_node(self._nodes())
         stopped = [s for s in self.slots if s.stopped and s.ref is None]
         if free is None or not stopped:
             return
@@ -237,6 +237,11 @@ class CollectorPool:
             self._watch(slot)
             self._acted_at = self.supervisor.clock()
             logger.warning("%s starts again: a node has room for it", slot.name)
+
+    def _nodes(self) -> dict[str, str]:
+        """Where each actor the supervisor watches last said it runs (those that answered)."""
+        nodes = {name: self.supervisor.node_of(name) for name in self.supervisor.members}
+        return {name: node for name, node in nodes.items() if node is not None}
 
     def _check_some_left(self, now: float) -> None:
         if any(not s.stopped and self.supervisor.state(s.name) != GONE for s in self.slots):

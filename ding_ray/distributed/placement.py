@@ -9,6 +9,8 @@ summed over the cluster say nothing about whether it fits.
   evaluator, ready before any actor starts. A slot is theirs alone: a collector never takes it, and
   a restart after the process died lands in it again. When its node is lost, Ray places the bundle
   on another node with room.
+- ``free_by_node``: what each live node has free, from Ray's public state (its total less the
+  placement groups' bundles) and what the run's own actors outside placement groups hold there.
 - ``plan_room`` and ``count_fitting``: the decisions ``CollectorPool`` takes after a node is lost:
   which collectors to stop so that the slots of the learner, buffer and evaluator find room again
   (they come first, and the run goes on with the collectors that fit), and how many stopped
@@ -18,7 +20,7 @@ summed over the cluster say nothing about whether it fits.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import ray
@@ -170,7 +172,7 @@ def reserve_slots(ray_cfg: EasyDict, timeout_s: float, buffer: bool = True) -> d
     learner group (its members cannot restart), for an actor that asks for nothing, or inside a
     placement group already (a Tune trial, whose own group holds the run). ``ClusterError`` when they
     are not placed within ``timeout_s``."""
-    if ray.util.get_current_placement_group() is not None:
+    if inside_placement_group():
         return {}
     kinds = {"learner", "evaluator"} | ({"buffer"} if buffer else set())
     if ray_cfg.get("num_learners", 1) > 1:
@@ -216,21 +218,59 @@ def release_slots(slots: Mapping[str, Any]) -> None:
             pass
 
 
-def free_by_node() -> dict[str, dict[str, float]] | None:
-    """The resources free now on each live node (CPUs, GPUs, custom ones; not what placement groups
-    hold); None where Ray does not say (a Ray Client driver)."""
-    try:
-        from ray._private.state import available_resources_per_node  # Ray's DeveloperAPI
+def inside_placement_group() -> bool:
+    """Whether the actors this process creates go into a placement group already (a Tune trial's,
+    whose group holds the whole run)."""
+    return ray.util.get_current_placement_group() is not None
 
-        free = available_resources_per_node()
-        alive = {node["NodeID"] for node in live_nodes()}
+
+def free_resources(
+    totals: Mapping[str, Resources],
+    bundles: Iterable[tuple[str, Resources]],
+    held: Iterable[tuple[str, Resources]],
+) -> dict[str, dict[str, float]]:
+    """What each node of ``totals`` (``{node: its total resources}``) has free: its total less the
+    placement-group ``bundles`` placed on it and what the actors outside placement groups hold
+    there (``held``), each ``(node, resources)``. A node not in ``totals`` (lost) is left out."""
+    free = {node: {k: float(v) for k, v in res.items() if _shown(k)} for node, res in totals.items()}
+    for node, res in [*bundles, *held]:
+        if node in free:
+            free[node] = minus(free[node], {k: float(v) for k, v in res.items() if _shown(k)})
+    return free
+
+
+def placed_bundles() -> list[tuple[str, dict[str, float]]]:
+    """``(node, resources)`` of every placement-group bundle placed on a node, of any job."""
+    bundles = []
+    for group in ray.util.placement_group_table().values():
+        if group.get("state") == "REMOVED":  # the table keeps removed groups, with their last nodes
+            continue
+        for index, node in (group.get("bundles_to_node_id") or {}).items():
+            bundles.append((node, group["bundles"][index]))
+    return bundles
+
+
+def free_by_node(held: Iterable[tuple[str, Resources]] = ()) -> dict[str, dict[str, float]] | None:
+    """The resources free now on each live node of the connected Ray, from Ray's public state: the
+    node's total (``ray.nodes()``) less the bundles placed there of every placement group
+    (``ray.util.placement_group_table()``: this run's slots, other runs' slots, Tune trials) and
+    ``held``: ``(node, resources)`` of this run's actors outside placement groups (the collectors,
+    on the node each last said it runs on). None where Ray does not say.
+
+    It does not see the tasks and actors of other jobs outside placement groups, nor an actor of
+    this run that has not answered yet. On a cluster shared that way the room is overstated: a
+    collector started again waits in Ray's queue until there is room, and collectors that should
+    have made room for a core actor are not stopped, so that actor is not back within
+    ``ray.actor_start_timeout_s`` and the run ends saying so. That is acceptable because a run is
+    meant to own its cluster (a ``cluster.yaml`` per run) or to share it through placement groups
+    (Tune trials, other runs' slots), which are counted; Ray's own count of what is free on each
+    node is a DeveloperAPI that may change in any release."""
+    try:
+        totals = {node["NodeID"]: node["Resources"] for node in live_nodes()}
+        bundles = placed_bundles()
     except Exception:  # noqa: BLE001 - the decisions that need it are skipped
         return None
-    return {
-        node: {key: float(v) for key, v in res.items() if _shown(key) and "_group_" not in key}
-        for node, res in free.items()
-        if node in alive
-    }
+    return free_resources(totals, bundles, held)
 
 
 # ----- decisions after a node is lost --------------------------------------------------------------------

@@ -7,6 +7,7 @@ from __future__ import annotations
 import functools
 import uuid
 import warnings
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import ray
@@ -79,8 +80,12 @@ class RayPort:
         slot = self.actors.slots.get(name)
         return None if slot is None else placement.placed(slot)
 
-    def free_by_node(self) -> dict[str, dict[str, float]] | None:
-        return placement.free_by_node()
+    def free_by_node(self, nodes: Mapping[str, str]) -> dict[str, dict[str, float]] | None:
+        """Free per node (``placement.free_by_node``), less what the actors of ``nodes`` outside
+        placement groups hold: those without a slot, unless a Tune trial's group holds the run."""
+        in_trial_group = placement.inside_placement_group()
+        outside = [] if in_trial_group else [name for name in nodes if name not in self.actors.slots]
+        return placement.free_by_node([(nodes[name], self.needs(name)) for name in outside])
 
     def forget(self, refs: list) -> None:
         """Their outcomes are taken later (``sweep``), so that Ray does not log each failure

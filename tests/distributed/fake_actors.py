@@ -4,7 +4,7 @@ their free resources (for ``CollectorPool``'s room decisions)."""
 
 from __future__ import annotations
 
-from ding_ray.distributed.placement import fits, minus, plus
+from ding_ray.distributed.placement import fits, free_resources, minus, plus
 from ding_ray.distributed.supervisor import Died
 
 
@@ -63,23 +63,28 @@ class Call:
 
 
 class FakePort:
-    """The actor system, and a cluster of nodes (``free``: what each has left) that places actors
-    as Ray does after a node is lost: a collector waiting for a node takes room first, then a
-    slot (``slots``: the learner's, buffer's, evaluator's placement groups; placed or not) is
-    placed where room is left, and its actor restarts in it."""
+    """The actor system, and a cluster of nodes (``totals``; ``free``: what each has left, as Ray
+    counts it) that places actors as Ray does after a node is lost: a collector waiting for a node
+    takes room first, then a placement group (``groups``: the learner's, buffer's, evaluator's
+    slots, another run's group; placed or not) is placed where room is left, and its actor restarts
+    in it. ``free_by_node`` counts as ``RayPort`` does, from the totals, the groups placed and the
+    nodes the run's actors said they run on: another run's actor outside a group is not seen."""
 
     def __init__(self, clock: Clock) -> None:
         self.clock, self.actors, self.killed, self.forgotten = clock, [], [], []
+        self.totals: dict[str, dict] = {}
         self.free: dict[str, dict] = {}
-        self.says_free = True  # False: free_by_node does not say (a Ray Client driver)
-        self.slots: dict[str, bool] = {}
+        self.says_free = True  # False: free_by_node does not say
+        self.groups: dict[str, bool] = {}
         self.stopped: list[str] = []
 
-    def place(self, actor: FakeActor, node: str, demand: dict, slot: bool = False) -> FakeActor:
+    def place(self, actor: FakeActor, node: str, demand: dict, group: bool = False) -> FakeActor:
+        """``actor`` running on ``node``, holding ``demand`` there (``group``: as its placement
+        group's bundle)."""
         actor.node, actor.demand = node, dict(demand)
         self.free[node] = minus(self.free[node], demand)
-        if slot:
-            self.slots[actor.name] = True
+        if group:
+            self.groups[actor.name] = True
         return actor
 
     def spawn(self, name: str, demand: dict) -> FakeActor:
@@ -90,27 +95,27 @@ class FakePort:
         return actor
 
     def lose_node(self, node: str) -> None:
-        del self.free[node]
+        del self.free[node], self.totals[node]
         for actor in self.actors:
             if actor.node == node and not actor.gone:
                 actor.up, actor.back_at, actor.pending = False, None, True
-                if actor.name in self.slots:
-                    self.slots[actor.name] = False
+                if actor.name in self.groups:
+                    self.groups[actor.name] = False
 
     def add_node(self, node: str, resources: dict) -> None:
-        self.free[node] = dict(resources)
+        self.totals[node], self.free[node] = dict(resources), dict(resources)
         self._schedule()
 
     def _schedule(self) -> None:
         waiting = [a for a in self.actors if a.pending and not a.gone]
-        for actor in sorted(waiting, key=lambda a: a.name in self.slots):  # collectors first
+        for actor in sorted(waiting, key=lambda a: a.name in self.groups):  # collectors first
             node = next((n for n, free in self.free.items() if fits(actor.demand, free)), None)
             if node is None:
                 continue
             actor.pending, actor.node = False, node
             self.free[node] = minus(self.free[node], actor.demand)
-            if actor.name in self.slots:
-                self.slots[actor.name] = True
+            if actor.name in self.groups:
+                self.groups[actor.name] = True
             if actor.started:
                 actor.restart_now()
             else:
@@ -126,10 +131,14 @@ class FakePort:
         return next(a.demand for a in self.actors if a.name == name and not a.gone)
 
     def placed(self, name: str) -> bool | None:
-        return self.slots.get(name)
+        return self.groups.get(name)
 
-    def free_by_node(self) -> dict | None:
-        return {node: dict(res) for node, res in self.free.items()} if self.says_free else None
+    def free_by_node(self, nodes: dict[str, str]) -> dict | None:
+        if not self.says_free:
+            return None
+        bundles = [(a.node, a.demand) for a in self.actors if self.groups.get(a.name)]
+        held = [(node, self.needs(name)) for name, node in nodes.items() if name not in self.groups]
+        return free_resources(self.totals, bundles, held)
 
     def actor(self, name: str) -> FakeActor:
         actor = FakeActor(name, self.clock)

@@ -21,11 +21,12 @@ class Run:
 
     def __init__(self, learner_cpus: float = 0.4, free: bool = True) -> None:
         self.port = port = FakePort(Clock())
-        port.free = {"a": {"CPU": 1.0}, "b": {"CPU": 1.0}}
+        port.add_node("a", {"CPU": 1.0})
+        port.add_node("b", {"CPU": 1.0})
         self.sup = ActorSupervisor(port, clock=port.clock)
-        self.learner = port.place(port.actor("learner"), "a", {"CPU": learner_cpus}, slot=True)
+        self.learner = port.place(port.actor("learner"), "a", {"CPU": learner_cpus}, group=True)
         for name in ("buffer", "evaluator"):
-            port.place(port.actor(name), "b", {"CPU": 0.1}, slot=True)
+            port.place(port.actor(name), "b", {"CPU": 0.1}, group=True)
         for name in ("learner", "buffer", "evaluator"):
             handle = next(a for a in port.actors if a.name == name)
             self.sup.add(name, handle, restart_timeout_s=30)
@@ -77,6 +78,22 @@ def test_stopped_collectors_start_again_once_a_node_has_room():
     assert len(run.pool.idle()) == 4  # they take calls again
 
 
+def test_no_more_collectors_start_than_fit_beside_those_running():
+    """b holds the learner, buffer, evaluator and two collectors: full, though its total less the
+    slots has 0.4 CPU. Only what the running collectors leave counts."""
+    run = Run()
+    run.port.lose_node("a")
+    with pytest.raises(Recovered):
+        run.sup.get(Failed(run.learner, retry=False), ["learner"])
+    run.port.add_node("c", {"CPU": 0.3})  # room for one collector
+    run.wait(10)
+    assert len(run.started) == 1 and len(run.running()) == 3
+    assert all(run.sup.up(name) for name in run.running())
+    run.port.add_node("d", {"CPU": 0.3})
+    run.wait(10)
+    assert len(run.started) == 2 and len(run.running()) == 4
+
+
 def test_a_core_actor_whose_slot_kept_its_node_stops_no_collector():
     run = Run()
     run.learner.die(back_after=3.0)  # its process died; its slot stays where it was
@@ -95,7 +112,7 @@ def test_collectors_are_stopped_before_the_driver_sees_the_core_actor_die():
 
 def test_without_room_even_with_no_collector_the_learner_ends_the_run_and_only_waiting_collectors_stop():
     run = Run(learner_cpus=0.9)  # b cannot hold it even with no collector on it
-    run.port.place(run.port.actor("other"), "b", {"CPU": 0.4})  # another run's actor takes b's free room
+    run.port.place(run.port.actor("other"), "b", {"CPU": 0.4}, group=True)  # another run's slot
     run.port.lose_node("a")
     with pytest.raises(ActorDiedError, match="learner actor .a fake. died and did not come back"):
         run.sup.get(Failed(run.learner, retry=False), ["learner"])
@@ -111,12 +128,23 @@ def test_nothing_is_stopped_where_the_port_does_not_say_what_is_free():
 
 def test_a_run_whose_collectors_all_stay_stopped_ends_saying_so():
     run = Run()
-    run.port.place(run.port.actor("other"), "b", {"CPU": 0.4})  # another run's actor takes b's free room
+    run.port.place(run.port.actor("other"), "b", {"CPU": 0.4}, group=True)  # another run's slot
     run.port.lose_node("a")  # the learner needs the room of both collectors on b
     run.wait(3)
     assert run.sup.up("learner") and run.running() == []
     with pytest.raises(ClusterError, match=r"No collector has had room for 3\d s .*Add a node"):
         run.wait(40)
+
+
+def test_another_jobs_actor_outside_placement_groups_is_not_seen_and_the_learner_ends_the_run():
+    """What ``free_by_node`` cannot see: b looks as if it had room for the learner, so no collector
+    on it is stopped; the learner is not back within its timeout and the run ends naming it."""
+    run = Run()
+    run.port.place(run.port.actor("other"), "b", {"CPU": 0.4})  # another job's actor, in no group
+    run.port.lose_node("a")
+    with pytest.raises(ActorDiedError, match="learner actor .a fake. died and did not come back"):
+        run.sup.get(Failed(run.learner, retry=False), ["learner"])
+    assert sorted(run.port.stopped) == ["collector-0", "collector-1"]  # those that waited for a node
 
 
 def test_the_call_in_flight_on_a_stopped_collector_is_lost_without_the_supervisor():

@@ -219,7 +219,10 @@ def test_a_resumed_run_fits_its_cpu_shares_as_a_fresh_run_does(ray_session, tmp_
     explicit = ding_ray(*more, "--set", "ray.collector_num_cpus=0.5")
     assert explicit.returncode == 1, explicit.stderr[-3000:]
     last = explicit.stderr.strip().splitlines()[-1]
-    assert last.startswith("ding-ray: error: The cluster is too small for this pipeline: 3 CPU in all"), last
+    assert last.startswith(
+        "ding-ray: error: The cluster cannot hold this pipeline's actors: the nodes hold the learner, "
+        "buffer and evaluator and 2 of the 4 collectors (0.5 CPU each"
+    ), last
     # a Ray not started here (the session's stands for a cluster) takes the run's shares as recorded
     cfg, _, started = start_run(small_config("fit_resume"), resume=run_dir, save_cfg=False)
     assert not started and cfg.ray.collector_num_cpus == 0.3333
