@@ -22,8 +22,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ding_ray.distributed.cluster import ClusterError
+from ding_ray.distributed.member import GONE, RESTARTING
 from ding_ray.distributed.placement import count_fitting, plan_room
-from ding_ray.distributed.supervisor import GONE, RESTARTING, ActorSupervisor, Died
+from ding_ray.distributed.supervisor import ActorSupervisor, Died
 
 logger = logging.getLogger(__name__)
 

@@ -16,8 +16,9 @@ the driver's clients tell about their calls. It
   for good, or keeps dying; a group (the collectors) ends it only when none of its members is left.
 
 It talks to Ray through a small port (``actor_port.ActorPort``; ``ray_port.RayPort`` is Ray's), so
-that its bookkeeping is tested with a fake port and a fake clock. ``on_check`` functions run with
-its checks: ``CollectorPool.tend`` makes room there for the actors that wait for a node.
+that its bookkeeping is tested with a fake port and a fake clock; what it knows of each actor is a
+``member.Member``. ``on_check`` functions run with its checks: ``CollectorPool.tend`` makes room
+there for the actors that wait for a node.
 """
 
 from __future__ import annotations
@@ -25,43 +26,15 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from typing import Any
 
 from ding_ray.distributed.actor_port import ActorPort, Died, Recovered
 from ding_ray.distributed.cluster import ClusterError
 from ding_ray.distributed.errors import ActorDiedError
-from ding_ray.utils.call_watch import SLOW, TIMED_OUT, CallWatch
+from ding_ray.distributed.member import GONE, RESTARTING, UP, Member
+from ding_ray.utils.call_watch import CallWatch
 
 logger = logging.getLogger(__name__)
-
-UP, RESTARTING, GONE = "up", "restarting", "gone"
-
-
-@dataclass
-class Member:
-    """One watched actor."""
-
-    name: str
-    handle: Any
-    group: str
-    restart_timeout_s: float
-    max_failures: int | None  # deaths in a row without a finished call before it is given up on
-    record: bool  # restarts go into ``events`` (result.json's recoveries)
-    advice: str  # what the error that ends the run says to do
-    watch: CallWatch | None  # call durations of its group; None: no stall detection
-    state: str = UP
-    known: Any = None  # what instance() answered last (a dict), or the reference of the first probe
-    ping: Any = None  # the retried instance() call while restarting
-    down_since: float = 0.0
-    busy_since: float | None = None  # the call at the head of its queue went on the clock
-    answered: bool = False  # this incarnation finished a call (the first one waits for its start)
-    warned: bool = False  # the call on the clock was logged as slow
-    killed_after_s: float | None = None  # killed as frozen after so long, until it is back
-    died_unseen: bool = False  # its first call failed: it died before it ever answered
-    failures: int = 0
-    restarts: int = 0
-    on_back: list[Callable[[dict, dict], None]] = field(default_factory=list)
 
 
 class ActorSupervisor:
@@ -137,8 +110,7 @@ class ActorSupervisor:
 
     def node_of(self, name: str) -> str | None:
         """The node the actor's last answer came from (None before it answered)."""
-        known = self.members[name].known
-        return known.get("node") if isinstance(known, dict) else None
+        return self.members[name].node
 
     def up(self, name: str) -> bool:
         return self.members[name].state == UP
@@ -154,16 +126,7 @@ class ActorSupervisor:
     def calls(self, name: str, busy: bool, finished: int = 0) -> None:
         """Report actor ``name``'s calls: ``finished`` of them finished since the last report, and
         whether one is ready to run or running now (``busy``), which puts it on the clock."""
-        member = self.members[name]
-        now = self.clock()
-        if finished:
-            if member.busy_since is not None and member.answered and member.watch is not None:
-                member.watch.done(now - member.busy_since)
-            member.busy_since, member.answered, member.warned, member.failures = None, True, False, 0
-        if not busy:
-            member.busy_since = None
-        elif member.busy_since is None:
-            member.busy_since = now
+        self.members[name].report(self.clock(), busy, finished)
 
     def get(self, ref: Any, suspects: Iterable[str]) -> Any:
         """The result of a call that depends on actors ``suspects`` (its own, and those whose
@@ -242,7 +205,8 @@ class ActorSupervisor:
         if now - self._checked_at >= self.check_every_s:
             self._checked_at = now
             for member in self.members.values():
-                self._check_stall(member, now)
+                if member.frozen(now, lambda m=member: self.port.kill(m.handle)):
+                    self.died(member.name)
 
     def check(self, timeout_s: float) -> None:
         """Probe every actor now, waiting up to ``timeout_s`` for the answers: the end of a run,
@@ -366,24 +330,6 @@ class ActorSupervisor:
             self.record(event)
         else:
             logger.warning("%s is back (restart %d)", member.name, member.restarts)
-
-    def _check_stall(self, member: Member, now: float) -> None:
-        if member.watch is None or member.state != UP or member.busy_since is None:
-            return
-        if not member.answered or member.killed_after_s is not None:
-            return  # its first call waits for it to start, which restart_timeout_s bounds
-        elapsed = now - member.busy_since
-        verdict = member.watch.check(
-            f"the {member.name} actor",
-            elapsed,
-            member.warned,
-            lambda: self.port.kill(member.handle),
-            "Ray restarts it",
-        )
-        member.warned = member.warned or verdict == SLOW
-        if verdict == TIMED_OUT:
-            member.killed_after_s = elapsed
-            self.died(member.name)
 
     def _check_away(self, now: float) -> None:
         """End the run when a group has no member up and one has been restarting too long."""

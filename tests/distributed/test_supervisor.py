@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from ding_ray.distributed.cluster import ClusterError
-from ding_ray.distributed.supervisor import RESTARTING, UP, ActorSupervisor, Died, Recovered
+from ding_ray.distributed.member import RESTARTING, UP
+from ding_ray.distributed.supervisor import ActorSupervisor, Died, Recovered
 from ding_ray.errors import ActorDiedError
 from tests.distributed.fake_actors import Clock, Failed, FakePort
 
