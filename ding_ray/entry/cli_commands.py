@@ -225,10 +225,21 @@ def exit_on_interrupt(prog: str | None = None) -> Iterator[None]:
         raise SystemExit(130) from None
 
 
+def leave_ray() -> None:
+    """Disconnect from Ray (stopping it if this process started it) before the last line: left to
+    the interpreter's exit, Ray's shutdown runs after that line, and the Ctrl-C'd workers' deaths
+    reach the terminal below it as ERROR lines of Ray's own processes."""
+    ray = sys.modules.get("ray")  # never imported: nothing to leave
+    if ray is not None and ray.is_initialized():
+        with contextlib.suppress(Exception):
+            ray.shutdown()
+
+
 def say_interrupted(prog: str, err: BaseException) -> None:
-    """Print the one line of ``interrupted`` on stderr, if it can still be written: Ctrl-C on
+    """Leave Ray, then print the one line of ``interrupted`` on stderr, if it can still be written: Ctrl-C on
     ``python x.py | tee out`` ends ``tee`` too, and the line would go to a closed pipe. Streams that
     are closed pipes are then pointed at /dev/null, so the interpreter's exit does not fail on them."""
+    leave_ray()
     with contextlib.suppress(OSError, ValueError):
         print(f"{prog}: {interrupted(err)}", file=sys.stderr, flush=True)
     for stream in (sys.stdout, sys.stderr):
