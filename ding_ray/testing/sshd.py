@@ -14,7 +14,8 @@ mount namespace (gone with the host's last process, so nothing is left to unmoun
   ``cluster-local.yaml`` asks of each machine, so a learner or buffer writes its checkpoints where
   the driver finds them.
 - ``/tmp``: a temp dir of its own, so that ``ray start`` and ``ray up`` keep their state where Ray
-  looks by default (``/tmp/ray``), apart from every other Ray on the machine.
+  looks by default (``/tmp/ray``), apart from every other Ray on the machine; a Python environment
+  or working folder that lives under ``/tmp`` is bound into it at the same path.
 - the Python environment (``sys.prefix``) under an overlay: ``pip install`` on the host writes into
   a layer of the host's own, and the environment every other process uses stays as it is.
 - ``/run`` and ``/var/log``: empty, for sshd's privilege-separation directory and its login
@@ -104,6 +105,17 @@ def boot_command(host_dir: Path, hostname: str, shared: Path) -> list[str]:
         f"mount --bind {shlex.quote(str(p))} {d}/root/{shlex.quote(str(p.relative_to(home)))}"
         for p in keep
     ]
+    # the Python environment and the working folder may live under the /tmp the host replaces (a
+    # checkout in /tmp): each is bound, with what is mounted in it, into the host's own /tmp
+    tmp_root = Path("/tmp")
+    wanted = (sys.base_prefix, sys.prefix, os.getcwd())
+    under_tmp = [Path(p) for p in wanted if Path(p).is_relative_to(tmp_root)]
+    tops = sorted({p for p in under_tmp if not any(p != q and p.is_relative_to(q) for q in under_tmp)})
+    keep_tmp = [
+        f"mkdir -p {d}/tmp/{shlex.quote(str(p.relative_to(tmp_root)))} && "
+        f"mount --rbind {shlex.quote(str(p))} {d}/tmp/{shlex.quote(str(p.relative_to(tmp_root)))}"
+        for p in tops
+    ]
     script = " && ".join(
         [
             f"hostname {shlex.quote(hostname)}",
@@ -115,7 +127,8 @@ def boot_command(host_dir: Path, hostname: str, shared: Path) -> list[str]:
             f"mount --bind {d}/log /var/log",
             "mkdir -m 755 /run/sshd",
             f"mount -t overlay overlay -o {layers} {prefix}",
-            f"mount --bind {d}/tmp /tmp",  # last: it hides the run's folder under /tmp
+            *keep_tmp,
+            f"mount --rbind {d}/tmp /tmp",  # last: it hides the run's folder under /tmp
             f"{SSHD} -f /tmp/sshd/config -E /tmp/sshd/sshd.log",
         ]
     )
