@@ -5,14 +5,17 @@ from ding_ray.utils.runtime import set_torch_threads
 set_torch_threads(1)
 
 # Folders whose files run end-to-end jobs on Ray or on several hosts (most of a suite's wall time).
-# They are handed out first, so that the many short unit tests fill the workers' gaps at the end
-# instead of one worker finishing a long file alone.
+# They are handed out first, and within them the files holding a test marked slow, so that the
+# many short unit tests fill the workers' gaps at the end instead of one worker finishing a long
+# file alone.
 LONG_FIRST = ("tests/hosts/", "tests/distributed/", "tests/compat/", "tests/entry/")
 
 
 def pytest_collection_modifyitems(config, items):
-    def rank(item):
+    def folder(item):
         path = item.nodeid
         return next((i for i, prefix in enumerate(LONG_FIRST) if path.startswith(prefix)), len(LONG_FIRST))
 
-    items.sort(key=rank)  # stable: a file's tests keep their order
+    slow_files = {item.path for item in items if item.get_closest_marker("slow")}
+    # stable: a file's tests stay together and keep their order
+    items.sort(key=lambda item: (folder(item), item.path not in slow_files))
