@@ -1,5 +1,9 @@
 """Settings every test process shares: torch on one thread, as every ding_ray process runs."""
 
+import os
+
+import pytest
+
 from ding_ray.utils.runtime import set_torch_threads
 
 set_torch_threads(1)
@@ -19,3 +23,12 @@ def pytest_collection_modifyitems(config, items):
     slow_files = {item.path for item in items if item.get_closest_marker("slow")}
     # stable: a file's tests stay together and keep their order
     items.sort(key=lambda item: (folder(item), item.path not in slow_files))
+
+
+@pytest.fixture(autouse=True)
+def _restore_cwd():
+    """A test that moves into its tmp_path (``os.chdir``) leaves the next test of its process where it
+    started: a launcher run from the checkout (``ray up``'s ``file_mounts: .``) must find it there."""
+    cwd = os.getcwd()
+    yield
+    os.chdir(cwd)

@@ -214,18 +214,26 @@ class Host:
             found += sorted(p for p in (session / "logs").rglob("*") if p.is_file())
         return found
 
-    def popen(self, argv: list[str], env: dict[str, str] | None = None, **kwargs) -> subprocess.Popen:
+    def popen(
+        self, argv: list[str], env: dict[str, str] | None = None, cwd: str | None = None, **kwargs
+    ) -> subprocess.Popen:
         """Start ``argv`` inside this host (its network, PID and mount namespaces, so ``kill()`` ends it),
-        with the host's Ray environment plus ``env``."""
+        with the host's Ray environment plus ``env``, in folder ``cwd`` (default: this process's)."""
         pid = self.pid_one()
         if pid is None:
             raise RuntimeError(f"{self} is down")
-        enter = ["nsenter", "-t", str(pid), "-n", "-p", "-m", f"--wd={os.getcwd()}", "--"]
+        enter = ["nsenter", "-t", str(pid), "-n", "-p", "-m", f"--wd={cwd or os.getcwd()}", "--"]
         return subprocess.Popen([*enter, *argv], env={**self.env, **(env or {})}, **kwargs)
 
-    def run(self, argv: list[str], env: dict[str, str] | None = None, timeout: float | None = None):
+    def run(
+        self,
+        argv: list[str],
+        env: dict[str, str] | None = None,
+        timeout: float | None = None,
+        cwd: str | None = None,
+    ):
         """Run ``argv`` inside this host to its end; the ``subprocess.CompletedProcess`` (text output)."""
-        with self.popen(argv, env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as process:
+        with self.popen(argv, env, cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as process:
             try:
                 stdout, stderr = process.communicate(timeout=timeout)
             except subprocess.TimeoutExpired:

@@ -17,7 +17,7 @@ from tests.distributed.conftest import REPO, run_python
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
 RUN = """
-import json, sys, time, urllib.request
+import json, os, sys, time, urllib.error, urllib.request
 import ray, yaml
 from ding_ray.framework import pipelines
 from ding_ray import distributed
@@ -29,18 +29,23 @@ cfg, plan, started = distributed.start_run((main, create), 0)
 with distributed.RayRun(cfg, plan) as rc, rc.task() as task:
     pipelines.off_policy(task, cfg, rc, max_train_iter=200)
     task.run()
-    session = ray._private.worker._global_node.get_session_dir_path()
+    session = os.path.join(os.environ["RAY_TMPDIR"], "ray", "session_latest")  # Ray's own layout
     with open(f"{session}/metrics/prometheus/prometheus.yml") as f:
         prometheus = yaml.safe_load(f)
     sd = [c for job in prometheus["scrape_configs"] for c in job.get("file_sd_configs", [])]
     sd_files = [p for c in sd for p in c["files"]]
     # each actor pushes its metrics to Ray's agent every second or so: scrape until every wanted
-    # series is served (one first recorded late in a short run may show up seconds after it)
+    # series is served (one first recorded late in a short run may show up seconds after it); a
+    # target that refuses, as a process's agent may while it starts under load, is down for this
+    # pass, as Prometheus counts it, and asked again on the next
     found, deadline = {}, time.monotonic() + 40
     while time.monotonic() < deadline and any(s not in found.get(a, ()) for a, s in WANTED):
         targets = [t for p in sd_files for entry in json.load(open(p)) for t in entry["targets"]]
         for target in targets:
-            text = urllib.request.urlopen(f"http://{target}/metrics", timeout=5).read().decode()
+            try:
+                text = urllib.request.urlopen(f"http://{target}/metrics", timeout=5).read().decode()
+            except (urllib.error.URLError, OSError):
+                continue
             for line in text.splitlines():
                 if line.startswith("ray_ding_ray_") and 'experiment="' in line:
                     actor = line.split('actor="', 1)[1].split('"', 1)[0]

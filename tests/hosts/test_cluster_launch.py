@@ -44,9 +44,10 @@ def readme_commands() -> list[str]:
 
 
 def in_client(client: Host, command: str, timeout: float, **kwargs) -> subprocess.CompletedProcess:
-    """``command`` (a README line) in host 0, on the test's copy of the yaml."""
+    """``command`` (a README line) in host 0, in the checkout (as the README's lines are run), on the
+    test's copy of the yaml."""
     return client.run(
-        ["bash", "-c", command.replace(YAML, COPY)], env=client_env(), timeout=timeout, **kwargs
+        ["bash", "-c", command.replace(YAML, COPY)], env=client_env(), timeout=timeout, cwd=REPO, **kwargs
     )
 
 
@@ -125,7 +126,8 @@ def test_readme_cluster_commands_bring_up_run_and_take_down_cluster_local_yaml(s
         assert all(sent + received > 1e6 for sent, received in moved), moved
 
         assert dashboard.endswith(" &")
-        with client.popen(["bash", "-c", dashboard[:-2].replace(YAML, COPY)], env=client_env()) as forward:
+        dashboard_line = ["bash", "-c", dashboard[:-2].replace(YAML, COPY)]
+        with client.popen(dashboard_line, env=client_env(), cwd=REPO) as forward:
             try:
                 time.sleep(3)
                 # the path to 475 was run above; this one shows the job path reaches the same
