@@ -32,6 +32,7 @@ class WeightsRef:
     version: int
     ref: ray.ObjectRef
     incarnation: int = 0
+    node: str | None = None  # the Ray node of the process that put them (their owner), if known
 
 
 class WeightsPublisher:
@@ -53,12 +54,40 @@ class WeightsPublisher:
         """The latest publication: ``weights`` of ``version``, put into the object store unless
         that version is out already."""
         if self._ahead(version, 1):
-            self.latest = WeightsRef(int(version), ray.put(weights), self.incarnation)
+            node = ray.get_runtime_context().get_node_id()
+            self.latest = WeightsRef(int(version), ray.put(weights), self.incarnation, node)
             self.published += 1
         return self.latest
 
     def _ahead(self, version: int, by: int) -> bool:
         return self.latest is None or version - self.latest.version >= by
+
+
+# seconds between checks, while weights are being fetched, that the node of their owner still lives
+OWNER_CHECK_S = 2.0
+
+
+class OwnerLost(Exception):
+    """The node of the process that put the weights was declared dead while they were fetched."""
+
+
+def fetch(weights: WeightsRef) -> Weights:
+    """``ray.get`` of the weights, given up (``OwnerLost``) once Ray declares their owner's node dead.
+
+    A host that is lost without a word (its link silent: no connection is refused) leaves a plain
+    ``ray.get`` waiting minutes for the owner to answer, long after Ray knows the node is gone; the
+    collectors and the evaluator would wait that long, and the run with them.
+    """
+    while True:
+        try:
+            return ray.get(weights.ref, timeout=OWNER_CHECK_S)
+        except ray.exceptions.GetTimeoutError:
+            if weights.node is not None and not node_alive(weights.node):
+                raise OwnerLost(f"node {weights.node} is dead") from None
+
+
+def node_alive(node_id: str) -> bool:
+    return any(node["NodeID"] == node_id and node["Alive"] for node in ray.nodes())
 
 
 def pull(worker: WeightsHolder, weights: WeightsRef | None) -> bool:
@@ -71,8 +100,8 @@ def pull(worker: WeightsHolder, weights: WeightsRef | None) -> bool:
     if weights is None or not worker.wants_weights(weights.version, weights.incarnation):
         return False
     try:
-        value = ray.get(weights.ref)
-    except ray.exceptions.ObjectLostError as err:  # its owner, the learner, died
+        value = fetch(weights)
+    except (ray.exceptions.ObjectLostError, OwnerLost) as err:  # its owner, the learner, died
         logger.warning(
             "weights version %d were lost with the learner (%s); keeping mine",
             weights.version,
