@@ -98,6 +98,7 @@ RANGES: dict[str, Range] = {
         "policy learning); " + _VTRACE,
     ),
     "ray.call_timeout_s": _POSITIVE,
+    "ray.head_timeout_s": _POSITIVE,
     "ray.train_iters_per_call": Range(1, hint="It counts the gradient steps of one learner call."),
     "ray.sample_prefetch": Range(
         1, hint="It counts the sample+train calls queued on the learner (1: none waits while one runs)."

@@ -39,6 +39,10 @@ class RayConfig:
         # seconds a collector call may take before its actor is treated as dead (killed, restarted
         # by Ray): a frozen process never answers nor dies. Calls far slower than usual are logged.
         call_timeout_s=300.0,
+        # seconds the Ray head (its GCS) may not answer before the driver ends the run with one line
+        # naming the checkpoint to resume from (without a head, Ray ends a driver itself, saying
+        # nothing about the run); a head restarted by GCS fault tolerance must be back within it
+        head_timeout_s=30.0,
         pipeline="auto",  # 'auto': on-policy -> 'sync', off-policy -> 'async'; or 'async' / 'sync'
         num_collectors=2,  # collector actors
         collector_num_cpus=0.5,  # CPUs reserved per collector

@@ -34,6 +34,7 @@ from ding_ray.distributed.collectors_client import AsyncCollectorsClient, SyncCo
 from ding_ray.distributed.config import Plan, pipeline_of
 from ding_ray.distributed.errors import ActorDiedError
 from ding_ray.distributed.evaluator_client import EvaluatorClient
+from ding_ray.distributed.head_watch import HeadWatch, head_lost, resume_words
 from ding_ray.distributed.learner_client import AsyncLearnerClient, SyncLearnerClient
 from ding_ray.distributed.monitor import RunMonitor, monitor_stage
 from ding_ray.distributed.placement import check_cluster
@@ -166,6 +167,7 @@ class RayRun(RunBase):
             self.supervisor.on_back("buffer", self._buffer_restarted)
         if self.resumed is not None:
             self._resume_counters(meta)
+        self.head_watch = HeadWatch.of_driver(cfg.ray.head_timeout_s, self._head_lost)
         self.state: dict[str, Any] | None = None  # the learner's final state, once the run ended well
         self.stop_weights: Any = None  # the weights that reached the stop value, once the run ended well
         self._monitor: RunMonitor | None = None
@@ -191,6 +193,13 @@ class RayRun(RunBase):
                     advice=advice,
                 )
         return supervisor
+
+    def _head_lost(self, silent_s: float) -> str:
+        """result.json with the error, and the line the driver ends with (``HeadWatch``)."""
+        error = head_lost(self.head_watch.address, silent_s)
+        with contextlib.suppress(Exception):  # the line matters more than the file
+            self.write_result(error)
+        return f"{error}. {resume_words(self.cfg.exp_name, self.store)}"
 
     def _resume_counters(self, meta: dict) -> None:
         self.collector.envstep = int(meta["env_steps"])
@@ -307,6 +316,11 @@ class RayRun(RunBase):
         )
         return result
 
+    def __enter__(self) -> RayRun:
+        if self.head_watch is not None:
+            self.head_watch.start()
+        return super().__enter__()
+
     def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
         if self._task is not None and self._task.ctx is not self.ctx:
             # the iteration that ended the run stopped before the monitor stage: its evaluation
@@ -367,6 +381,8 @@ class RayRun(RunBase):
         return ckpt
 
     def close(self) -> None:
+        if self.head_watch is not None:
+            self.head_watch.stop()
         try:
             self.supervisor.port.sweep(wait_s=1.0)
             self.actors.kill()
