@@ -16,6 +16,13 @@ LONG_FIRST = ("tests/hosts/", "tests/distributed/", "tests/compat/", "tests/entr
 
 
 def pytest_collection_modifyitems(config, items):
+    # the chaos tests (tests/hosts/test_chaos.py) run only when asked for: -m chaos
+    if "chaos" not in (config.getoption("markexpr") or ""):
+        chaos = [item for item in items if item.get_closest_marker("chaos")]
+        if chaos:
+            config.hook.pytest_deselected(items=chaos)
+            items[:] = [item for item in items if not item.get_closest_marker("chaos")]
+
     def folder(item):
         path = item.nodeid
         return next((i for i, prefix in enumerate(LONG_FIRST) if path.startswith(prefix)), len(LONG_FIRST))
