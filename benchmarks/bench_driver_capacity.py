@@ -114,6 +114,22 @@ def cpu_s() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+def count_actor_calls() -> list[int]:
+    """From now on, count every actor-method call this process (the driver) launches: a one-item list
+    whose item grows with each call."""
+    from ray.actor import ActorMethod
+
+    calls = [0]
+    launch = ActorMethod._remote
+
+    def counted(self, *args, **kwargs):
+        calls[0] += 1
+        return launch(self, *args, **kwargs)
+
+    ActorMethod._remote = counted
+    return calls
+
+
 def raw_run(n: int, seconds: float) -> dict:
     """The reference: Ray alone, N actors of 0.05 CPU echoing a small argument, one call in flight
     each, over a window of ``seconds`` after every actor answered once."""
@@ -152,20 +168,12 @@ def one_run(pipeline: str, n: int, seconds: float, pace_ms: float = 0.0) -> dict
     """Runs in its own process: the pipeline until ``seconds`` after every collector delivered,
     each driver iteration lasting at least ``pace_ms``."""
     import ray
-    from ray.actor import ActorMethod
 
     from ding_ray import distributed
     from ding_ray.framework import pipelines
     from ding_ray.framework.task_runner import current_task
 
-    calls = [0]
-    launch = ActorMethod._remote
-
-    def counted(self, *args, **kwargs):
-        calls[0] += 1
-        return launch(self, *args, **kwargs)
-
-    ActorMethod._remote = counted
+    calls = count_actor_calls()
     exp = os.path.join(tempfile.mkdtemp(), f"driver_{pipeline}_{n}")
     cfg, plan, started = distributed.start_run(configs(pipeline, n, exp), seed=0, save_cfg=False)
     window: dict = {}

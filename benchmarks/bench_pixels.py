@@ -220,12 +220,23 @@ def command(figure: str, args: argparse.Namespace) -> list[str] | str:
 # ----- the ding_ray side ---------------------------------------------------------------------------------
 
 
-def ding_ray_side(policy: str, seconds: float, warmup: float, n_sample: int = 256) -> dict:
+def ding_ray_side(
+    policy: str,
+    seconds: float,
+    warmup: float,
+    n_sample: int = 256,
+    ray_init: dict | None = None,
+    collector_options: dict | None = None,
+    fetch: bool = False,
+) -> dict:
     """Env steps/s of 2 collector actors x 4 Pong envs (``random``: random actions; ``cnn``: the DQN
     policy's Nature CNN, eps-greedy 0.1), one collect call in flight per actor.
 
     Each call returns ``n_sample`` transitions as its second return value, left in the object store
-    (the reference a sync round hands to the learner); nothing here reads them. Expects env type
+    (the reference a sync round hands to the learner); nothing here reads them unless ``fetch``
+    (the driver then takes each batch, as a replay buffer beside it would: on a cluster, the batch
+    crosses from the collector's node). ``ray_init``: ``ray.init``'s arguments (default: a Ray of
+    2 CPUs started here); ``collector_options``: the actors' (default: 1 CPU each). Expects env type
     ``atari`` (``ding_ray.envs.atari``), the ``atari_vector`` env manager, the conv encoder for a
     3-D ``obs_shape`` in ``ding_ray.model.DQN``, and ``CollectorActor.collect_batch(weights,
     train_iter, policy_kwargs)`` returning ``(info, batch)`` (``warm_up_rollout(n_sample, train_iter,
@@ -257,28 +268,37 @@ def ding_ray_side(policy: str, seconds: float, warmup: float, n_sample: int = 25
     )
     create_cfg = dict(env=dict(type="atari"), policy=dict(type="dqn"), replay_buffer=dict(type="naive"))
     cfg = compile_ray_config((main_cfg, create_cfg), seed=0, save_cfg=False)
-    ray.init(num_cpus=NUM_ACTORS, include_dashboard=False, log_to_driver=False)
+    ray.init(**(ray_init or dict(num_cpus=NUM_ACTORS, include_dashboard=False, log_to_driver=False)))
     try:
-        collectors = [
-            ray.remote(CollectorActor).options(num_cpus=1).remote(cfg, i) for i in range(NUM_ACTORS)
-        ]
+        options = collector_options or dict(num_cpus=1)
+        collectors = [ray.remote(CollectorActor).options(**options).remote(cfg, i) for i in range(NUM_ACTORS)]
 
-        def launch(collector: ray.actor.ActorHandle) -> ray.ObjectRef:
-            """The reference of the info of a call on ``collector`` (its batch stays in the object store)."""
+        def launch(collector: ray.actor.ActorHandle) -> tuple[ray.ObjectRef, ray.ObjectRef]:
+            """The references of the info and the batch of a call on ``collector``."""
             if policy == "random":
-                return collector.warm_up_rollout.options(num_returns=2).remote(None, 0, {"eps": 0.1})[1]
-            return collector.collect_batch.remote(None, 0, {"eps": 0.1})[0]
+                batch, info = collector.warm_up_rollout.options(num_returns=2).remote(None, 0, {"eps": 0.1})
+                return info, batch
+            return tuple(collector.collect_batch.remote(None, 0, {"eps": 0.1}))
 
-        in_flight = {launch(c): c for c in collectors}
+        in_flight = {}
+        for collector in collectors:
+            info, batch = launch(collector)
+            in_flight[info] = (collector, batch)
+
+        every_call = [0]  # env steps of every call taken, warm-up and first call included
 
         def step() -> int:
             [ref], _ = ray.wait(list(in_flight), num_returns=1)
-            collector = in_flight.pop(ref)
+            collector, batch = in_flight.pop(ref)
             info = ray.get(ref)
-            in_flight[launch(collector)] = collector
+            if fetch:
+                ray.get(batch)
+            new_info, new_batch = launch(collector)
+            in_flight[new_info] = (collector, new_batch)
+            every_call[0] += info["new_env_steps"]
             return info["new_env_steps"]
 
-        return measure(step, seconds, warmup)
+        return dict(measure(step, seconds, warmup), all_env_steps=every_call[0])
     finally:
         ray.shutdown()
         shutil.rmtree(exp_name, ignore_errors=True)
