@@ -24,7 +24,7 @@ Ray settings of every host (and of commands run in one): ``HOME`` and Ray's temp
 health checks shortened so that a lost host is declared dead within about ten seconds:
 ``RAY_health_check_period_ms=1000``, ``RAY_health_check_timeout_ms=1000``,
 ``RAY_health_check_failure_threshold=5``, ``RAY_health_check_initial_delay_ms=1000``. All nodes
-start together; ``RAY_gcs_server_port_wait_time_s=60`` lets the workers wait for the head's GCS.
+start together; ``RAY_gcs_server_port_wait_time_s=180`` lets the workers wait for the head's GCS.
 
 Faults look like the network's, not the sender's: a partition and packet loss drop packets where
 they arrive (in the host for its incoming traffic, in its peers for its outgoing), so no send fails
@@ -56,8 +56,9 @@ HEALTH_CHECK = {
     "RAY_health_check_failure_threshold": "5",
     "RAY_health_check_initial_delay_ms": "1000",
 }
-# All nodes start at once: a worker's `ray start` retries the head's GCS for this many seconds.
-GCS_WAIT = {"RAY_gcs_server_port_wait_time_s": "60"}
+# All nodes start at once: a worker's `ray start` retries the head's GCS for this many seconds (the
+# head's start, under load too).
+GCS_WAIT = {"RAY_gcs_server_port_wait_time_s": "180"}
 
 # PID 1 of a host: runs `ray start` (which leaves its daemons as our children) or the boot of an ssh
 # host, records its exit status (through a directory opened first: an ssh host mounts over /tmp), then
@@ -388,12 +389,15 @@ class Hosts:
                 )
             )
             log.close()
-        deadline = time.monotonic() + 60
+        # starting Ray nodes is CPU-bound: when other work already loads every core, it takes longer
+        timeout_s = 60 * max(1.0, os.getloadavg()[0] / (os.cpu_count() or 1))
+        deadline = time.monotonic() + timeout_s
         for host in hosts:
             started = host.dir / "started"
             while not started.exists():
                 if time.monotonic() > deadline:
-                    raise RuntimeError(f"{host} did not start within 60 s; see {host.dir / 'start.log'}")
+                    log = host.dir / "start.log"
+                    raise RuntimeError(f"{host} did not start within {timeout_s:.0f} s; see {log}")
                 time.sleep(0.05)
             if started.read_text() != "0":
                 tail = (host.dir / "start.log").read_text()[-2000:]
