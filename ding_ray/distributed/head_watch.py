@@ -85,7 +85,6 @@ class HeadWatch:
         self.on_lost, self.answers, self.clock, self.end = on_lost, answers, clock, end
         self.stopped = threading.Event()
         self.silent_since: float | None = None  # when the head stopped answering (None: it answers)
-        self.thread: threading.Thread | None = None
 
     @classmethod
     def of_driver(cls, timeout_s: float, on_lost: Callable[[float], str]) -> HeadWatch | None:
@@ -98,8 +97,7 @@ class HeadWatch:
         return cls(address, timeout_s, on_lost)
 
     def start(self) -> None:
-        self.thread = threading.Thread(target=self.run, name="ding_ray-head-watch", daemon=True)
-        self.thread.start()
+        threading.Thread(target=self.run, name="ding_ray-head-watch", daemon=True).start()
 
     def stop(self) -> None:
         self.stopped.set()

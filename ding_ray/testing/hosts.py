@@ -79,6 +79,13 @@ while True:
 """
 
 
+def load_factor() -> float:
+    """How much longer than on a quiet machine starting Ray nodes may take now: it is CPU-bound, so
+    when other work already loads every core (the 1-minute load average per core) it scales with it;
+    at least 1."""
+    return max(1.0, os.getloadavg()[0] / (os.cpu_count() or 1))
+
+
 class Host:
     """One host: a network namespace with address ``ip`` and one Ray node in its own PID namespace."""
 
@@ -389,8 +396,7 @@ class Hosts:
                 )
             )
             log.close()
-        # starting Ray nodes is CPU-bound: when other work already loads every core, it takes longer
-        timeout_s = 60 * max(1.0, os.getloadavg()[0] / (os.cpu_count() or 1))
+        timeout_s = 60 * load_factor()
         deadline = time.monotonic() + timeout_s
         for host in hosts:
             started = host.dir / "started"

@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from ding_ray.testing.hosts import Hosts
+from ding_ray.testing.hosts import Hosts, load_factor
 from tests.system_binaries import REQUIRE, require_binary
 
 TOOLS = {
@@ -50,7 +50,7 @@ def ssh_tools(host_tools) -> None:
 def up_budget(host_tools) -> float:
     """Seconds three hosts may take to come up: 20 on a quiet machine; starting Ray nodes is CPU-bound,
     so when other work already loads every core (the load average before ``up``) it scales with it."""
-    return 20 * max(1.0, os.getloadavg()[0] / os.cpu_count())
+    return 20 * load_factor()
 
 
 @pytest.fixture(scope="module")
