@@ -41,9 +41,10 @@ from ding_ray.framework import pipelines
 from tests.distributed.configs import small_config
 from tests.distributed.conftest import free_port
 
-# learner iterations of the run: after a crash the GCS needs a few seconds more to find out
+# learner iterations of the run at most: after a crash the GCS needs a few seconds more to find out
 BUDGET = {"drain": 2400, "crash": 2400}
 REMOVE_AT = 150  # learner iterations before the worker node goes (checkpoint.freq is 100)
+AFTER_BACK = 300  # a disturbed run ends this many learner iterations after the removed actor is back
 STRANDED_TIMEOUT_S = 20.0  # ray.actor_start_timeout_s of the stranded run
 
 LAYOUTS = {  # victim -> (head resources, worker resources, ray config overrides)
@@ -127,6 +128,9 @@ def main(exp_name: str, mode: str, how: str = "drain") -> None:
             restarts, recoveries = rc.collector.pool.restarts, len(rc.supervisor.events)
             if "removed_s" in out and "back_s" not in out and restarts + recoveries > 0:
                 out["back_s"] = round(now - out["removed_s"], 2)  # seconds the actor was away
+                out["back_at"] = ctx.train_iter
+            if "back_at" in out and ctx.train_iter >= out["back_at"] + AFTER_BACK:
+                task.finish = True  # it went on with the actor back: the rest of the budget adds nothing
             if not timeline or now - timeline[-1][0] >= 0.5:
                 timeline.append((now, ctx.train_iter, ctx.env_step, restarts, recoveries))
 
