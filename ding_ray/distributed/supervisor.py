@@ -211,13 +211,14 @@ class ActorSupervisor:
     def check(self, timeout_s: float) -> None:
         """Probe every actor now, waiting up to ``timeout_s`` for the answers: the end of a run,
         whose last checkpoint and result.json must count what the actors hold, not what they held
-        before a restart not seen yet."""
+        before a restart not seen yet. Only the actors whose restarts are recorded (learner, buffer,
+        evaluator) are waited for until they are back; a collector holds nothing the checkpoint
+        counts, and one whose node went may find no room anywhere: its probe fails at once."""
         if self._failed is not None:
             return
         self._drop_probe()  # sent earlier: a dead incarnation may have answered it
-        self._probe = {
-            m.name: self.port.instance(m.handle, retry=True) for m in self.members.values() if m.state == UP
-        }
+        up = [m for m in self.members.values() if m.state == UP]
+        self._probe = {m.name: self.port.instance(m.handle, retry=m.record) for m in up}
         refs = list(self._probe.values())
         self.port.ready(refs, timeout_s)
         self._take_probe(self.clock(), force=True)

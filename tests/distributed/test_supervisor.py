@@ -279,3 +279,20 @@ def test_a_death_before_the_first_answer_that_a_call_reveals_is_one_restart(port
         port.advance(0.5)
     sup.check(timeout_s=1)
     assert [e["actor"] for e in sup.events] == ["evaluator"] and sup.restarts("evaluator") == 1
+
+
+def test_the_end_of_run_check_does_not_wait_for_a_collector_whose_node_is_gone(port):
+    """A collector holds nothing the last checkpoint counts: one whose node went after its last call
+    is not waited for at the end (no node may have room for it), while the learner's restart is."""
+    port.add_node("head", {"CPU": 1})
+    port.add_node("worker", {"collector_slot": 1})
+    learner = port.place(port.actor("learner"), "head", {"CPU": 1})
+    collector = port.place(port.actor("collector-0"), "worker", {"collector_slot": 1})
+    sup = supervisor(port)
+    sup.add("learner", learner, restart_timeout_s=300)
+    sup.add("collector-0", collector, restart_timeout_s=300, group="collector", record=False)
+    sup.check(timeout_s=1)
+    port.lose_node("worker")
+    learner.restart_now()
+    sup.check(timeout_s=300)
+    assert port.clock.now < 1 and [e["actor"] for e in sup.events] == ["learner"]
