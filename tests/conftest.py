@@ -5,6 +5,7 @@ import os
 import pytest
 
 from ding_ray.utils.runtime import set_torch_threads
+from tests.short_tmp import remove_short_tmps
 
 set_torch_threads(1)
 
@@ -39,3 +40,7 @@ def _restore_cwd():
     cwd = os.getcwd()
     yield
     os.chdir(cwd)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    remove_short_tmps()  # the Ray temp folders and homes this test process made

@@ -15,13 +15,13 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 
 import pytest
 
 from ding_ray.distributed.config import RayConfig
 from tests.distributed.conftest import REPO, free_port, run_python
+from tests.short_tmp import short_tmp
 
 pytestmark = [pytest.mark.ray]
 
@@ -101,8 +101,8 @@ print(json.dumps(out))
 
 
 def _start(ray_settings: dict) -> dict:
-    env = {"RAY_TMPDIR": tempfile.mkdtemp(prefix="drsec", dir="/tmp"), "PYTHONPATH": REPO}
-    env["HOME"] = tempfile.mkdtemp(prefix="drsechome", dir="/tmp")
+    env = {"RAY_TMPDIR": short_tmp("drsec"), "PYTHONPATH": REPO}
+    env["HOME"] = short_tmp("drsechome")
     code = f"import sys; sys.argv = ['probe', {json.dumps(ray_settings)!r}]\n" + PROBE
     proc = run_python(code, timeout=120, env=env)
     assert proc.returncode == 0, proc.stdout[-1000:] + proc.stderr[-3000:]
@@ -170,8 +170,8 @@ def test_a_driver_joins_a_token_guarded_cluster_found_on_this_machine():
     ding_ray joins it as a plain ``ray.init()`` does, without RAY_AUTH_MODE being set."""
     ray_bin = os.path.join(os.path.dirname(sys.executable), "ray")
     home, ray_tmp = (
-        tempfile.mkdtemp(prefix="drsechome", dir="/tmp"),
-        tempfile.mkdtemp(prefix="drsec", dir="/tmp"),
+        short_tmp("drsechome"),
+        short_tmp("drsec"),
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith(("RAY_AUTH", "RAY_ADDRESS"))}
     env.update(HOME=home, RAY_TMPDIR=ray_tmp, PYTHONPATH=REPO)

@@ -21,7 +21,6 @@ import secrets
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.parse
 import urllib.request
@@ -30,6 +29,7 @@ import pytest
 import yaml
 
 from tests.distributed.conftest import REPO, free_port
+from tests.short_tmp import short_tmp
 from tests.system_binaries import require_binary
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
@@ -66,13 +66,13 @@ def live_run():
     env = {
         **os.environ,
         "PYTHONPATH": REPO,
-        "RAY_TMPDIR": tempfile.mkdtemp(prefix="drdm", dir="/tmp"),
+        "RAY_TMPDIR": short_tmp("drdm"),
         "RAY_AUTH_MODE": "token",  # Ray's default for a local cluster; its own token, not ~/.ray's
         "RAY_AUTH_TOKEN": token,
         # Ray's export interval stays its default (10 s): set as RAY_metrics_report_interval_ms, the
         # driver's own series are never exported (Ray 2.60)
     }
-    exp_dir = tempfile.mkdtemp(prefix="drdm_exp")
+    exp_dir = short_tmp("drdm_exp")
     out = os.path.join(exp_dir, "driver.out")  # a file, not a pipe: workers' prints reach it too
     stop_file = os.path.join(exp_dir, "stop")
     with open(out, "w") as stdout:

@@ -8,7 +8,6 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import time
 
 import pytest
@@ -17,6 +16,7 @@ from ding_ray.distributed import ClusterError, RayConfig, RayRun, start_run
 from ding_ray.distributed.config import fit_cpu_shares
 from tests.distributed.configs import small_config
 from tests.distributed.conftest import REPO, free_port, stop_ray_head, with_ctrl_c
+from tests.short_tmp import short_tmp
 
 
 def ray_cfg(**over) -> dict:
@@ -82,7 +82,7 @@ def test_a_ray_running_in_this_process_is_checked_as_it_is(ray_session, tmp_path
 def run_fresh(args: list[str], cwd: str, timeout: float = 420) -> subprocess.CompletedProcess:
     """``args`` in a fresh interpreter with no Ray to join: its own Ray temp folder, no RAY_ADDRESS."""
     env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
-    env.update(PYTHONPATH=REPO, RAY_TMPDIR=tempfile.mkdtemp(prefix="drfit", dir="/tmp"))
+    env.update(PYTHONPATH=REPO, RAY_TMPDIR=short_tmp("drfit"))
     return subprocess.run(
         [sys.executable, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout
     )
@@ -120,7 +120,7 @@ def test_a_cluster_too_small_still_fails_with_the_numbers(tmp_path):
     """A ``ray start --head --num-cpus=2`` cluster, joined through ``ray.address`` and through
     RAY_ADDRESS (as ``ray job submit`` runs a driver): 4 collectors are not fitted to it."""
     ray_bin = os.path.join(os.path.dirname(sys.executable), "ray")
-    ray_tmp = tempfile.mkdtemp(prefix="drfith", dir="/tmp")
+    ray_tmp = short_tmp("drfith")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("RAY_ADDRESS", "RAY_AUTH"))}
     env.update(RAY_TMPDIR=ray_tmp, RAY_AUTH_MODE="disabled", PYTHONPATH=REPO)
     port = free_port()

@@ -7,18 +7,18 @@ and the run ended."""
 from __future__ import annotations
 
 import json
-import tempfile
 
 import pytest
 
 from tests.distributed.conftest import REPO, run_python
 from tests.distributed.host_loss_run import KILL_AT, SHARES
+from tests.short_tmp import short_tmp
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
 
 def test_the_learner_comes_back_first_and_the_run_reaches_475_with_fewer_collectors(tmp_path):
-    ray_tmp = tempfile.mkdtemp(prefix="drhl", dir="/tmp")
+    ray_tmp = short_tmp("drhl")
     code = f"import runpy, sys; sys.argv = ['x', {str(tmp_path / 'run')!r}, 'kill']; " + (
         "runpy.run_module('tests.distributed.host_loss_run', run_name='__main__')"
     )

@@ -13,7 +13,6 @@ import os
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 
 import pytest
@@ -22,6 +21,7 @@ from ding_ray.distributed.monitor import RunMonitor
 from ding_ray.utils.checkpoint import CheckpointStore
 from ding_ray.worker import metrics
 from tests.distributed.conftest import REPO, with_ctrl_c
+from tests.short_tmp import short_tmp
 
 pytestmark = pytest.mark.ray
 
@@ -39,7 +39,7 @@ ARGS = [
 def _interrupt_example(tmp_path, piped: bool) -> tuple[int, str, str]:
     """Start the example (piped: ``2>&1 | tee out``), wait for a checkpoint written by every_s,
     SIGINT the group; ``(example's exit status, its output, the run folder)``."""
-    env = {**os.environ, "PYTHONPATH": REPO, "RAY_TMPDIR": tempfile.mkdtemp(prefix="drint", dir="/tmp")}
+    env = {**os.environ, "PYTHONPATH": REPO, "RAY_TMPDIR": short_tmp("drint")}
     out_path = str(tmp_path / "out.txt")
     out = open(out_path, "w")
     cmd = with_ctrl_c([sys.executable, EXAMPLE, *ARGS])

@@ -18,7 +18,6 @@ import shlex
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -26,6 +25,7 @@ import urllib.request
 import pytest
 
 from tests.distributed.conftest import REPO, free_port, stop_ray_head, with_ctrl_c
+from tests.short_tmp import short_tmp
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
@@ -95,16 +95,16 @@ def head():
     """The recipe up to ``ray start --head``, on a fresh HOME: yields (ray binary, env, dashboard
     port, Ray Client port, working folder, the recipe's lines after the start)."""
     ray_bin = os.path.join(os.path.dirname(sys.executable), "ray")
-    home = tempfile.mkdtemp(prefix="drjs_home", dir="/tmp")
+    home = short_tmp("drjs_home")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("RAY_AUTH", "RAY_ADDRESS"))}
     env.update(
         HOME=home,
-        RAY_TMPDIR=tempfile.mkdtemp(prefix="drjs", dir="/tmp"),
+        RAY_TMPDIR=short_tmp("drjs"),
         PATH=os.pathsep.join((os.path.dirname(sys.executable), env.get("PATH", ""))),  # ray, python
     )
     # The job runs in an upload of the submitting folder (--working-dir .): examples/ is there, and
     # its run folders are not written into the repository.
-    workdir = tempfile.mkdtemp(prefix="drjs_cwd", dir="/tmp")
+    workdir = short_tmp("drjs_cwd")
     os.symlink(os.path.join(REPO, "examples"), os.path.join(workdir, "examples"))
     recipe = readme_recipe()
     start = next(i for i, line in enumerate(recipe) if line.startswith("ray start"))

@@ -8,10 +8,11 @@ import shutil
 import socket
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
+
+from tests.short_tmp import short_tmp
 
 DRIVER = """
 import ray
@@ -37,7 +38,7 @@ def closed_port() -> int:
 @pytest.fixture
 def home():
     """A HOME and temp dir of the driver's own: short, as Ray's socket paths must stay under 108 bytes."""
-    folder = tempfile.mkdtemp(prefix="djoin", dir="/tmp")
+    folder = short_tmp("djoin")
     yield Path(folder)
     shutil.rmtree(folder, ignore_errors=True)
 

@@ -8,11 +8,11 @@ A real Prometheus (Debian's) scraping a live run is ``test_dashboard_metrics.py`
 from __future__ import annotations
 
 import json
-import tempfile
 
 import pytest
 
 from tests.distributed.conftest import REPO, run_python
+from tests.short_tmp import short_tmp
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
@@ -66,7 +66,7 @@ WANTED = [
 
 
 def test_the_scrape_targets_ray_writes_for_prometheus_serve_every_ding_ray_figure(tmp_path):
-    env = {"RAY_TMPDIR": tempfile.mkdtemp(prefix="drmr", dir="/tmp"), "PYTHONPATH": REPO}
+    env = {"RAY_TMPDIR": short_tmp("drmr"), "PYTHONPATH": REPO}
     code = RUN.replace("sys.argv[1]", repr(str(tmp_path / "recipe"))).replace("WANTED", repr(WANTED))
     proc = run_python(code, timeout=240, env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]

@@ -7,17 +7,17 @@ every other Ray on the machine, so nobody's plain ``ray.init()`` joins it by acc
 from __future__ import annotations
 
 import json
-import tempfile
 
 import pytest
 
 from tests.distributed.conftest import REPO, run_python
+from tests.short_tmp import short_tmp
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
 
 def test_collectors_spread_over_two_nodes_and_the_run_finishes(tmp_path):
-    ray_tmp = tempfile.mkdtemp(prefix="drmn", dir="/tmp")
+    ray_tmp = short_tmp("drmn")
     code = f"import runpy, sys; sys.argv = ['x', {str(tmp_path / 'multinode')!r}]; " + (
         "runpy.run_module('tests.distributed.multinode_run', run_name='__main__')"
     )

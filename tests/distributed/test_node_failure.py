@@ -41,19 +41,19 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 
 import pytest
 
 from tests.distributed.conftest import REPO, run_python
 from tests.distributed.node_failure_run import AFTER_BACK, BUDGET, REMOVE_AT, STRANDED_TIMEOUT_S
+from tests.short_tmp import short_tmp
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
 
 def _run(exp_name: str, mode: str, how: str) -> dict:
     """The runner's JSON line; result.json is checked to say what the runner saw at the end."""
-    ray_tmp = tempfile.mkdtemp(prefix="drnf", dir="/tmp")
+    ray_tmp = short_tmp("drnf")
     code = f"import runpy, sys; sys.argv = ['x', {exp_name!r}, {mode!r}, {how!r}]; " + (
         "runpy.run_module('tests.distributed.node_failure_run', run_name='__main__')"
     )

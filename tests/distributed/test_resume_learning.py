@@ -12,13 +12,13 @@ import os
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 
 import pytest
 
 from ding_ray.utils.checkpoint import CheckpointStore
 from tests.distributed.conftest import REPO
+from tests.short_tmp import short_tmp
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
@@ -43,7 +43,7 @@ def _start(exp: str, resume: str, ray_tmp: str) -> subprocess.Popen:
 def test_a_sigkilled_ray_run_resumes_from_its_checkpoint_and_solves(tmp_path):
     exp = str(tmp_path / "apex")
     store = CheckpointStore(exp)
-    ray_tmp = tempfile.mkdtemp(prefix="drrs", dir="/tmp")
+    ray_tmp = short_tmp("drrs")
     proc = _start(exp, "", ray_tmp)
     deadline = time.monotonic() + 240
     while (store.latest() is None or store.latest().train_iter < 1000) and time.monotonic() < deadline:
@@ -70,7 +70,7 @@ def test_a_sigkilled_ray_run_resumes_from_its_checkpoint_and_solves(tmp_path):
 
 def test_sigterm_checkpoints_the_ray_example_and_its_resume_flag_goes_on(tmp_path):
     example = os.path.join(REPO, "examples", "apex_dqn.py")
-    env = {**os.environ, "PYTHONPATH": REPO, "RAY_TMPDIR": tempfile.mkdtemp(prefix="drst", dir="/tmp")}
+    env = {**os.environ, "PYTHONPATH": REPO, "RAY_TMPDIR": short_tmp("drst")}
     args = ["--set", "checkpoint.freq=300", "ray.progress_bar=False"]
     proc = subprocess.Popen(
         [sys.executable, example, "--seed", "4", *args],

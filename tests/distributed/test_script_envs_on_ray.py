@@ -9,7 +9,6 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 
 import pytest
 
@@ -18,6 +17,7 @@ from ding_ray.entry import compile_ray_config
 from ding_ray.framework import pipelines
 from tests.distributed.configs import small_config
 from tests.distributed.conftest import REPO
+from tests.short_tmp import short_tmp
 
 pytestmark = pytest.mark.ray
 BUDGET = 400  # env steps
@@ -76,7 +76,7 @@ if __name__ == "__main__":
 
 def run_script(args: list[str], cwd) -> subprocess.CompletedProcess:
     """``python <args>`` in ``cwd``, with ``tests`` importable and a Ray of its own."""
-    env = {**os.environ, "PYTHONPATH": REPO, "RAY_TMPDIR": tempfile.mkdtemp(prefix="drse", dir="/tmp")}
+    env = {**os.environ, "PYTHONPATH": REPO, "RAY_TMPDIR": short_tmp("drse")}
     return subprocess.run(
         [sys.executable, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=300
     )
