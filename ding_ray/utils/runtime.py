@@ -12,6 +12,7 @@ import threading
 import time
 
 import numpy as np
+from tqdm import tqdm
 
 _IMPORTED = time.time()
 
@@ -84,7 +85,9 @@ class _FallbackHandler(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
-            sys.stderr.write(self.format(record) + "\n")  # the current stderr, as Python's last resort
+            # to the current stderr, as Python's last resort, through tqdm: a progress bar there (the
+            # driver's) is cleared first and drawn again after, so the line never lands inside it
+            tqdm.write(self.format(record), file=sys.stderr)
         except Exception:  # noqa: BLE001 - logging must not raise
             self.handleError(record)
 

@@ -57,3 +57,26 @@ def test_setup_logging_shows_info_unless_the_application_configured_logging():
         check=True,
     ).stderr
     assert "an info line" not in configured, configured
+
+
+def test_a_line_logged_while_the_progress_bar_runs_starts_a_line_of_its_own():
+    """The driver's tqdm bar shares stderr with the log lines: each line clears the bar first
+    (before, a line was glued to the end of the bar's text) and the bar is drawn again after it."""
+    code = (
+        "import logging\n"
+        "from tqdm import tqdm\n"
+        "from ding_ray.utils.runtime import setup_logging\n"
+        "setup_logging()\n"
+        "bar = tqdm(total=100, unit=' env steps', mininterval=0)\n"  # on stderr, as RunMonitor's
+        "bar.update(10)\n"
+        "logging.getLogger('ding_ray.test').info('an info line')\n"
+        "bar.update(10)\n"
+        "bar.close()\n"
+    )
+    # bytes: text mode would turn the bar's carriage returns into newlines
+    err = subprocess.run([sys.executable, "-c", code], capture_output=True, check=True).stderr.decode()
+    before, line, after = err.partition("an info line")
+    assert line, err
+    text_before = before.split("\r")[-1]  # what the terminal's line holds when the message starts
+    assert text_before.endswith(" I ding_ray.test: ") and "env steps" not in text_before, err
+    assert "20/100" in after  # the bar goes on below the line
