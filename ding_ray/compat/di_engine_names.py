@@ -1,7 +1,8 @@
 """DI-engine's parameter names for ding_ray's models, so that a checkpoint DI-engine saved loads here.
 
-DI-engine 0.5.3's ``DQN``, ``VAC`` and ``ContinuousQAC`` compute the same functions as ding_ray's
-models of those names (DQN and VAC for image observations too), with other module names: its
+DI-engine 0.5.3's ``DQN``, ``VAC``, ``ContinuousQAC``, ``C51DQN``, ``QRDQN``, ``IQN`` and
+``RainbowDQN`` compute the same functions as ding_ray's models of those names (DQN and VAC for
+image observations too), with other module names: its
 ``FCEncoder`` calls the first layer ``init`` and the rest ``main.<i>`` (a Sequential with the
 activations in between), its ``ConvEncoder`` keeps the convolutions in ``main.<2i>`` (activations
 between) and the linear layer in ``mid``, its heads wrap their layers in ``MLP`` Sequentials
@@ -25,6 +26,7 @@ import torch
 from torch import nn
 
 from ding_ray.errors import DataFormatError, ShapeError
+from ding_ray.model.distributional import C51DQN, IQN, QRDQN, QuantileHead, RainbowDQN, RainbowHead
 from ding_ray.model.foreign_state import install_translator
 from ding_ray.model.q_network import DQN
 from ding_ray.model.qac import ContinuousQAC
@@ -51,7 +53,9 @@ class Layout:
 
 def layout(model: nn.Module) -> Layout | None:
     """DI-engine's names for ``model``'s tensors; None for a model DI-engine has no counterpart of."""
-    for cls, pairs_of in ((DQN, _dqn_pairs), (VAC, _vac_pairs), (ContinuousQAC, _qac_pairs)):
+    rules = [(DQN, _dqn_pairs), (VAC, _vac_pairs), (ContinuousQAC, _qac_pairs)]
+    rules += [(cls, _distributional_pairs) for cls in (C51DQN, QRDQN, IQN, RainbowDQN)]
+    for cls, pairs_of in rules:
         if isinstance(model, cls):
             pairs, alias_prefixes = pairs_of(model)
             return _expand(model, pairs, alias_prefixes, cls.__name__)
@@ -95,10 +99,8 @@ def _dqn_pairs(model: nn.Module) -> tuple[list, dict]:
         )
     pairs = _encoder(model, "encoder", "encoder.")
     head = model.head
-    if hasattr(head, "mlp"):  # DiscreteHead: DI-engine's head.Q = (MLP of layer_num, last Linear)
-        mlp = head.mlp
-        hidden = _di_mlp("head.Q.0.", len(mlp.layers) - 1, mlp.norms is not None, bool(mlp.dropout))
-        return pairs + _mlp("head.mlp", mlp, hidden + ["head.Q.1.0"]), {}
+    if hasattr(head, "mlp"):  # DiscreteHead
+        return pairs + _head_stream("head.mlp", head.mlp, "head.Q."), {}
     streams = {"advantage": "head.A.", "value": "head.V."}
     if head.first is not None:  # the first advantage and value layers, stacked
         dropout = bool(head.first.dropout)
@@ -109,9 +111,27 @@ def _dqn_pairs(model: nn.Module) -> tuple[list, dict]:
             pairs += _mlp(f"head.{name}", getattr(head, name), hidden + [f"{di}1.0"])
         return pairs, {}
     for name, di in streams.items():
-        mlp = getattr(head, name)
-        hidden = _di_mlp(f"{di}0.", len(mlp.layers) - 1, True, bool(mlp.dropout))
-        pairs += _mlp(f"head.{name}", mlp, hidden + [f"{di}1.0"])
+        pairs += _head_stream(f"head.{name}", getattr(head, name), di)
+    return pairs, {}
+
+
+def _head_stream(dr: str, mlp: nn.Module, di: str) -> list[tuple[str, tuple[str, ...]]]:
+    """A head's ``MLP`` of ``layer_num`` hidden layers and its output layer, which DI-engine's heads
+    keep as ``<di>0`` (its MLP Sequential) and ``<di>1.0`` (the output block)."""
+    hidden = _di_mlp(f"{di}0.", len(mlp.layers) - 1, mlp.norms is not None, bool(mlp.dropout))
+    return _mlp(dr, mlp, hidden + [f"{di}1.0"])
+
+
+def _distributional_pairs(model: nn.Module) -> tuple[list, dict]:
+    """C51DQN, QRDQN, IQN (head.Q, head.iqn_fc) and RainbowDQN (head.A, head.Q: advantage, value)."""
+    pairs = _encoder(model, "encoder", "encoder.")
+    head = model.head
+    if isinstance(head, RainbowHead):
+        pairs += _head_stream("head.advantage", head.advantage, "head.A.")
+        return pairs + _head_stream("head.value", head.value, "head.Q."), {}
+    pairs += _head_stream("head.mlp", head.mlp, "head.Q.")
+    if isinstance(head, QuantileHead):
+        pairs.append(("head.iqn_fc", ("head.iqn_fc",)))
     return pairs, {}
 
 

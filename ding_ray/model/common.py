@@ -11,7 +11,7 @@ nobody hooks the inner blocks (hooks on the outer model still run).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import torch
 import torch.nn.functional as F
@@ -79,6 +79,8 @@ class MLP(nn.Module):
     norm -> activation -> dropout, as DI-engine's ``fc_block``. ``plain_first``: the first layer is
     linear -> activation only, as the first layer of DI-engine's ``FCEncoder`` (its ``init``) and of
     ``ContinuousQAC``'s actor and critics, which sit outside DI-engine's normed ``MLP`` blocks.
+    ``layer_fn(in_size, out_size)`` builds each layer (DI-engine's ``layer_fn``): ``nn.Linear``, or
+    a layer with its own ``forward`` such as ``model.noisy.NoiseLinearLayer``.
     """
 
     def __init__(
@@ -90,11 +92,12 @@ class MLP(nn.Module):
         norm_type: str | None = None,
         dropout: float | None = None,
         plain_first: bool = False,
+        layer_fn: Callable[[int, int], nn.Module] = nn.Linear,
     ) -> None:
         super().__init__()
         check_norm_type(norm_type)
         sizes = [in_size, *hidden_sizes]
-        self.layers = nn.ModuleList(nn.Linear(a, b) for a, b in zip(sizes[:-1], sizes[1:]))
+        self.layers = nn.ModuleList(layer_fn(a, b) for a, b in zip(sizes[:-1], sizes[1:]))
         self.activation = ACTIVATIONS[activation_name(activation)]
         self.last_activation = last_activation
         self.output_size = sizes[-1]
@@ -105,11 +108,13 @@ class MLP(nn.Module):
         self.dropout = float(dropout or 0.0)
         # The same Parameter objects as in ``layers``, in a plain list: looking parameters up
         # through nn.Module attributes costs more than the matmuls at collector batch sizes.
-        # ``load_state_dict``, ``.to()`` and ``deepcopy`` keep these references valid.
-        self._params = [(layer.weight, layer.bias) for layer in self.layers]
+        # ``load_state_dict``, ``.to()`` and ``deepcopy`` keep these references valid. Other layers
+        # than nn.Linear run their own forward.
+        linear = layer_fn is nn.Linear
+        self._params = [(layer.weight, layer.bias) for layer in self.layers] if linear else None
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if self.norms is not None or self.dropout:
+        if self.norms is not None or self.dropout or self._params is None:
             return self._forward_blocks(x)
         activation = self.activation
         *hidden, (weight, bias) = self._params
@@ -119,9 +124,9 @@ class MLP(nn.Module):
         return activation(x) if self.last_activation else x
 
     def _forward_blocks(self, x: torch.Tensor) -> torch.Tensor:
-        last = len(self._params) - 1
-        for i, (w, b) in enumerate(self._params):
-            x = F.linear(x, w, b)
+        last = len(self.layers) - 1
+        for i, layer in enumerate(self.layers):
+            x = layer.forward(x)
             if i == last and not self.last_activation:
                 break
             plain = i < self.plain_first
