@@ -1,16 +1,17 @@
 """DI-engine's ``learn.grad_clip_type`` of the actor-critic policies: checked when the policy is
-built, applied between ``backward`` and the optimizer's step."""
+built, applied between ``backward`` and the optimizer's step by ``ding_ray.torch_utils``'s
+``clip_grads``, the clipping of DI-engine's ``Adam``."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
-import torch
-
 from ding_ray.errors import ConfigError
+from ding_ray.torch_utils.grad_clip import clip_grads
 
-GRAD_CLIP_TYPES = (None, "clip_norm", "clip_value")
+__all__ = ["GRAD_CLIP_TYPES", "check_grad_clip_type", "clip_grads"]
+
+GRAD_CLIP_TYPES = (None, "clip_norm", "clip_value")  # what the policies' learn step clips by
 
 
 def check_grad_clip_type(clip_type: Any) -> None:
@@ -18,12 +19,3 @@ def check_grad_clip_type(clip_type: Any) -> None:
         raise ConfigError(
             f"policy.learn.grad_clip_type={clip_type!r} is not supported; choose from {GRAD_CLIP_TYPES}."
         )
-
-
-def clip_grads(parameters: Iterable[torch.nn.Parameter], clip_type: str | None, bound: float) -> None:
-    """``'clip_norm'`` bounds the gradients' global norm by ``bound``, ``'clip_value'`` each
-    element; None leaves them as they are."""
-    if clip_type == "clip_norm":
-        torch.nn.utils.clip_grad_norm_(parameters, bound)
-    elif clip_type == "clip_value":
-        torch.nn.utils.clip_grad_value_(parameters, bound)
