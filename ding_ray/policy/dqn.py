@@ -13,8 +13,8 @@ from ding_ray.policy.action_mask import explore, mask_q, split_obs, split_obs_te
 from ding_ray.policy.base import Policy
 from ding_ray.policy.common import check_finite_loss, set_mode, to_tensor_batch
 from ding_ray.policy.optim import make_adam
-from ding_ray.rl_utils import q_nstep_td_error
-from ding_ray.rl_utils.adder import nstep_return_data
+from ding_ray.rl_utils import double_dqn_nstep_loss
+from ding_ray.rl_utils.adder import nstep_samples
 from ding_ray.utils.registry import POLICY_REGISTRY
 
 
@@ -100,7 +100,7 @@ class DQNPolicy(Policy):
             next_q_target = self._target_model(next_obs)["logit"]
         done = torch.zeros_like(batch["done"]) if learn.ignore_done else batch["done"]
         weight = batch.get("IS") if self._priority_IS_weight else None
-        loss, td_error = q_nstep_td_error(
+        loss, td_error = double_dqn_nstep_loss(
             q,
             next_q_online,
             next_q_target,
@@ -184,8 +184,8 @@ class DQNPolicy(Policy):
 
     def _get_train_sample(self, transitions: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """One sample per transition of one env's consecutive steps; with nstep > 1 rewards become
-        [nstep] vectors (``rl_utils.nstep_return_data``)."""
-        return nstep_return_data(transitions, self._nstep, self._gamma)
+        [nstep] vectors (``rl_utils.adder.nstep_samples``)."""
+        return nstep_samples(transitions, self._nstep, self._gamma)
 
     # ----- eval -------------------------------------------------------------------------------
 

@@ -1,7 +1,28 @@
 """Pure RL math: tensors in, tensors out, no state."""
 
+from ding_ray.rl_utils.a2c import a2c_data, a2c_error, a2c_error_continuous, a2c_loss
+from ding_ray.rl_utils.adder import get_train_sample
+from ding_ray.rl_utils.distributional_td import (
+    dist_1step_td_data,
+    dist_1step_td_error,
+    dist_nstep_td_data,
+    dist_nstep_td_error,
+    iqn_nstep_td_data,
+    iqn_nstep_td_error,
+    qrdqn_nstep_td_data,
+    qrdqn_nstep_td_error,
+)
 from ding_ray.rl_utils.exploration import get_epsilon_greedy_fn
 from ding_ray.rl_utils.gae import gae, gae_data
+from ding_ray.rl_utils.nstep_td import (
+    nstep_return,
+    nstep_return_data,
+    q_1step_td_data,
+    q_1step_td_error,
+    q_nstep_td_data,
+    q_nstep_td_error,
+    q_nstep_td_error_with_rescale,
+)
 from ding_ray.rl_utils.ppo import (
     ppo_data,
     ppo_error,
@@ -23,7 +44,10 @@ from ding_ray.rl_utils.sac import (
     soft_update,
     tanh_gaussian_sample,
 )
-from ding_ray.rl_utils.td import double_dqn_next_value, nstep_td_target, q_nstep_td_error, td_loss
+from ding_ray.rl_utils.td import double_dqn_next_value, double_dqn_nstep_loss, nstep_td_target, td_loss
+from ding_ray.rl_utils.td_lambda import generalized_lambda_returns, td_lambda_data, td_lambda_error
+from ding_ray.rl_utils.upgo import upgo_loss, upgo_returns
+from ding_ray.rl_utils.value_rescale import inv_symlog, symlog, value_inv_transform, value_transform
 from ding_ray.rl_utils.vtrace import (
     compute_importance_weights,
     vtrace,
@@ -37,12 +61,28 @@ from ding_ray.rl_utils.vtrace import (
 )
 
 __all__ = [
+    "a2c_data",
+    "a2c_error",
+    "a2c_error_continuous",
+    "a2c_loss",
     "compute_importance_weights",
     "discrete_sac_policy_loss",
+    "dist_1step_td_data",
+    "dist_1step_td_error",
+    "dist_nstep_td_data",
+    "dist_nstep_td_error",
     "double_dqn_next_value",
+    "double_dqn_nstep_loss",
     "gae",
     "gae_data",
+    "generalized_lambda_returns",
     "get_epsilon_greedy_fn",
+    "get_train_sample",
+    "inv_symlog",
+    "iqn_nstep_td_data",
+    "iqn_nstep_td_error",
+    "nstep_return",
+    "nstep_return_data",
     "nstep_td_target",
     "ppo_data",
     "ppo_error",
@@ -54,14 +94,27 @@ __all__ = [
     "ppo_policy_error_continuous",
     "ppo_value_data",
     "ppo_value_error",
+    "q_1step_td_data",
+    "q_1step_td_error",
+    "q_nstep_td_data",
     "q_nstep_td_error",
+    "q_nstep_td_error_with_rescale",
+    "qrdqn_nstep_td_data",
+    "qrdqn_nstep_td_error",
     "sac_alpha_loss",
     "sac_critic_loss",
     "sac_policy_loss",
     "soft_q_target",
     "soft_update",
+    "symlog",
     "tanh_gaussian_sample",
+    "td_lambda_data",
+    "td_lambda_error",
     "td_loss",
+    "upgo_loss",
+    "upgo_returns",
+    "value_inv_transform",
+    "value_transform",
     "vtrace",
     "vtrace_advantage",
     "vtrace_data",

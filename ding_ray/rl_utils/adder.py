@@ -1,13 +1,18 @@
-"""N-step samples from one env's consecutive transitions (DI-engine's ``get_nstep_return_data``)."""
+"""Training samples from one env's consecutive transitions: n-step windows (the counterpart of
+DI-engine's ``get_nstep_return_data``) and DI-engine's ``get_train_sample`` unrolls."""
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import numpy as np
+import torch
+
+LAST_FN_TYPES = ("last", "drop", "null_padding")
 
 
-def nstep_return_data(transitions: list[dict[str, Any]], nstep: int, gamma: float) -> list[dict[str, Any]]:
+def nstep_samples(transitions: list[dict[str, Any]], nstep: int, gamma: float) -> list[dict[str, Any]]:
     """One sample per transition, its ``reward`` the ``[nstep]`` rewards from that step on.
 
     ``transitions`` are one env's consecutive steps within one episode (a terminal step can only be
@@ -31,3 +36,74 @@ def nstep_return_data(transitions: list[dict[str, Any]], nstep: int, gamma: floa
         )
         samples.append(sample)
     return samples
+
+
+def _zeros_like(value: Any) -> Any:
+    return torch.zeros_like(value) if isinstance(value, torch.Tensor) else np.zeros_like(value)
+
+
+def _null_transitions(
+    first: dict[str, Any], count: int, null_transition: dict | None
+) -> list[dict[str, Any]]:
+    """``count`` copies of ``null_transition``, or (None) of ``first`` marked ``null`` with zero obs,
+    action and reward, ``done`` True and ``value_gamma`` 0."""
+    if null_transition is not None:
+        return [copy.deepcopy(null_transition) for _ in range(count)]
+    template = copy.deepcopy(first)
+    template["null"] = True
+    obs = template["obs"]
+    template["obs"] = (
+        {k: _zeros_like(v) for k, v in obs.items()} if isinstance(obs, dict) else _zeros_like(obs)
+    )
+    if "action" in template:
+        template["action"] = _zeros_like(template["action"])
+    template["done"] = True
+    template["reward"] = _zeros_like(template["reward"])
+    if "value_gamma" in template:
+        template["value_gamma"] = 0.0
+    return [copy.deepcopy(template) for _ in range(count)]
+
+
+def _columns(unroll: list[dict[str, Any]]) -> dict[str, Any]:
+    """A list of transition dicts as one dict of per-step lists; a dict field (but ``prev_state``)
+    becomes a dict of per-step lists."""
+    columns: dict[str, Any] = {}
+    for key, first in unroll[0].items():
+        if isinstance(first, dict) and key != "prev_state":
+            columns[key] = {k: [step[key][k] for step in unroll] for k in first}
+        else:
+            columns[key] = [step[key] for step in unroll]
+    return columns
+
+
+def get_train_sample(
+    data: list[dict[str, Any]],
+    unroll_len: int,
+    last_fn_type: str = "last",
+    null_transition: dict | None = None,
+) -> list[Any]:
+    """Cut one trajectory into unrolls of ``unroll_len`` steps, each a dict of per-step lists.
+
+    ``unroll_len == 1`` returns ``data`` itself. The steps left over after the whole unrolls are
+    handled by ``last_fn_type``: ``'last'`` completes them into a final unroll with the steps just
+    before them (copies), or with null transitions when there is no whole unroll; ``'drop'``
+    discards them; ``'null_padding'`` completes them with null transitions (``null_transition``
+    copies, or by default the first left-over step with zero obs/action/reward, ``done`` True and
+    ``'null': True``).
+    """
+    if last_fn_type not in LAST_FN_TYPES:
+        raise ValueError(f"last_fn_type must be one of {LAST_FN_TYPES}, got {last_fn_type!r}.")
+    if unroll_len < 1:
+        raise ValueError(f"unroll_len must be a positive int, got {unroll_len!r}.")
+    if unroll_len == 1:
+        return data
+    whole = len(data) // unroll_len * unroll_len
+    unrolls = [data[i : i + unroll_len] for i in range(0, whole, unroll_len)]
+    residual = data[whole:]
+    if residual and last_fn_type != "drop":
+        missing = unroll_len - len(residual)
+        if last_fn_type == "last" and unrolls:
+            unrolls.append(copy.deepcopy(unrolls[-1][-missing:]) + residual)
+        else:
+            unrolls.append(residual + _null_transitions(residual[0], missing, null_transition))
+    return [_columns(unroll) for unroll in unrolls]

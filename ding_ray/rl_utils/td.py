@@ -1,9 +1,12 @@
-"""Temporal-difference targets and losses for value-based methods."""
+"""ding_ray's double-DQN TD loss on raw tensors, with rewards batch first (``[B, n]``), as its DQN
+policy trains. DI-engine's named-tuple functions (``q_nstep_td_error`` ...) are in ``nstep_td``."""
 
 from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
+
+from ding_ray.rl_utils.nstep_td import nstep_return, nstep_return_data
 
 
 def double_dqn_next_value(next_q_online: torch.Tensor, next_q_target: torch.Tensor) -> torch.Tensor:
@@ -19,7 +22,7 @@ def nstep_td_target(
     gamma: float,
     value_gamma: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """``sum_k gamma^k r_k + value_gamma * (1 - done) * next_value``.
+    """``sum_k gamma^k r_k + value_gamma * (1 - done) * next_value`` (``nstep_return`` batch first).
 
     Args:
         reward: [B] (one step) or [B, n] rewards, zero-padded after the episode ends.
@@ -30,12 +33,10 @@ def nstep_td_target(
     """
     if reward.dim() == 1:
         reward = reward.unsqueeze(-1)
-    n = reward.shape[-1]
-    discounts = gamma ** torch.arange(n, dtype=reward.dtype, device=reward.device)
-    discounted_return = (reward * discounts).sum(-1)
-    if value_gamma is None:
-        value_gamma = torch.full_like(discounted_return, gamma**n)
-    return discounted_return + value_gamma * (1.0 - done.to(reward.dtype)) * next_value
+    time_first = reward.transpose(0, 1)
+    return nstep_return(
+        nstep_return_data(time_first, next_value, done), gamma, time_first.shape[0], value_gamma
+    )
 
 
 def td_loss(
@@ -55,7 +56,7 @@ def td_loss(
     return per_sample.mean(), td_error.detach()
 
 
-def q_nstep_td_error(
+def double_dqn_nstep_loss(
     q: torch.Tensor,
     next_q_online: torch.Tensor,
     next_q_target: torch.Tensor,
@@ -67,7 +68,8 @@ def q_nstep_td_error(
     weight: torch.Tensor | None = None,
     huber_kappa: float | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Double-DQN n-step TD loss of ``q[B, A]`` for ``action[B]``. Returns ``(loss, td_error)``."""
+    """Double-DQN n-step TD loss of ``q[B, A]`` for ``action[B]``, rewards ``[B, n]``. Returns
+    ``(loss, td_error)``, the second the signed ``target - Q(s, a)`` per sample (for priorities)."""
     q_sa = q.gather(-1, action.long().unsqueeze(-1)).squeeze(-1)
     next_value = double_dqn_next_value(next_q_online, next_q_target)
     target = nstep_td_target(reward, next_value, done, gamma, value_gamma)

@@ -6,9 +6,9 @@ import torch
 from ding_ray.config import ConfigError
 from ding_ray.rl_utils import (
     double_dqn_next_value,
+    double_dqn_nstep_loss,
     get_epsilon_greedy_fn,
     nstep_td_target,
-    q_nstep_td_error,
     td_loss,
 )
 
@@ -68,9 +68,9 @@ def test_td_loss_weighted_mse_and_huber():
     assert loss.item() == pytest.approx((0.5 + 2.5) / 2)
 
 
-def test_q_nstep_td_error_end_to_end():
+def test_double_dqn_nstep_loss_end_to_end():
     q = torch.tensor([[1.0, 2.0]])
-    loss, td = q_nstep_td_error(
+    loss, td = double_dqn_nstep_loss(
         q,
         torch.tensor([[0.0, 1.0]]),
         torch.tensor([[4.0, 3.0]]),

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ding_ray.framework.context import OnlineRLContext
-from ding_ray.rl_utils.adder import nstep_return_data
+from ding_ray.rl_utils.adder import nstep_samples
 
 
 def nstep_reward_enhancer(cfg: Any) -> Callable[[OnlineRLContext], None]:
@@ -31,7 +31,7 @@ def nstep_reward_enhancer(cfg: Any) -> Callable[[OnlineRLContext], None]:
         samples: list[Any] = []
         start = 0
         for end in ends:
-            samples.extend(nstep_return_data(ctx.trajectories[start : end + 1], nstep, gamma))
+            samples.extend(nstep_samples(ctx.trajectories[start : end + 1], nstep, gamma))
             start = end + 1
         ctx.trajectories = samples
 
