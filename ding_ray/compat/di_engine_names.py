@@ -1,7 +1,7 @@
 """DI-engine's parameter names for ding_ray's models, so that a checkpoint DI-engine saved loads here.
 
 DI-engine 0.5.3's ``DQN``, ``VAC``, ``ContinuousQAC``, ``C51DQN``, ``QRDQN``, ``IQN`` and
-``RainbowDQN`` compute the same functions as ding_ray's models of those names (DQN and VAC for
+``RainbowDQN`` and ``DRQN`` compute the same functions as ding_ray's models of those names (DQN and VAC for
 image observations too), with other module names: its
 ``FCEncoder`` calls the first layer ``init`` and the rest ``main.<i>`` (a Sequential with the
 activations in between), its ``ConvEncoder`` keeps the convolutions in ``main.<2i>`` (activations
@@ -27,6 +27,7 @@ from torch import nn
 
 from ding_ray.errors import DataFormatError, ShapeError
 from ding_ray.model.distributional import C51DQN, IQN, QRDQN, QuantileHead, RainbowDQN, RainbowHead
+from ding_ray.model.drqn import DRQN
 from ding_ray.model.foreign_state import install_translator
 from ding_ray.model.q_network import DQN
 from ding_ray.model.qac import ContinuousQAC
@@ -55,6 +56,7 @@ def layout(model: nn.Module) -> Layout | None:
     """DI-engine's names for ``model``'s tensors; None for a model DI-engine has no counterpart of."""
     rules = [(DQN, _dqn_pairs), (VAC, _vac_pairs), (ContinuousQAC, _qac_pairs)]
     rules += [(cls, _distributional_pairs) for cls in (C51DQN, QRDQN, IQN, RainbowDQN)]
+    rules.append((DRQN, _drqn_pairs))
     for cls, pairs_of in rules:
         if isinstance(model, cls):
             pairs, alias_prefixes = pairs_of(model)
@@ -120,6 +122,12 @@ def _head_stream(dr: str, mlp: nn.Module, di: str) -> list[tuple[str, tuple[str,
     keep as ``<di>0`` (its MLP Sequential) and ``<di>1.0`` (the output block)."""
     hidden = _di_mlp(f"{di}0.", len(mlp.layers) - 1, mlp.norms is not None, bool(mlp.dropout))
     return _mlp(dr, mlp, hidden + [f"{di}1.0"])
+
+
+def _drqn_pairs(model: nn.Module) -> tuple[list, dict]:
+    """DQN's encoder and head; the recurrent cell has DI-engine's names (``ding_ray.torch_utils``)."""
+    pairs, aliases = _dqn_pairs(model)
+    return pairs + [(key, (key,)) for key in model.state_dict() if key.startswith("rnn.")], aliases
 
 
 def _distributional_pairs(model: nn.Module) -> tuple[list, dict]:

@@ -16,6 +16,7 @@ from ding_ray.model.distributional import (
     RainbowDQN,
     RainbowHead,
 )
+from ding_ray.model.drqn import DRQN
 from ding_ray.model.factory import create_model
 from ding_ray.model.noisy import NoiseLinearLayer, reset_noise
 from ding_ray.model.q_network import DQN
@@ -27,6 +28,7 @@ __all__ = [
     "ContinuousQAC",
     "ConvEncoder",
     "DQN",
+    "DRQN",
     "DiscreteQAC",
     "IQN",
     "QRDQN",

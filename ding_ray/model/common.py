@@ -217,9 +217,18 @@ class DuelingHead(nn.Module):
         self.hidden_size = hidden_size
         widths = [hidden_size] * (layer_num - 1)
         if norm_type is None:
-            self.first = MLP(hidden_size, [2 * hidden_size], activation, True, None, dropout)  # [adv; value]
+            # [advantage; value] first layers; fork_rng: their initial weights are drawn below
+            with torch.random.fork_rng(devices=[]):
+                self.first = MLP(hidden_size, [2 * hidden_size], activation, True, None, dropout)
+            # DI-engine's order of random draws: the advantage stream's layers, then the value stream's
+            first_advantage = nn.Linear(hidden_size, hidden_size)
             self.advantage = MLP(hidden_size, widths + [action_shape], activation, False, None, dropout)
+            first_value = nn.Linear(hidden_size, hidden_size)
             self.value = MLP(hidden_size, widths + [1], activation, False, None, dropout)
+            with torch.no_grad():
+                stacked = self.first.layers[0]
+                stacked.weight.copy_(torch.cat([first_advantage.weight, first_value.weight]))
+                stacked.bias.copy_(torch.cat([first_advantage.bias, first_value.bias]))
         else:
             self.first = None
             widths = [hidden_size] + widths

@@ -217,8 +217,29 @@ class QuantileHead(nn.Module):
         return {"logit": logit, "q": q, "quantiles": q_quantiles}
 
 
+def encoder_for_head(
+    model: str,
+    obs_shape: int | Sequence[int],
+    encoder_hidden_size_list: Sequence[int],
+    head_hidden_size: int | None,
+    activation: Activation,
+    norm_type: str | None,
+) -> nn.Module:
+    """DQN's encoder for ``obs_shape`` (an MLP, or a conv encoder for a 3-D shape) whose output the
+    head of ``model`` reads directly, as DI-engine's Q models do: ``head_hidden_size``, when given,
+    must be the encoder's output width."""
+    encoder = make_encoder(obs_shape, list(encoder_hidden_size_list), activation or "relu", norm_type)
+    if head_hidden_size is not None and head_hidden_size != encoder.output_size:
+        raise ConfigError(
+            f"{model}: policy.model.head_hidden_size={head_hidden_size} differs from the encoder's "
+            f"output width {encoder.output_size} (the last of encoder_hidden_size_list); the head reads "
+            "the encoder's output directly, so leave head_hidden_size unset or make them equal."
+        )
+    return encoder
+
+
 class _EncoderHeadModel(nn.Module):
-    """DQN's encoder for ``obs_shape`` (an MLP, or a conv encoder for a 3-D shape) feeding ``head``."""
+    """``encoder_for_head``'s encoder feeding ``head``."""
 
     def _init_encoder(
         self,
@@ -233,17 +254,10 @@ class _EncoderHeadModel(nn.Module):
         name = type(self).__name__
         actions = vector_size(action_shape, "action_shape", name)
         self.register_load_state_dict_pre_hook(rename_foreign_state)  # DI-engine checkpoints load
-        self.encoder = make_encoder(
-            obs_shape, list(encoder_hidden_size_list), activation or "relu", norm_type
+        self.encoder = encoder_for_head(
+            name, obs_shape, encoder_hidden_size_list, head_hidden_size, activation, norm_type
         )
-        hidden = self.encoder.output_size
-        if head_hidden_size is not None and head_hidden_size != hidden:
-            raise ConfigError(
-                f"{name}: policy.model.head_hidden_size={head_hidden_size} differs from the encoder's "
-                f"output width {hidden} (the last of encoder_hidden_size_list); the head reads the "
-                "encoder's output directly, so leave head_hidden_size unset or make them equal."
-            )
-        return hidden, actions
+        return self.encoder.output_size, actions
 
     def forward(self, x: torch.Tensor) -> dict[str, torch.Tensor]:
         return self.head.forward(self.encoder.forward(x))
