@@ -1,7 +1,8 @@
 """``ding_ray.torch_utils`` computes what DI-engine 0.5.3's ``ding.torch_utils`` computes.
 
 ``data/di_engine_torch_utils.json`` holds DI-engine's results (``data/make_di_engine_torch_utils.py``,
-run with DI-engine installed): the data helpers on nested inputs, each ``get_lstm`` type's seeded
+run with DI-engine installed): the parameters of its functions and methods, the data helpers on
+nested inputs, each ``get_lstm`` type's seeded
 weights and its outputs and next states for each ``prev_state`` format, and the parameters after each
 step of ``Adam`` and ``RMSprop`` under every gradient clip and ignore type. ding_ray makes the same
 calls on the same inputs (imported from that script) and must give the same types, dtypes, shapes
@@ -21,10 +22,12 @@ import ding_ray.torch_utils as torch_utils
 from tests.compat.data.make_di_engine_torch_utils import (
     LSTM_CASES,
     OPTIM_CASES,
+    SIGNATURES,
     STEPS,
     data_helper_calls,
     describe,
     lstm_inputs,
+    parameters,
     run_optimizer,
 )
 
@@ -61,6 +64,11 @@ def outcome(call) -> dict:
 
 def test_reference_was_made_with_ding_rays_torch_version():
     assert REFERENCE["torch"].split("+")[0] == torch.__version__.split("+")[0]
+
+
+@pytest.mark.parametrize("name", SIGNATURES)
+def test_signatures_are_di_engines(name):
+    assert parameters([torch_utils], name) == REFERENCE["signatures"][name]
 
 
 @pytest.mark.parametrize(

@@ -4,7 +4,8 @@ Run with a Python that has DI-engine 0.5.3 installed (not ding_ray's environment
 
     python tests/compat/data/make_di_engine_torch_utils.py     # writes di_engine_torch_utils.json
 
-It records, as ``describe`` writes them (type, dtype, shape and values of every leaf):
+It records the parameters of each callable in ``SIGNATURES``, and, as ``describe`` writes them
+(type, dtype, shape and values of every leaf):
 
 - ``data``: each data helper on the nested inputs of ``data_helper_calls``;
 - ``rnn``: each ``get_lstm`` type's weights as seed 0 draws them, and its outputs and next states on
@@ -13,13 +14,14 @@ It records, as ``describe`` writes them (type, dtype, shape and values of every 
   small two-layer net after each of ``STEPS`` steps on seeded batches (one batch with large
   gradients, so that the clips and ignores act), or the error DI-engine raised.
 
-ding_ray's test imports ``describe``, ``data_helper_calls``, ``OPTIM_CASES`` and ``lstm_inputs`` from
-here, so both sides call the same things on the same inputs.
+ding_ray's test imports ``describe``, ``parameters``, ``data_helper_calls``, ``OPTIM_CASES`` and
+``lstm_inputs`` from here, so both sides call the same things on the same inputs.
 """
 
 from __future__ import annotations
 
 import collections
+import inspect
 import json
 import os
 
@@ -104,6 +106,42 @@ LSTM_CASES = {
     "gru": dict(input_size=3, hidden_size=4, num_layers=1),
 }
 Pair = collections.namedtuple("Pair", ["x", "y"])
+# the callables whose parameters (names, kinds, defaults) must be DI-engine's
+SIGNATURES = [
+    "to_device",
+    "to_tensor",
+    "to_ndarray",
+    "to_list",
+    "tensor_to_list",
+    "to_dtype",
+    "to_item",
+    "same_shape",
+    "get_lstm",
+    "Adam.__init__",
+    "Adam.step",
+    "Adam.get_grad",
+    "RMSprop.__init__",
+    "RMSprop.step",
+    "RMSprop.get_grad",
+    "LSTM.__init__",
+    "LSTM.forward",
+    "PytorchLSTM.forward",
+    "GRU.__init__",
+    "GRU.forward",
+]
+
+
+def parameters(modules: list, dotted_name: str) -> list:
+    """[name, kind, default] of each parameter of the callable ``dotted_name`` of the first of
+    ``modules`` that has it."""
+    first = dotted_name.split(".")[0]
+    target = next(m for m in modules if hasattr(m, first))
+    for part in dotted_name.split("."):
+        target = getattr(target, part)
+    return [
+        [p.name, p.kind.name, None if p.default is inspect.Parameter.empty else repr(p.default)]
+        for p in inspect.signature(target).parameters.values()
+    ]
 
 
 def describe(item):
@@ -277,8 +315,10 @@ def _error(exc: BaseException) -> dict:
 
 def main() -> None:
     import ding.torch_utils as dtu
+    import ding.torch_utils.network.rnn as rnn  # its LSTM classes are not exported
 
-    result = dict(torch=torch.__version__, data={}, rnn={}, optim={})
+    result = dict(torch=torch.__version__, signatures={n: parameters([dtu, rnn], n) for n in SIGNATURES})
+    result.update(data={}, rnn={}, optim={})
     for name, function, args, kwargs in data_helper_calls():
         try:
             result["data"][name] = describe(getattr(dtu, function)(*args, **kwargs))
