@@ -9,13 +9,14 @@ from typing import Any
 from ding_ray.errors import ConfigError
 from ding_ray.torch_utils.grad_clip import clip_grads
 
-__all__ = ["GRAD_CLIP_TYPES", "check_grad_clip_type", "clip_grads"]
+__all__ = ["LEARN_GRAD_CLIP_TYPES", "check_grad_clip_type", "clip_grads"]
 
-GRAD_CLIP_TYPES = (None, "clip_norm", "clip_value")  # what the policies' learn step clips by
+LEARN_GRAD_CLIP_TYPES = (None, "clip_norm", "clip_value")  # what the policies' learn step clips by
 
 
 def check_grad_clip_type(clip_type: Any) -> None:
-    if clip_type not in GRAD_CLIP_TYPES:
+    if clip_type not in LEARN_GRAD_CLIP_TYPES:
         raise ConfigError(
-            f"policy.learn.grad_clip_type={clip_type!r} is not supported; choose from {GRAD_CLIP_TYPES}."
+            f"policy.learn.grad_clip_type={clip_type!r} is not supported; "
+            f"choose from {LEARN_GRAD_CLIP_TYPES}."
         )
