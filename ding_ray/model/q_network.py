@@ -38,7 +38,8 @@ class DQN(nn.Module):
         (``model.conv``; default the Nature CNN [32, 64, 64, 512]), with ``encoder_kernel_size`` /
         ``encoder_stride`` per conv layer (ding_ray's addition; default DI-engine's [8, 4, 3] /
         [4, 2, 1]). ``norm_type`` ('LN', 'BN'), ``dropout`` and ``init_bias`` (the initial bias of
-        the last layer) as in DI-engine's DQN; ``activation`` by name or as a module (``nn.ReLU()``)."""
+        the dueling head's advantage output; unused without ``dueling``) as in DI-engine's DQN;
+        ``activation`` by name or as a module (``nn.ReLU()``)."""
         super().__init__()
         self.register_load_state_dict_pre_hook(rename_foreign_state)  # DI-engine checkpoints load
         self.encoder = make_encoder(
@@ -57,10 +58,8 @@ class DQN(nn.Module):
             )
         head_cls = DuelingHead if dueling else DiscreteHead
         self.head = head_cls(hidden, int(action_shape), head_layer_num, activation, norm_type, dropout)
-        if init_bias is not None:
-            for last in self.head.modules():
-                if isinstance(last, MLP):
-                    nn.init.constant_(last.layers[-1].bias, init_bias)
+        if init_bias is not None and dueling:  # as DI-engine: the advantage stream's output bias only
+            nn.init.constant_(self.head.advantage.layers[-1].bias, init_bias)
 
     def forward(self, obs: torch.Tensor) -> dict[str, torch.Tensor]:
         return {"logit": self.head.forward(self.encoder.forward(obs))}

@@ -35,6 +35,7 @@ CASES = {
         "dqn",
         dict(obs_shape=6, action_shape=3, encoder_hidden_size_list=[32, 16], head_layer_num=2),
     ),
+    "dqn_init_bias": ("DQN", "dqn", dict(obs_shape=4, action_shape=2, init_bias=0.5)),
     "c51dqn": ("C51DQN", "c51dqn", dict(obs_shape=4, action_shape=2)),
     "c51dqn_ln": (
         "C51DQN",
