@@ -73,3 +73,23 @@ def test_same_constructor_arguments(cls_name: str) -> None:
     # DI-engine's activation default nn.ReLU() is ding_ray's 'relu'
     ours = [[name, "ReLU" if default == "relu" else default] for name, default in ours]
     assert ours == theirs
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_a_state_in_di_engine_names_loads(case: str) -> None:
+    """``load_state_dict`` takes the model's state under DI-engine's names (as DI-engine saves it)."""
+    _, model_type, kwargs = CASES[case]
+    reference = REFERENCE["cases"][case]["state"]
+    torch.manual_seed(0)
+    source = create_model(dict(type=model_type, **kwargs))
+    state = source.state_dict()
+    di_engine_state = {}
+    for key, sources in layout(source).sources.items():  # a stacked tensor splits into its sources
+        parts = state[key].split([reference[s]["shape"][0] for s in sources])
+        di_engine_state.update(zip(sources, parts))
+    assert set(di_engine_state) == set(reference)
+    torch.manual_seed(1)
+    loaded = create_model(dict(type=model_type, **kwargs))
+    loaded.load_state_dict(di_engine_state)
+    for key, value in loaded.state_dict().items():
+        assert torch.equal(value, state[key]), key
