@@ -113,6 +113,9 @@ class ConvEncoder(nn.Module):
             convs.append(nn.Conv2d(channels, out, size, step, pad))
             channels, height, width = out, new_height, new_width
         self.convs = nn.ModuleList(convs)
+        # DI-engine sizes the linear layer with a forward of torch.randn(1, *obs_shape); drawing the
+        # same numbers keeps a seed's random stream, and so the initial weights from here on, DI-engine's
+        torch.randn(1, *self.obs_shape)
         self.fc = nn.Linear(channels * height * width, hidden[-1])
         self.output_size = hidden[-1]
         self._norm_type = norm_type

@@ -36,6 +36,11 @@ CASES = {
         dict(obs_shape=6, action_shape=3, encoder_hidden_size_list=[32, 16], head_layer_num=2),
     ),
     "dqn_init_bias": ("DQN", "dqn", dict(obs_shape=4, action_shape=2, init_bias=0.5)),
+    "dqn_conv": (
+        "DQN",
+        "dqn",
+        dict(obs_shape=[4, 64, 64], action_shape=3, encoder_hidden_size_list=[16, 32, 32, 64]),
+    ),
     "c51dqn": ("C51DQN", "c51dqn", dict(obs_shape=4, action_shape=2)),
     "c51dqn_ln": (
         "C51DQN",
@@ -50,6 +55,11 @@ CASES = {
             v_max=15,
             n_atom=11,
         ),
+    ),
+    "c51dqn_conv": (
+        "C51DQN",
+        "c51dqn",
+        dict(obs_shape=[4, 64, 64], action_shape=3, encoder_hidden_size_list=[16, 32, 32, 64], n_atom=11),
     ),
     "qrdqn": ("QRDQN", "qrdqn", dict(obs_shape=4, action_shape=2)),
     "qrdqn_small": (
@@ -97,9 +107,8 @@ CASES = {
 
 def observations(kwargs: dict) -> torch.Tensor:
     obs_shape = kwargs["obs_shape"]
-    size = obs_shape if isinstance(obs_shape, int) else obs_shape[0]
     torch.manual_seed(INPUT_SEED)
-    return torch.randn(BATCH, size)
+    return torch.randn(BATCH, *([obs_shape] if isinstance(obs_shape, int) else obs_shape))
 
 
 def _forward(model: nn.Module, obs: torch.Tensor) -> dict:
