@@ -160,8 +160,8 @@ class AdvancedReplayBuffer(RingBuffer):
             for lo, hi in ring_segments(start, kept, self._storage.capacity):
                 k = hi - lo
                 part = slice(done, done + k)
-                self._valid_count += k - int(np.count_nonzero(self._unique_id[lo:hi] >= 0))
-                self._unique_id[lo:hi] = np.arange(uid0 + done, uid0 + done + k)
+                self._valid_count += k - int(np.count_nonzero(self._unique_id[lo:hi]))
+                self._unique_id[lo:hi] = np.arange(uid0 + done + 1, uid0 + done + k + 1)
                 self._priority[lo:hi] = priority if given is None else priority[part]
                 self._use_count[lo:hi] = 0
                 if collect is not None and np.ndim(collect) == 1:
@@ -240,7 +240,7 @@ class AdvancedReplayBuffer(RingBuffer):
             return idx, leaf
         # Staleness only grows, so every stale item goes now (one vectorized sweep), then the
         # stale draws are redrawn from what is left.
-        held = self._unique_id >= 0
+        held = self._unique_id > 0
         self._remove(np.flatnonzero(held & (cur_learner_iter - self._collect_iter > self._max_staleness)))
         if self._valid_count == 0:
             return None, None
@@ -262,7 +262,7 @@ class AdvancedReplayBuffer(RingBuffer):
         priority = self._priority[idx]
         batch["IS"] = weights
         batch["priority"] = priority
-        batch["replay_unique_id"] = self._unique_id[idx]
+        batch["replay_unique_id"] = self._unique_id[idx] - 1
         batch["replay_buffer_idx"] = idx
         np.add.at(self._use_count, idx, 1)  # a row drawn twice counts twice
         batch["staleness"] = staleness = cur_learner_iter - self._collect_iter[idx]
@@ -285,7 +285,7 @@ class AdvancedReplayBuffer(RingBuffer):
         """Take held rows out of sampling (their storage stays until overwritten)."""
         if len(idx) == 0:
             return
-        self._unique_id[idx] = -1
+        self._unique_id[idx] = 0
         self._sum_tree.update(idx, 0.0)
         self._valid_count -= len(idx)
         self._removed_total += len(idx)
@@ -306,7 +306,7 @@ class AdvancedReplayBuffer(RingBuffer):
             if unsigned.item(unsigned.argmax()) >= cap:
                 keep = (idx >= 0) & (idx < cap)
                 ids, idx, priority = ids[keep], idx[keep], priority[keep]
-            current = self._unique_id[idx] == ids
+            current = self._unique_id[idx] == ids + 1
             if np.count_nonzero(current) < len(current):
                 self._stale_updates += int(len(current) - np.count_nonzero(current))
                 ids, idx, priority = ids[current], idx[current], priority[current]
@@ -324,7 +324,7 @@ class AdvancedReplayBuffer(RingBuffer):
     def _clear(self) -> None:
         super()._clear()
         self._sum_tree.clear()
-        self._unique_id[:] = -1
+        self._unique_id[:] = 0
         self._priority[:] = 0
         self._use_count[:] = 0
         self._collect_iter[:] = 0
@@ -350,6 +350,7 @@ class AdvancedReplayBuffer(RingBuffer):
         filled = self._storage.filled
         for name in ROW_FIELDS:
             state[name] = getattr(self, "_" + name)[:filled].copy()
+        state["unique_id"] -= 1  # the item's id; -1: empty or removed
         for name in self._COUNTERS:
             state[name[1:]] = getattr(self, name)
         state["max_priority"] = self._max_priority
@@ -367,7 +368,7 @@ class AdvancedReplayBuffer(RingBuffer):
             saved = state.get(name)
             if not isinstance(saved, np.ndarray) or saved.shape != (filled,):
                 raise DataFormatError(f"Buffer state: '{name}' must be an array of {filled} entries.")
-            rows[name][:filled] = saved
+            rows[name][:filled] = saved + 1 if name == "unique_id" else saved
             new["_" + name] = rows[name]
         for name in self._COUNTERS:
             new[name] = state_int(state, name[1:])
@@ -377,7 +378,7 @@ class AdvancedReplayBuffer(RingBuffer):
                 f"Buffer state: 'max_priority' must be a positive number, got {max_priority!r}."
             )
         new["_max_priority"] = float(max_priority)
-        held = new["_unique_id"] >= 0
+        held = new["_unique_id"] > 0
         if not np.all(np.isfinite(new["_priority"][held])) or np.any(new["_priority"][held] <= 0):
             raise DataFormatError("Buffer state: held items must have positive, finite priorities.")
         new["_valid_count"] = int(np.count_nonzero(held))

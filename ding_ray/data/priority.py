@@ -22,11 +22,11 @@ class PriorityError(DingRayError, ValueError):
 
 
 def row_records(capacity: int) -> np.ndarray:
-    """Per-row bookkeeping (``ROW_FIELDS``; ``unique_id`` -1: empty or removed), one record per
-    row so that the fields of a sampled row share a cache line."""
-    rows = np.zeros(capacity, dtype=list(ROW_FIELDS.items()))
-    rows["unique_id"] = -1
-    return rows
+    """Per-row bookkeeping (``ROW_FIELDS``), one record per row so that the fields of a sampled row
+    share a cache line. ``unique_id`` holds the item's id + 1, 0 for an empty or removed row: a new
+    record array is all zeros, whose memory the system provides only as rows are written (a large
+    buffer costs nothing until it fills, and a push refused for its size allocated nothing)."""
+    return np.zeros(capacity, dtype=list(ROW_FIELDS.items()))
 
 
 def build_tree(priority: np.ndarray, held: np.ndarray, alpha: float) -> SumSegmentTree:

@@ -31,7 +31,9 @@ class SegmentTree:
         self._used = -(-self.capacity // (self._p // self._f))  # frontier nodes above real leaves
         self._op = operation
         self._neutral = float(neutral_element)
-        self._tree = np.full(2 * self._p, self._neutral, dtype=np.float64)
+        # zeros (a sum tree's neutral) come from the system untouched until written
+        size = 2 * self._p
+        self._tree = np.zeros(size) if self._neutral == 0 else np.full(size, self._neutral)
         # Level d (0 = frontier, depth = leaves) as a view, indexed by position within the level:
         # the children of position k are positions 2k and 2k + 1 of level d + 1, and a leaf's
         # position is its index (so the sibling of position k is k ^ 1).
