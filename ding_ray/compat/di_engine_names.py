@@ -179,10 +179,13 @@ def _qac_pairs(model: nn.Module) -> tuple[list, dict]:
     trunk = model.actor.trunk
     hidden = _di_mlp("actor_head.2.main.", len(trunk.layers) - 1, trunk.norms is not None, False)
     pairs = _mlp("actor.trunk", trunk, ["actor_head.0", *hidden])
-    pairs += [
-        ("actor.mu", ("actor_head.2.mu",)),
-        ("actor.log_sigma_layer", ("actor_head.2.log_sigma_layer",)),
-    ]
+    if model.action_space == "regression":  # DDPG/TD3: RegressionHead's output layer
+        pairs.append(("actor.last", ("actor_head.2.last",)))
+    else:
+        pairs += [
+            ("actor.mu", ("actor_head.2.mu",)),
+            ("actor.log_sigma_layer", ("actor_head.2.log_sigma_layer",)),
+        ]
     for i, critic in enumerate(model.critic):
         di = f"critic_head.{i}." if model.twin_critic else "critic_head."
         hidden = _di_mlp(f"{di}2.main.", len(critic.layers) - 2, critic.norms is not None, False)

@@ -1,4 +1,5 @@
-"""``ContinuousQAC``: a Q actor-critic for continuous actions (DI-engine's name and kwargs), used by SAC."""
+"""``ContinuousQAC``: a Q actor-critic for continuous actions (DI-engine's name and kwargs), used by SAC
+(``action_space='reparameterization'``) and DDPG/TD3 (``action_space='regression'``)."""
 
 from __future__ import annotations
 
@@ -36,14 +37,33 @@ class GaussianActor(nn.Module):
         return self.mu(x), log_sigma.exp()
 
 
+class RegressionActor(nn.Module):
+    """Observation -> a deterministic action in [-1, 1] (tanh of the last layer): DDPG's and TD3's actor."""
+
+    def __init__(
+        self, obs_dim: int, action_dim: int, hidden_size: int, layer_num: int, activation, norm_type
+    ) -> None:
+        super().__init__()
+        # DI-engine's layout, in its order of construction (so a seed draws the same weights): one
+        # input layer (never normed), ``layer_num`` hidden layers, then the output layer
+        widths = [hidden_size] * (1 + layer_num)
+        self.trunk = MLP(obs_dim, widths, activation, True, norm_type, plain_first=True)
+        self.last = nn.Linear(hidden_size, action_dim)
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        return torch.tanh(self.last(self.trunk.forward(obs)))
+
+
+ACTORS = {"reparameterization": GaussianActor, "regression": RegressionActor}
+
+
 @MODEL_REGISTRY.register("continuous_qac")
 class ContinuousQAC(nn.Module):
-    """``forward(inputs, mode)``: 'compute_actor' (obs) -> ``{'logit': [mu, sigma]}``, each [B, A];
+    """``forward(inputs, mode)``: 'compute_actor' (obs) -> ``{'logit': [mu, sigma]}``, each [B, A]
+    (``action_space='reparameterization'``, SAC's tanh-squashed Gaussian) or ``{'action'}`` in
+    [-1, 1] (``'regression'``, DDPG/TD3; [B, A], or [B] when A is 1, as DI-engine squeezes it);
     'compute_critic' (``{'obs', 'action'}``) -> ``{'q_value'}``: [B], or a list of two [B] with
-    ``twin_critic``.
-
-    Only ``action_space='reparameterization'`` (SAC's tanh-squashed Gaussian) and vector
-    observations are supported.
+    ``twin_critic``. Vector observations only.
     """
 
     mode = ("compute_actor", "compute_critic")
@@ -62,10 +82,10 @@ class ContinuousQAC(nn.Module):
         norm_type: str | None = None,
     ) -> None:
         super().__init__()
-        if action_space != "reparameterization":
+        if action_space not in ACTORS:
             raise ConfigError(
-                f"ContinuousQAC action_space={action_space!r} is not supported yet: ding_ray has the "
-                "'reparameterization' (SAC) actor only."
+                f"ContinuousQAC action_space={action_space!r} is not supported: use 'regression' "
+                "(DDPG, TD3) or 'reparameterization' (SAC)."
             )
         obs_dim = vector_size(obs_shape, "obs_shape", "ContinuousQAC")
         action_dim = vector_size(action_shape, "action_shape", "ContinuousQAC")
@@ -73,7 +93,7 @@ class ContinuousQAC(nn.Module):
         self.action_space, self.twin_critic = action_space, twin_critic
         self.register_load_state_dict_pre_hook(rename_foreign_state)  # DI-engine checkpoints load
         self.obs_dim, self.action_dim = obs_dim, action_dim
-        self.actor = GaussianActor(
+        self.actor = ACTORS[action_space](
             obs_dim, action_dim, actor_head_hidden_size, actor_head_layer_num, activation, norm_type
         )
         widths = [critic_head_hidden_size] * (1 + critic_head_layer_num) + [1]
@@ -91,9 +111,11 @@ class ContinuousQAC(nn.Module):
             return self.compute_critic(inputs)
         raise ValueError(f"ContinuousQAC mode {mode!r} unknown; use one of {self.mode}.")
 
-    def compute_actor(self, obs: torch.Tensor) -> dict[str, list[torch.Tensor]]:
-        mu, sigma = self.actor(float_obs(obs.reshape(obs.shape[0], self.obs_dim)))
-        return {"logit": [mu, sigma]}
+    def compute_actor(self, obs: torch.Tensor) -> dict[str, torch.Tensor | list[torch.Tensor]]:
+        out = self.actor(float_obs(obs.reshape(obs.shape[0], self.obs_dim)))
+        if self.action_space == "regression":
+            return {"action": out.squeeze(-1) if self.action_dim == 1 else out}
+        return {"logit": list(out)}
 
     def compute_critic(self, inputs: dict[str, torch.Tensor]) -> dict[str, torch.Tensor | list[torch.Tensor]]:
         obs, action = inputs["obs"], inputs["action"]

@@ -3,6 +3,7 @@ forward outputs to DI-engine's per-env form."""
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -20,6 +21,13 @@ def set_mode(model: torch.nn.Module, training: bool) -> torch.nn.Module:
     if model.training != training:
         model.train(training)
     return model
+
+
+def polyak_target(model: torch.nn.Module) -> tuple[torch.nn.Module, list, list]:
+    """A frozen copy of ``model`` for soft updates (``rl_utils.soft_update``): ``(target, its
+    parameters, model's parameters)``, the two lists in the same order."""
+    target = copy.deepcopy(model).requires_grad_(False)
+    return target, list(target.parameters()), list(model.parameters())
 
 
 def to_tensor_batch(data: Any, device: str | torch.device = "cpu") -> dict[str, Any]:

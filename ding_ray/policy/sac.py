@@ -16,7 +16,7 @@ import torch
 
 from ding_ray.errors import ConfigError
 from ding_ray.policy.base import Policy
-from ding_ray.policy.common import check_finite_loss, set_mode, to_tensor_batch
+from ding_ray.policy.common import check_finite_loss, polyak_target, set_mode, to_tensor_batch
 from ding_ray.policy.optim import make_adam
 from ding_ray.rl_utils import (
     sac_alpha_loss,
@@ -149,9 +149,7 @@ class SACPolicy(Policy):
         else:
             self._alpha_param = start
         self._alpha = self._current_alpha()
-        self._target_model = copy.deepcopy(model).requires_grad_(False)
-        self._target_params = list(self._target_model.parameters())
-        self._source_params = list(model.parameters())
+        self._target_model, self._target_params, self._source_params = polyak_target(model)
 
     def _current_alpha(self) -> torch.Tensor:
         alpha = self._alpha_param.detach()

@@ -2,6 +2,7 @@
 
 from ding_ray.rl_utils.a2c import a2c_data, a2c_error, a2c_error_continuous, a2c_loss
 from ding_ray.rl_utils.adder import get_train_sample
+from ding_ray.rl_utils.ddpg import deterministic_q_target, gaussian_action_noise
 from ding_ray.rl_utils.distributional_td import (
     dist_1step_td_data,
     dist_1step_td_error,
@@ -43,6 +44,7 @@ from ding_ray.rl_utils.sac import (
     soft_q_target,
     soft_update,
     tanh_gaussian_sample,
+    twin_min,
 )
 from ding_ray.rl_utils.td import double_dqn_next_value, double_dqn_nstep_loss, nstep_td_target, td_loss
 from ding_ray.rl_utils.td_lambda import generalized_lambda_returns, td_lambda_data, td_lambda_error
@@ -66,6 +68,7 @@ __all__ = [
     "a2c_error_continuous",
     "a2c_loss",
     "compute_importance_weights",
+    "deterministic_q_target",
     "discrete_sac_policy_loss",
     "dist_1step_td_data",
     "dist_1step_td_error",
@@ -74,6 +77,7 @@ __all__ = [
     "double_dqn_next_value",
     "double_dqn_nstep_loss",
     "gae",
+    "gaussian_action_noise",
     "gae_data",
     "generalized_lambda_returns",
     "get_epsilon_greedy_fn",
@@ -106,6 +110,7 @@ __all__ = [
     "sac_policy_loss",
     "soft_q_target",
     "soft_update",
+    "twin_min",
     "symlog",
     "tanh_gaussian_sample",
     "td_lambda_data",

@@ -31,6 +31,14 @@ def tanh_gaussian_sample(
     return action, log_prob
 
 
+def twin_min(q: torch.Tensor | Sequence[torch.Tensor]) -> torch.Tensor:
+    """One critic's Q values as they are; of twin critics' list, the elementwise minimum (clipped
+    double Q-learning, which SAC and TD3 use against overestimation)."""
+    if isinstance(q, torch.Tensor):
+        return q
+    return torch.min(*q) if len(q) == 2 else q[0]
+
+
 def soft_q_target(
     next_q: torch.Tensor | Sequence[torch.Tensor],
     next_log_prob: torch.Tensor,
@@ -45,9 +53,7 @@ def soft_q_target(
 
     ``next_q`` is one [B] tensor or the twin critics' list (their minimum is taken).
     """
-    if not isinstance(next_q, torch.Tensor):
-        next_q = torch.min(*next_q) if len(next_q) == 2 else next_q[0]
-    soft_value = next_q - alpha * next_log_prob
+    soft_value = twin_min(next_q) - alpha * next_log_prob
     return reward + gamma * (1.0 - done.to(reward.dtype)) * soft_value, soft_value
 
 
@@ -73,9 +79,7 @@ def sac_policy_loss(
     log_prob: torch.Tensor, q_new: torch.Tensor | Sequence[torch.Tensor], alpha: float | torch.Tensor
 ) -> torch.Tensor:
     """``mean(alpha * log pi(a|s) - min_i Q_i(s, a))`` for actions ``a`` freshly sampled from the actor."""
-    if not isinstance(q_new, torch.Tensor):
-        q_new = torch.min(*q_new) if len(q_new) == 2 else q_new[0]
-    return (alpha * log_prob - q_new).mean()
+    return (alpha * log_prob - twin_min(q_new)).mean()
 
 
 def sac_alpha_loss(alpha_param: torch.Tensor, log_prob: torch.Tensor, target_entropy: float) -> torch.Tensor:

@@ -25,40 +25,51 @@ TIMEOUT_S = 15.0  # ray.call_timeout_s here; a learner or buffer call takes well
 GIVE_UP_S = 120.0  # the test fails (never hangs) if the run is still stalled this long after the freeze
 
 
-@pytest.mark.parametrize("name", ["learner", "buffer"])
-def test_a_frozen_core_actor_is_killed_and_restarted(ray_session, tmp_path, caplog, name):
-    cfg = compiled(tmp_path, name=f"frozen_{name}", call_timeout_s=TIMEOUT_S)
+def test_a_frozen_learner_then_a_frozen_buffer_are_killed_and_restarted(ray_session, tmp_path, caplog):
+    """One run: the learner freezes at iteration 24; once the run has trained 24 iterations past
+    the learner's restart, the buffer freezes. Each is killed past the timeout and restarted once."""
+    cfg = compiled(tmp_path, name="frozen", call_timeout_s=TIMEOUT_S)
     cfg.ray.num_collectors = 1
-    frozen: dict = {}
+    frozen: dict = {}  # name -> {"pid", "at"}
 
-    def freeze_once(ctx):
-        if not frozen and ctx.train_iter >= 24:
-            actor = getattr(rc.actors, name)
-            frozen["pid"] = ray.get(actor.__ray_call__.remote(lambda worker: os.getpid()), timeout=60)
-            frozen["at"] = time.monotonic()
-            os.kill(frozen["pid"], signal.SIGSTOP)
-        elif frozen and time.monotonic() - frozen["at"] > GIVE_UP_S:
-            raise AssertionError(f"the run is still stalled {GIVE_UP_S:g} s after the {name} froze")
+    def freeze(name: str) -> None:
+        actor = getattr(rc.actors, name)
+        pid = ray.get(actor.__ray_call__.remote(lambda worker: os.getpid()), timeout=60)
+        frozen[name] = {"pid": pid, "at": time.monotonic()}
+        os.kill(pid, signal.SIGSTOP)
+
+    def freeze_each_once(ctx):
+        if "learner" not in frozen and ctx.train_iter >= 24:
+            freeze("learner")
+        elif "buffer" not in frozen and "learner" in frozen:
+            restarted = [e for e in rc.supervisor.events if e["actor"] == "learner"]
+            if restarted and ctx.train_iter >= frozen["learner"].setdefault("back_at", ctx.train_iter) + 24:
+                freeze("buffer")
+        last = max((f["at"] for f in frozen.values()), default=None)
+        if last is not None and time.monotonic() - last > GIVE_UP_S:
+            raise AssertionError(f"the run is still stalled {GIVE_UP_S:g} s after a freeze: {list(frozen)}")
 
     try:
         with caplog.at_level(logging.WARNING, logger="ding_ray.distributed"):
             with RayRun(cfg, make_plan(cfg)) as rc, rc.task() as task:
-                pipelines.off_policy(task, rc.cfg, rc, max_train_iter=80)
-                task.use(freeze_once)
+                pipelines.off_policy(task, rc.cfg, rc, max_train_iter=120)
+                task.use(freeze_each_once)
                 task.run()
     finally:
-        if "pid" in frozen:  # never leave a stopped process behind, whatever happened
+        for each in frozen.values():  # never leave a stopped process behind, whatever happened
             with contextlib.suppress(ProcessLookupError):
-                os.kill(frozen["pid"], signal.SIGCONT)
-    assert frozen and task.ctx.train_iter >= 80
-    timed_out = [e for e in rc.result["recoveries"] if e["actor"] == name and e.get("timed_out")]
-    assert len(timed_out) == 1, rc.result["recoveries"]
-    assert name != "learner" or "lost_train_iters" in timed_out[0]  # counted as for any death
-    assert f"the {name} actor's call has taken" in caplog.text and "its recent median" in caplog.text
-    assert f"the {name} actor has not answered its call for" in caplog.text
+                os.kill(each["pid"], signal.SIGCONT)
+    assert set(frozen) == {"learner", "buffer"} and task.ctx.train_iter >= 120
+    for name in ("learner", "buffer"):
+        timed_out = [e for e in rc.result["recoveries"] if e["actor"] == name and e.get("timed_out")]
+        assert len(timed_out) == 1, rc.result["recoveries"]
+        assert name != "learner" or "lost_train_iters" in timed_out[0]  # counted as for any death
+        assert f"the {name} actor's call has taken" in caplog.text
+        assert f"the {name} actor has not answered its call for" in caplog.text
+        with pytest.raises(ProcessLookupError):  # the frozen process was killed, not left stopped
+            os.kill(frozen[name]["pid"], 0)
+    assert "its recent median" in caplog.text
     assert "(ray.call_timeout_s=15): treated as dead and killed" in caplog.text
-    with pytest.raises(ProcessLookupError):  # the frozen process was killed, not left stopped
-        os.kill(frozen["pid"], 0)
 
 
 def test_a_frozen_learner_of_the_sync_pipeline_is_killed_and_restarted(ray_session, tmp_path):

@@ -182,7 +182,7 @@ from ding_ray.entry import ray_pipeline
 from tests.distributed.configs import small_config
 
 main, create = small_config("client_run", address=sys.argv[1])
-ray_pipeline((main, create), seed=0, max_env_step=3000)
+ray_pipeline((main, create), seed=0, max_env_step=1000)
 """
 
 
@@ -197,4 +197,4 @@ def test_ray_client_address_joins_the_cluster_and_runs(head, tmp_path):
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-3000:]
     assert "joining the Ray cluster at ray://" in run.stderr
     result = json.loads((tmp_path / "client_run" / "result.json").read_text())
-    assert result["pipeline"] == "ray-async" and result["env_steps"] >= 3000 and result["train_iter"] > 0
+    assert result["pipeline"] == "ray-async" and result["env_steps"] >= 1000 and result["train_iter"] > 0

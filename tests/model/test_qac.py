@@ -56,6 +56,21 @@ def test_single_critic_returns_one_tensor_and_1d_actions_are_accepted():
     assert not actor & critic and actor | critic == set(net.parameters())
 
 
+def test_the_regression_actor_is_tanh_of_its_layers_and_squeezes_one_action_as_di_engine():
+    torch.manual_seed(0)
+    net = ContinuousQAC(3, 2, action_space="regression", twin_critic=True, actor_head_hidden_size=8)
+    p = dict(net.named_parameters())
+    obs = torch.randn(5, 3)
+    feature = _relu_mlp(obs, p, "actor.trunk", 2, True)
+    want = torch.tanh(F.linear(feature, p["actor.last.weight"], p["actor.last.bias"]))
+    assert torch.allclose(net(obs, mode="compute_actor")["action"], want)
+    one = ContinuousQAC(3, 1, action_space="regression")
+    action = one.compute_actor(obs)["action"]
+    assert action.shape == (5,) and bool((action.abs() < 1).all())
+    # the critic takes the squeezed action as it is
+    assert one.compute_critic({"obs": obs, "action": action})["q_value"].shape == (5,)
+
+
 def test_sigma_is_bounded_like_di_engine():
     net = ContinuousQAC(3, 1)
     with torch.no_grad():
@@ -65,8 +80,8 @@ def test_sigma_is_bounded_like_di_engine():
 
 
 def test_bad_kwargs_are_refused_by_name():
-    with pytest.raises(ConfigError, match="action_space='regression'"):
-        ContinuousQAC(3, 1, action_space="regression")
+    with pytest.raises(ConfigError, match="'regression'.*'reparameterization'"):
+        ContinuousQAC(3, 1, action_space="hybrid")
     with pytest.raises(ConfigError, match="obs_shape"):
         ContinuousQAC([3, 84, 84], 1)
     with pytest.raises(ConfigError, match="policy.model.twin_critc"):
