@@ -80,10 +80,32 @@ class DQNPolicy(Policy):
         self._learn_iter = 0
 
     def _forward_learn(self, data: Any) -> dict[str, Any]:
+        """One gradient step on ``data``: ``_td_loss`` gives the loss, then the optimizer step and the
+        target update every Q-learning policy here shares (DI-engine's C51, QR-DQN, IQN and Rainbow
+        build on its DQN the same way)."""
         learn = self._cfg.learn
         batch = to_tensor_batch(data, self._device)
-        (obs, _), (next_obs, next_mask) = split_obs_tensor(batch["obs"]), split_obs_tensor(batch["next_obs"])
         set_mode(self._learn_model, True)
+        loss, td_error_per_sample, logged = self._td_loss(batch)
+        check_finite_loss(loss, batch, f"{self._cfg.type} learn")
+        self._optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        if learn.grad_clip is not None:
+            torch.nn.utils.clip_grad_norm_(self._learn_model.parameters(), learn.grad_clip)
+        self._optimizer.step()
+        self._learn_iter += 1
+        self._update_target()
+        stats = torch.stack([loss.detach(), *logged.values()]).tolist()  # one device sync
+        out = {"cur_lr": self._optimizer.param_groups[0]["lr"], "total_loss": stats[0]}
+        out.update(zip(logged, stats[1:]))
+        if self._priority:
+            out["priority"] = td_error_per_sample.detach().abs().cpu().numpy()
+        return out
+
+    def _td_loss(self, batch: dict[str, Any]) -> tuple[torch.Tensor, torch.Tensor, dict[str, torch.Tensor]]:
+        """``(loss, per-sample TD error (its magnitude is the priority), {log key: 0-d tensor})`` of
+        a batch of tensors, the learn model in train mode."""
+        (obs, _), (next_obs, next_mask) = split_obs_tensor(batch["obs"]), split_obs_tensor(batch["next_obs"])
         if obs.dim() > 2:
             # Images: the backward of one pass over [obs; next_obs] would run the convolutions'
             # gradients over both halves (1.5x the plain loop's time measured, Nature CNN, batch 32),
@@ -98,39 +120,29 @@ class DQNPolicy(Policy):
             q, next_q_online = q_all[: len(obs)], mask_q(q_all[len(obs) :].detach(), next_mask)
         with torch.no_grad():
             next_q_target = self._target_model(next_obs)["logit"]
-        done = torch.zeros_like(batch["done"]) if learn.ignore_done else batch["done"]
-        weight = batch.get("IS") if self._priority_IS_weight else None
         loss, td_error = double_dqn_nstep_loss(
             q,
             next_q_online,
             next_q_target,
             batch["action"].reshape(-1),
             batch["reward"],
-            done,
+            self._done(batch),
             self._gamma,
             batch.get("value_gamma"),
-            weight,
-            learn.huber_kappa,
+            self._weight(batch),
+            self._cfg.learn.huber_kappa,
         )
-        check_finite_loss(loss, batch, "DQN learn")
-        self._optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        if learn.grad_clip is not None:
-            torch.nn.utils.clip_grad_norm_(self._learn_model.parameters(), learn.grad_clip)
-        self._optimizer.step()
-        self._learn_iter += 1
-        self._update_target()
         # target_q_value: the mean of the target net's whole next-state table, as DI-engine logs it
-        stats = torch.stack([loss.detach(), q.detach().mean(), next_q_target.mean()]).tolist()
-        out = {
-            "cur_lr": self._optimizer.param_groups[0]["lr"],
-            "total_loss": stats[0],
-            "q_value": stats[1],
-            "target_q_value": stats[2],
-        }
-        if self._priority:
-            out["priority"] = td_error.abs().cpu().numpy()
-        return out
+        return loss, td_error, {"q_value": q.detach().mean(), "target_q_value": next_q_target.mean()}
+
+    def _done(self, batch: dict[str, Any]) -> torch.Tensor:
+        """The batch's ``done``, all zeros with ``learn.ignore_done``."""
+        return torch.zeros_like(batch["done"]) if self._cfg.learn.ignore_done else batch["done"]
+
+    def _weight(self, batch: dict[str, Any]) -> torch.Tensor | None:
+        """The per-sample loss weights: the buffer's importance-sampling weights ``IS`` with
+        ``priority_IS_weight``, else None (all 1)."""
+        return batch.get("IS") if self._priority_IS_weight else None
 
     def _update_target(self) -> None:
         freq = self._cfg.learn.target_update_freq

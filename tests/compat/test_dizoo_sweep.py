@@ -1,6 +1,6 @@
 """The dizoo sweep: DI-engine 0.5.3's own config files, changed only in env type and id, run 2,000 env steps.
 
-Every ``*_(dqn|ppo|onppo|sac|impala)_config.py`` under dizoo's classic_control, box2d and mujoco folders of
+Every ``*_<policy>_config.py`` (``POLICIES``) under dizoo's classic_control, box2d and mujoco folders of
 the wheel (read as data, see ``tests/compat/dizoo.py``) either compiles and runs 2,000 env steps with
 ding_ray's serial entries, or is refused by name: ``REFUSED`` below says which and why, and the test
 asserts that exact refusal, so no config is passed over without a word.
@@ -26,7 +26,7 @@ pytest.importorskip("mujoco", reason='the sweep runs MuJoCo configs: pip install
 pytest.importorskip("Box2D", reason='the sweep runs Box2D configs: pip install "ding_ray[box2d]"')
 
 FAMILIES = ("classic_control", "box2d", "mujoco")
-POLICIES = re.compile(r"_(dqn|ppo|onppo|sac|impala)_config\.py$")
+POLICIES = re.compile(r"_(dqn|ppo|onppo|sac|impala|c51|qrdqn|iqn|rainbow)_config\.py$")
 ENV_STEPS = 2000
 
 _REWARD_MODEL = (ConfigError, r"'reward_model' is not supported by ding_ray yet")
@@ -111,10 +111,10 @@ RUN = [path for path in SWEEP if path not in REFUSED]
 
 
 def test_the_sweep_covers_every_config_and_refuses_only_files_it_has():
-    assert len(SWEEP) == 52, SWEEP  # DI-engine 0.5.3's wheel
+    assert len(SWEEP) == 58, SWEEP  # DI-engine 0.5.3's wheel
     assert set(REFUSED) | set(_POLICY_TYPES) <= set(SWEEP), set(REFUSED) - set(SWEEP)
     registered = [path for path, name in _POLICY_TYPES.items() if name in POLICY_REGISTRY]
-    assert len(RUN) == 23 + len(registered)
+    assert len(RUN) == 29 + len(registered)
 
 
 def test_every_config_that_runs_compiles_with_its_dizoo_keys():

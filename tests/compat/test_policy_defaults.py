@@ -23,6 +23,10 @@ DI_ENGINE_CLASSES = {
     "sac": ("sac.py", "SACPolicy"),
     "discrete_sac": ("sac.py", "DiscreteSACPolicy"),
     "impala": ("impala.py", "IMPALAPolicy"),
+    "c51": ("c51.py", "C51Policy"),
+    "qrdqn": ("qrdqn.py", "QRDQNPolicy"),
+    "iqn": ("iqn.py", "IQNPolicy"),
+    "rainbow": ("rainbow.py", "RainbowDQNPolicy"),
 }
 # DI-engine's key -> why ding_ray's default differs or is absent
 DIFFERENCES = {
