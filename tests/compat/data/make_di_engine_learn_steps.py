@@ -74,7 +74,19 @@ CASES = {
         dict(learn=dict(batch_size=BATCH)),
         4,
     ),
+    # the distributional Q family (3-step rewards, value_gamma, priorities; Rainbow's noise and IS
+    # weights): no shipped checkpoint, a narrower encoder keeps the json's weights small
+    **{
+        f"cartpole_{name}": (
+            _CARTPOLE + f"cartpole_{name}_config",
+            None,
+            dict(model=dict(encoder_hidden_size_list=[32, 32]), learn=dict(target_update_freq=2)),
+            4,
+        )
+        for name in ("c51", "qrdqn", "iqn", "rainbow")
+    },
 }
+DISTRIBUTIONAL = ("c51", "qrdqn", "iqn", "rainbow")
 
 
 def build(module: str, changes: dict):
@@ -154,6 +166,13 @@ def batch(policy, cfg, gen: torch.Generator) -> tuple[list[dict], dict]:
         cols["action"] = torch.rand(BATCH, cfg.policy.model.action_shape, generator=gen) * 2 - 1
     else:
         cols["action"] = torch.randint(cfg.policy.model.action_shape, (BATCH,), generator=gen)
+    if policy_type in DISTRIBUTIONAL:
+        # n-step rewards [B, nstep]; some windows cut short by the end of the data (value_gamma)
+        nstep, gamma = cfg.policy.nstep, cfg.policy.discount_factor
+        cols["reward"] = torch.randn(BATCH, nstep, generator=gen) - 1.0
+        steps = torch.where(torch.rand(BATCH, generator=gen) < 0.2, 1, nstep)
+        cols["value_gamma"] = gamma ** steps.float()
+        cols["IS"] = torch.rand(BATCH, generator=gen) + 0.5
     rows = []
     for i in range(BATCH):
         row = {}
@@ -161,7 +180,7 @@ def batch(policy, cfg, gen: torch.Generator) -> tuple[list[dict], dict]:
             if isinstance(value, dict):
                 row[key] = {k: v[i] for k, v in value.items()}
             elif key == "reward":
-                row[key] = value[i : i + 1]
+                row[key] = value[i] if value.dim() == 2 else value[i : i + 1]
             else:
                 row[key] = value[i]
         rows.append(row)
@@ -181,7 +200,7 @@ def outputs(policy, cfg, obs: torch.Tensor, action: torch.Tensor) -> dict:
             if cfg.policy.type == "impala":
                 both = model.forward(obs, mode="compute_actor_critic")
                 out[f"{name}.logit"], out[f"{name}.value"] = both["logit"], both["value"]
-            elif cfg.policy.type == "dqn":
+            elif cfg.policy.type == "dqn" or cfg.policy.type in DISTRIBUTIONAL:
                 out[f"{name}.q"] = model.forward(obs)["logit"]
             elif cfg.policy.type == "ppo":
                 both = model.forward(obs, mode="compute_actor_critic")
@@ -200,8 +219,12 @@ def outputs(policy, cfg, obs: torch.Tensor, action: torch.Tensor) -> dict:
     return {k: v.tolist() for k, v in out.items()}
 
 
-def scalars(info: dict) -> dict:
-    return {k: float(torch.as_tensor(v).detach()) for k, v in info.items() if np.ndim(v) == 0}
+def scalars(info: dict, priority: bool) -> dict:
+    """The log dict's numbers, and (``priority``) its per-sample priorities."""
+    out = {k: float(torch.as_tensor(v).detach()) for k, v in info.items() if np.ndim(v) == 0}
+    if priority:
+        out["priority"] = [float(p) for p in info["priority"]]
+    return out
 
 
 def short(x):
@@ -233,9 +256,12 @@ def main() -> None:
             )
             torch.manual_seed(call)
             info = policy.learn_mode.forward(rows)
-            logs.append([scalars(i) for i in (info if isinstance(info, list) else [info])])  # one per step
+            priority = cfg.policy.type in DISTRIBUTIONAL
+            infos = info if isinstance(info, list) else [info]
+            logs.append([scalars(i, priority) for i in infos])  # one per gradient step
         obs = torch.randn(NUM_OBS, cfg.policy.model.obs_shape, generator=gen)
         action = torch.rand(NUM_OBS, cfg.policy.model.action_shape, generator=gen) * 2 - 1
+        torch.manual_seed(calls)  # IQN's forward draws its quantile fractions
         result[name] = dict(
             config=module.removeprefix("dizoo.").replace(".", "/") + ".py",
             checkpoint=checkpoint,
