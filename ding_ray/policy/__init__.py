@@ -2,6 +2,7 @@
 
 from ding_ray.policy.base import CommandModePolicy, Policy, create_policy, get_policy_cls
 from ding_ray.policy.c51 import C51Policy
+from ding_ray.policy.ddpg import DDPGPolicy
 from ding_ray.policy.discrete_sac import DiscreteSACPolicy
 from ding_ray.policy.dqn import DQNPolicy
 from ding_ray.policy.impala import IMPALAPolicy
@@ -11,12 +12,14 @@ from ding_ray.policy.ppo_offpolicy import PPOOffPolicy
 from ding_ray.policy.qrdqn import QRDQNPolicy
 from ding_ray.policy.rainbow import RainbowDQNPolicy
 from ding_ray.policy.sac import SACPolicy
+from ding_ray.policy.td3 import TD3Policy
 from ding_ray.utils.registry import POLICY_REGISTRY
 
 __all__ = [
     "POLICY_REGISTRY",
     "C51Policy",
     "CommandModePolicy",
+    "DDPGPolicy",
     "DiscreteSACPolicy",
     "DQNPolicy",
     "IMPALAPolicy",
@@ -27,6 +30,7 @@ __all__ = [
     "QRDQNPolicy",
     "RainbowDQNPolicy",
     "SACPolicy",
+    "TD3Policy",
     "create_policy",
     "get_policy_cls",
 ]

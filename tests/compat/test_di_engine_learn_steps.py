@@ -115,6 +115,8 @@ def _outputs(policy, obs: torch.Tensor, action: torch.Tensor, names: list[str]) 
                 out[name] = model(obs)["logit"]
             elif what == "value":  # PPO's critic
                 out[name] = model(obs, "compute_critic")["value"]
+            elif what == "action":  # TD3's and DDPG's deterministic actor
+                out[name] = model(obs, "compute_actor")["action"]
             elif what in ("logit", "mu", "sigma"):  # a categorical's logits, a Gaussian's mu and sigma
                 logit = model(obs, "compute_actor")["logit"]
                 if isinstance(logit, dict):  # PPO's Gaussian

@@ -27,6 +27,8 @@ DI_ENGINE_CLASSES = {
     "qrdqn": ("qrdqn.py", "QRDQNPolicy"),
     "iqn": ("iqn.py", "IQNPolicy"),
     "rainbow": ("rainbow.py", "RainbowDQNPolicy"),
+    "ddpg": ("ddpg.py", "DDPGPolicy"),
+    "td3": ("td3.py", "TD3Policy"),
 }
 # DI-engine's key -> why ding_ray's default differs or is absent
 DIFFERENCES = {

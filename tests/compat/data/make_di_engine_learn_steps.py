@@ -3,6 +3,7 @@
 Run with a Python that has DI-engine 0.5.3 installed (not ding_ray's environment)::
 
     python tests/compat/data/make_di_engine_learn_steps.py     # writes di_engine_learn_steps.json
+    python tests/compat/data/make_di_engine_learn_steps.py pendulum_td3    # that case only, the rest kept
 
 For each case below it builds DI-engine's policy from a dizoo config (seed 0) with the shipped
 checkpoint's weights (``make_di_engine_checkpoints.grid_weights``: the same seeded 1/16 grid, so a
@@ -85,6 +86,24 @@ CASES = {
         )
         for name in ("c51", "qrdqn", "iqn", "rainbow")
     },
+    # TD3 and DDPG: no shipped checkpoint (a narrower actor and critics keep the json small); TD3's
+    # delayed actor steps at calls 1 and 3, its smoothing noise (wider than the clip) drawn from torch's
+    # global generator on both sides
+    "pendulum_td3": (
+        _PENDULUM + "pendulum_td3_config",
+        None,
+        dict(
+            model=dict(actor_head_hidden_size=32, critic_head_hidden_size=32),
+            learn=dict(batch_size=BATCH, noise_sigma=0.3, noise_range=dict(min=-0.2, max=0.2)),
+        ),
+        5,
+    ),
+    "pendulum_ddpg": (
+        _PENDULUM + "pendulum_ddpg_config",
+        None,
+        dict(model=dict(actor_head_hidden_size=32, critic_head_hidden_size=32), learn=dict(batch_size=BATCH)),
+        3,
+    ),
 }
 DISTRIBUTIONAL = ("c51", "qrdqn", "iqn", "rainbow")
 
@@ -162,7 +181,7 @@ def batch(policy, cfg, gen: torch.Generator) -> tuple[list[dict], dict]:
         else:
             cols["logit"] = out["logit"]
             cols["action"] = torch.distributions.Categorical(logits=out["logit"]).sample()
-    elif policy_type == "sac":
+    elif policy_type in ("sac", "td3", "ddpg"):
         cols["action"] = torch.rand(BATCH, cfg.policy.model.action_shape, generator=gen) * 2 - 1
     else:
         cols["action"] = torch.randint(cfg.policy.model.action_shape, (BATCH,), generator=gen)
@@ -192,7 +211,11 @@ def outputs(policy, cfg, obs: torch.Tensor, action: torch.Tensor) -> dict:
     out = {}
     models = {"model": policy.learn_mode.get_attribute("learn_model")}
     try:
-        models["target"] = policy.learn_mode.get_attribute("target_model")
+        target = policy.learn_mode.get_attribute("target_model")
+        if cfg.policy.type == "td3":  # the target sits in an action-noise wrapper: the network itself
+            target = copy.deepcopy(policy.learn_mode.get_attribute("model"))
+            target.load_state_dict(policy.learn_mode.state_dict()["target_model"])
+        models["target"] = target
     except NotImplementedError:  # an on-policy learner keeps no target network
         pass
     with torch.no_grad():
@@ -211,8 +234,11 @@ def outputs(policy, cfg, obs: torch.Tensor, action: torch.Tensor) -> dict:
                     out[f"{name}.logit"] = logit
                 out[f"{name}.value"] = both["value"]
             else:
-                mu, sigma = model.forward(obs, mode="compute_actor")["logit"]
-                out[f"{name}.mu"], out[f"{name}.sigma"] = mu, sigma
+                actor = model.forward(obs, mode="compute_actor")
+                if "action" in actor:  # TD3's and DDPG's deterministic actor
+                    out[f"{name}.action"] = actor["action"]
+                else:
+                    out[f"{name}.mu"], out[f"{name}.sigma"] = actor["logit"]
                 q = model.forward({"obs": obs, "action": action}, mode="compute_critic")["q_value"]
                 for i, qi in enumerate(q if isinstance(q, list) else [q]):
                     out[f"{name}.q{i}"] = qi
@@ -237,8 +263,12 @@ def short(x):
 
 
 def main() -> None:
-    result = {}
-    for name, (module, checkpoint, changes, calls) in CASES.items():
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "di_engine_learn_steps.json")
+    # case names given: record those again and keep the file's other cases
+    names = sys.argv[1:] or list(CASES)
+    result = json.loads(open(path).read()) if sys.argv[1:] else {}
+    for name in names:
+        module, checkpoint, changes, calls = CASES[name]
         policy, cfg = build(module, changes)
         init_state = {
             k: dict(shape=list(v.shape), sixteenths=(v * 16).round().int().flatten().tolist())
@@ -275,7 +305,6 @@ def main() -> None:
             outputs=outputs(policy, cfg, obs, action),
         )
         print(name, "calls", calls, "log dicts", sum(len(x) for x in logs))
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "di_engine_learn_steps.json")
     with open(path, "w") as f:
         json.dump(short(result), f, separators=(",", ":"))
     print("wrote", path, os.path.getsize(path), "bytes")
