@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import logging
+import os
 import signal
 import threading
 import time
@@ -51,17 +52,62 @@ def _watchdog(seconds: float | None, what: str, env_id: int) -> contextlib.Abstr
     return _NO_WATCHDOG if seconds is None else _alarm(seconds, f"env {env_id} {what}")
 
 
+class _MainThreadAlarm:
+    """Sends SIGALRM to the main thread at a deadline, from a thread of its own.
+
+    A thread-directed signal: the process-wide SIGALRM of ``setitimer`` goes to any thread that does
+    not block it (one of Ray's or pytest-xdist's), and the main thread, asleep in a hung env, is then
+    never interrupted. One thread serves every call; arming and disarming cost a lock and a notify.
+    """
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._deadline: float | None = None
+        self._pid: int | None = None  # the process whose thread this is (a fork has none)
+
+    def arm(self, seconds: float) -> None:
+        with self._cond:
+            if self._pid != os.getpid():
+                self._pid = os.getpid()
+                threading.Thread(target=self._run, name="ding_ray-env-watchdog", daemon=True).start()
+            self._deadline = time.monotonic() + seconds
+            self._cond.notify()
+
+    def disarm(self) -> None:
+        with self._cond:
+            self._deadline = None
+
+    def _run(self) -> None:
+        main = threading.main_thread().ident
+        with self._cond:
+            while True:
+                if self._deadline is None:
+                    self._cond.wait()
+                elif (left := self._deadline - time.monotonic()) > 0:
+                    self._cond.wait(left)
+                else:
+                    self._deadline = None
+                    signal.pthread_kill(main, signal.SIGALRM)
+
+
+_MAIN_THREAD_ALARM = _MainThreadAlarm()
+
+
 @contextlib.contextmanager
 def _alarm(seconds: float, what: str) -> Iterator[None]:
+    armed = [True]  # a signal sent just as the body ended is ignored
+
     def _ring(signum: int, frame: Any) -> None:
-        raise _Timeout(f"{what} took longer than {seconds} s")
+        if armed[0]:
+            raise _Timeout(f"{what} took longer than {seconds} s")
 
     previous = signal.signal(signal.SIGALRM, _ring)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+    _MAIN_THREAD_ALARM.arm(seconds)
     try:
         yield
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
+        armed[0] = False
+        _MAIN_THREAD_ALARM.disarm()
         signal.signal(signal.SIGALRM, previous)
 
 
@@ -139,7 +185,7 @@ class BaseEnvManager:
     def _setup(self) -> None:
         """Build the envs (subclasses start processes instead)."""
         if self._cfg.step_timeout is not None or self._cfg.reset_timeout is not None:
-            if not hasattr(signal, "setitimer"):
+            if not hasattr(signal, "pthread_kill"):
                 raise ConfigError(
                     "env.manager.step_timeout/reset_timeout need SIGALRM, which this platform lacks; "
                     "use env.manager.type='subprocess', which kills a hung env's process instead."
