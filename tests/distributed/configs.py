@@ -26,14 +26,16 @@ def small_config(exp_name: str, **ray_over) -> tuple[dict, dict]:
                 replay_buffer=dict(replay_buffer_size=5000),
             ),
         ),
-        ray=dict(
-            num_collectors=2,
-            progress_bar=False,
-            train_iters_per_call=4,
-            publish_freq=4,
-            report_interval_s=0.5,
+        ray={
+            # one collector: every actor is a process that imports torch (seconds of CPU); the
+            # tests about several collectors ask for them
+            "num_collectors": 1,
+            "progress_bar": False,
+            "train_iters_per_call": 4,
+            "publish_freq": 4,
+            "report_interval_s": 0.5,
             **ray_over,
-        ),
+        },
     )
     create = dict(
         env=dict(type="gymnasium"),

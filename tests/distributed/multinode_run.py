@@ -22,7 +22,7 @@ def main(exp_name: str) -> None:
     worker = cluster.add_node(num_cpus=2)
     ray.init(address=cluster.address)
     try:
-        cfg = compile_ray_config(small_config(exp_name), seed=0)
+        cfg = compile_ray_config(small_config(exp_name, num_collectors=2), seed=0)
         with RayRun(cfg, make_plan(cfg)) as rc, rc.task() as task:  # checks the cluster
             rc.actors.start_collectors()  # the pipeline would after the learner's first weights
             nodes = ray.get([c.node_id.remote() for c in rc.actors.collectors])

@@ -101,7 +101,7 @@ def main(exp_name: str, mode: str, how: str = "drain") -> None:
     ray.init(address=cluster.address)
     out: dict = {"worker_node": worker.node_id, "head_node": cluster.head_node.node_id}
     try:
-        cfg = compile_ray_config(small_config(exp_name, **ray_over), seed=0)
+        cfg = compile_ray_config(small_config(exp_name, num_collectors=2, **ray_over), seed=0)
         cfg.checkpoint.freq = 100
         cfg.checkpoint.keep = 100  # every checkpoint stays, so the test can read the one restored from
 

@@ -26,7 +26,7 @@ pytestmark = pytest.mark.ray
 
 @pytest.fixture(scope="module")
 def rc(ray_session, tmp_path_factory):
-    cfg = compiled(tmp_path_factory.mktemp("apex"), name="apex_it")
+    cfg = compiled(tmp_path_factory.mktemp("apex"), name="apex_it", num_collectors=2)
     rc = RayRun(cfg, make_plan(cfg))
     wait_ready(rc.actors, 180)
     yield rc

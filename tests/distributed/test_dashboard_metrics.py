@@ -43,7 +43,7 @@ from ding_ray import distributed
 from ding_ray.framework import pipelines
 from tests.distributed.configs import small_config
 
-main, create = small_config(sys.argv[1], include_dashboard=True)
+main, create = small_config(sys.argv[1], include_dashboard=True, num_collectors=2)
 cfg, plan, started = distributed.start_run((main, create), 0)
 stop_file = sys.argv[3]  # the test creates it once it has seen what it looks for
 with distributed.RayRun(cfg, plan) as rc, rc.task() as task:

@@ -39,7 +39,7 @@ def configs(name: str, exp_name: str) -> tuple[dict, dict]:
     if name == "apex":
         main = copy.deepcopy(apex_dqn.main_config)
         return {**main, "exp_name": exp_name}, copy.deepcopy(apex_dqn.create_config)
-    return small_config(exp_name)
+    return small_config(exp_name, num_collectors=2)
 
 
 def nodes_of(rc: distributed.RayRun) -> dict[str, str | None]:
