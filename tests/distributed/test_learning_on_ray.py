@@ -1,5 +1,6 @@
 """PPO and SAC learn on Ray: the sync pipeline trains PPO in the serial one's rounds and evaluation
-schedule, the async pipeline solves Pendulum with SAC in the serial pipeline's env steps."""
+schedule, the async pipeline solves Pendulum with SAC in the serial pipeline's env steps (and trains
+dizoo's TD3 config)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import pytest
 from ding_ray.configs import load_config
 from ding_ray.entry import ray_pipeline, serial_pipeline_onpolicy
 from ding_ray.entry.plot import read_curve
+from tests.compat.dizoo import read_dizoo_config
 
 pytestmark = pytest.mark.ray
 
@@ -54,3 +56,14 @@ def test_sac_on_the_async_pipeline_solves_pendulum(ray_session, tmp_path):
     got = result(exp_name)
     assert got["stop"] and got["best_eval_return"] >= -250 and got["pipeline"] == "ray-async"
     assert got["stop_env_step"] <= 5000  # the serial pipeline: 3,000 (SB3's tuned run: 3,000)
+
+
+def test_td3_trains_on_the_async_pipeline(ray_session, tmp_path):
+    """dizoo's pendulum_td3_config on the Ape-X stage list: the uniform warm-up, then the learner
+    trains on what the collector actors push, with TD3's delayed actor steps logged."""
+    main, create = read_dizoo_config("classic_control/pendulum/config/pendulum_td3_config.py")
+    main.exp_name = str(tmp_path / "td3")
+    main.ray = dict(progress_bar=False, min_replay_size=1000)  # the warm-up's 800, and a little
+    ray_pipeline((main, create), seed=0, max_env_step=2500)
+    got = result(main.exp_name)
+    assert got["pipeline"] == "ray-async" and got["env_steps"] >= 2500 and got["train_iter"] > 10
