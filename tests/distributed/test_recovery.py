@@ -45,41 +45,46 @@ def _buffer_state(handle) -> dict:
     return ray.get(handle.__ray_call__.remote(lambda worker: worker.buffer.state_dict()))
 
 
-@pytest.mark.parametrize("victim", ["learner", "buffer"])
-def test_a_killed_core_actor_comes_back_from_the_latest_checkpoint(ray_session, tmp_path, victim):
-    cfg = _cfg(tmp_path, f"kill_{victim}")
-    killed = {}
+def test_a_killed_learner_then_a_killed_buffer_come_back_from_the_latest_checkpoint(ray_session, tmp_path):
+    """One run: the learner is killed at iteration 250, once a checkpoint is committed; the buffer
+    once a checkpoint written after the learner's return is committed."""
+    cfg = _cfg(tmp_path, "kill_core")
+    killed: dict = {}  # victim -> what the driver knew when it killed it
 
-    def kill_once(ctx):
+    def kill(victim: str, ctx) -> None:
+        killed[victim] = dict(train_iter=ctx.train_iter, checkpoint=rc.checkpointer.last)
+        killed[victim]["incarnation"] = rc.learner.latest.incarnation
+        ray.kill(getattr(rc.actors, victim), no_restart=False)  # the process dies; Ray may restart it
+
+    def kill_each_once(ctx):
         if not killed and ctx.train_iter >= 250 and rc.checkpointer.last is not None:
-            killed.update(train_iter=ctx.train_iter, checkpoint=rc.checkpointer.last)
-            incarnation = rc.learner.latest.incarnation
-            killed["incarnation"] = incarnation
-            ray.kill(getattr(rc.actors, victim), no_restart=False)  # the process dies; Ray may restart it
+            kill("learner", ctx)
+        elif "learner" in killed and "buffer" not in killed and rc.supervisor.events:
+            last, back_from = rc.checkpointer.last, rc.supervisor.events[0]["restored_from"] or ""
+            if last.folder > back_from and last.train_iter >= 350:
+                kill("buffer", ctx)
 
     with RayRun(cfg, make_plan(cfg)) as rc:
-        ctx = _run(rc, max_train_iter=450, each=kill_once)
-        if victim == "buffer":  # the restarted buffer holds the snapshot plus what came since
-            restored = ray.get(rc.actors.buffer.instance.remote())["restored_from"]
-        else:  # the restarted learner publishes weights that replace the dead one's, lower version or not
-            assert rc.learner.latest.incarnation != killed["incarnation"]
-    assert ctx.train_iter >= 450
-    (event,) = rc.result["recoveries"]
+        ctx = _run(rc, max_train_iter=600, each=kill_each_once)
+        restored = ray.get(rc.actors.buffer.instance.remote())["restored_from"]
+        # the restarted learner publishes weights that replace the dead one's, lower version or not
+        assert rc.learner.latest.incarnation != killed["learner"]["incarnation"]
+    assert ctx.train_iter >= 600 and set(killed) == {"learner", "buffer"}
+    learner, buffer = rc.result["recoveries"]
     # the latest complete checkpoint: the one before the kill (or one whose files were already
     # written then, committed by the driver just after)
-    assert event["actor"] == victim and event["restored_from"] >= killed["checkpoint"].folder
-    meta = rc.checkpointer.meta_of(event["restored_from"])
-    if victim == "buffer":
-        assert restored == event["restored_from"]
-    if victim == "learner":
-        # the iterations since the checkpoint are lost (the driver saw at least killed['train_iter'])
-        assert event["lost_train_iters"] >= killed["train_iter"] - meta["train_iter"] > 0
-    else:
-        assert event["buffer_count"] == meta["buffer_count"]  # exactly the snapshot's transitions
-        assert event["lost_transitions"] > 0
+    for event, victim in ((learner, "learner"), (buffer, "buffer")):
+        assert event["actor"] == victim and event["restored_from"] >= killed[victim]["checkpoint"].folder
+    # the iterations since the checkpoint are lost (the driver saw at least the kill's train_iter)
+    meta = rc.checkpointer.meta_of(learner["restored_from"])
+    assert learner["lost_train_iters"] >= killed["learner"]["train_iter"] - meta["train_iter"] > 0
+    meta = rc.checkpointer.meta_of(buffer["restored_from"])
+    assert restored == buffer["restored_from"]
+    assert buffer["buffer_count"] == meta["buffer_count"]  # exactly the snapshot's transitions
+    assert buffer["lost_transitions"] > 0
     # the file is written once the run ended well, and says what was lost
     with open(os.path.join(cfg.exp_name, "result.json")) as f:
-        assert json.load(f)["recoveries"] == [event]
+        assert json.load(f)["recoveries"] == [learner, buffer]
 
 
 def test_resume_continues_counters_and_the_replay_buffer(ray_session, tmp_path):
