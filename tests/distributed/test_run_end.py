@@ -16,6 +16,7 @@ import copy
 import json
 import os
 import time
+from pathlib import Path
 
 import pytest
 import ray
@@ -30,12 +31,20 @@ from tests.distributed.configs import small_config
 pytestmark = pytest.mark.ray
 
 
-def test_a_run_shorter_than_its_first_evaluation_reports_it_and_counts_each_train_call(ray_session, tmp_path):
-    exp_name = str(tmp_path / "short")
+@pytest.fixture(scope="module")
+def short_run(ray_session, tmp_path_factory) -> tuple[str, dict, dict]:
+    """A run of 600 env steps whose first evaluation outlasts its training: (exp_name, main, create).
+    The damaged-buffer test below changes its folder after the first test has read it."""
+    exp_name = str(tmp_path_factory.mktemp("run_end") / "short")
     main, create = small_config(exp_name)
     # 40 episodes of the untrained policy take longer than the whole run's training (600 env steps)
     main["env"].update(evaluator_env_num=2, n_evaluator_episode=40)
     ray_pipeline((main, create), seed=0, max_env_step=600)
+    return exp_name, main, create
+
+
+def test_a_run_shorter_than_its_first_evaluation_reports_it_and_counts_each_train_call(short_run):
+    exp_name = short_run[0]
     with open(os.path.join(exp_name, "result.json")) as f:
         result = json.load(f)
     assert result["stop"] is False and result["env_steps"] >= 600
@@ -110,23 +119,20 @@ def test_a_learner_restart_no_call_revealed_before_the_end_is_recorded(ray_sessi
     assert result["train_iter"] == restored == _meta(result["last_checkpoint"])["train_iter"]
 
 
-def test_a_ray_resume_whose_buffer_file_is_damaged_fails_in_one_line_and_changes_nothing(
-    ray_session, tmp_path
-):
+def test_a_ray_resume_whose_buffer_file_is_damaged_fails_in_one_line_and_changes_nothing(short_run):
     """The buffer actor reads the damaged file in its constructor: the run ends with the error's
     own line (not Ray's traceback text), and the run folder is left byte for byte as it was."""
-    exp_name = str(tmp_path / "damaged")
-    main, create = small_config(exp_name)
-    ray_pipeline((main, create), seed=0, max_env_step=600)
-    (buffer_file,) = (tmp_path / "damaged" / "checkpoints").glob("iter_*/buffer.msgpack")
+    exp_name, main, create = short_run
+    folder = Path(exp_name)
+    (buffer_file,) = (folder / "checkpoints").glob("iter_*/buffer.msgpack")
     data = bytearray(buffer_file.read_bytes())
     data[len(data) // 2] ^= 1
     buffer_file.write_bytes(bytes(data))
-    before = {p: p.read_bytes() if p.is_file() else None for p in (tmp_path / "damaged").rglob("*")}
+    before = {p: p.read_bytes() if p.is_file() else None for p in folder.rglob("*")}
     with pytest.raises(Exception) as caught:  # noqa: B017 - whatever its type: its text is checked
         ray_pipeline((main, create), seed=0, max_env_step=1200, resume=exp_name)
     message = str(caught.value)
     assert "\n" not in message and "\x1b" not in message, message
     assert "buffer.msgpack does not match the size and sha256" in message
-    after = {p: p.read_bytes() if p.is_file() else None for p in (tmp_path / "damaged").rglob("*")}
+    after = {p: p.read_bytes() if p.is_file() else None for p in folder.rglob("*")}
     assert after == before
