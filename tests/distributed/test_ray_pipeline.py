@@ -46,9 +46,16 @@ def assert_actors_gone(namespace: str) -> None:
             time.sleep(0.2)
 
 
-def test_async_pipeline_writes_the_result_and_returns_the_policy(ray_session, tmp_path):
-    exp_name = str(tmp_path / "async_run")
-    policy = ray_pipeline(small_config(exp_name), seed=1, max_env_step=1500)
+@pytest.fixture(scope="module")
+def async_run(ray_session, tmp_path_factory) -> tuple[str, object]:
+    """An async run of 1,500 env steps: (exp_name, the policy it returned). A later test runs into
+    its folder again."""
+    exp_name = str(tmp_path_factory.mktemp("pipeline") / "async_run")
+    return exp_name, ray_pipeline(small_config(exp_name), seed=1, max_env_step=1500)
+
+
+def test_async_pipeline_writes_the_result_and_returns_the_policy(async_run):
+    exp_name, policy = async_run
     result = read_result(exp_name)
     assert result["pipeline"] == "ray-async" and result["env_steps"] >= 1500 and result["train_iter"] > 0
     for key in (
@@ -256,14 +263,14 @@ def test_dizoo_config_file_on_ray_ignores_load_path_and_replay_path(ray_session,
     assert not os.path.exists("cartpole_dqn_seed0/video")
 
 
-def test_a_second_run_into_the_same_folder_gets_a_fresh_one(ray_session, tmp_path):
-    exp_name = str(tmp_path / "again")
-    ray_pipeline(small_config(exp_name), seed=0, max_env_step=300)
+def test_a_second_run_into_the_same_folder_gets_a_fresh_one(async_run):
+    exp_name = async_run[0]
     first = read_result(exp_name)
     ray_pipeline(small_config(exp_name), seed=0, max_env_step=300)
     assert read_result(exp_name) == first  # the first run's record is untouched
-    renewed = [d for d in os.listdir(tmp_path) if d.startswith("again_")]
-    assert len(renewed) == 1 and read_result(str(tmp_path / renewed[0]))["env_steps"] >= 300
+    parent = os.path.dirname(exp_name)
+    renewed = [d for d in os.listdir(parent) if d.startswith("async_run_")]
+    assert len(renewed) == 1 and read_result(os.path.join(parent, renewed[0]))["env_steps"] >= 300
 
 
 def test_two_runs_in_one_namespace_fail_with_what_to_do(ray_session, tmp_path):
