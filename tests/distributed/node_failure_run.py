@@ -3,10 +3,12 @@ of this machine, with the worker node that hosts a collector (``collector``) or 
 (``buffer``) removed mid-training; ``none-collector`` / ``none-buffer``: the same cluster and config,
 undisturbed (the wall time to compare with). Prints one JSON line.
 
-``python -m tests.distributed.node_failure_run EXP_DIR MODE [drain|crash]`` (with a fresh
-``RAY_TMPDIR``). ``drain``: the node's processes get SIGTERM and its raylet says goodbye to the GCS
-(a node drained or preempted with notice); ``crash``: SIGKILL, the GCS finds out from its failed
-health checks (a node that lost power or its network).
+``python -m tests.distributed.node_failure_run ROOT MODE/HOW [MODE/HOW ...]`` (with a fresh
+``RAY_TMPDIR``): the runs one after the other on one cluster (its head started once), each in
+``ROOT/MODE_HOW`` with a worker node of its own; one JSON line maps each ``MODE/HOW`` to what its
+run saw. ``drain``: the node's processes get SIGTERM and its raylet says goodbye to the GCS (a node
+drained or preempted with notice); ``crash``: SIGKILL, the GCS finds out from its failed health
+checks (a node that lost power or its network).
 
 The worker node offers no CPU to Ray, only a custom resource, so exactly the actors that ask for
 it land there (a collector, or the buffer) and the learner and evaluator stay on the head:
@@ -18,7 +20,7 @@ it land there (a collector, or the buffer) and the learner and evaluator stay on
   replacement node with ``buffer_node`` joins (what an autoscaler does for a pending actor), and
   Ray restarts the buffer there; it reloads the latest run checkpoint (the storage is this
   machine's disk, which every node of this cluster shares).
-- ``stranded``: both collectors on the worker (only it has ``collector_slot``), nowhere to go once
+- ``stranded``: both collectors on the worker (only it has ``stranded_slot``), nowhere to go once
   it is removed: the run must end with a ``ClusterError`` after ``ray.actor_start_timeout_s``
   (here 20 s) instead of waiting forever.
 
@@ -29,6 +31,7 @@ once the learner passed ``remove_at`` iterations and a run checkpoint is committ
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 
@@ -47,28 +50,27 @@ REMOVE_AT = 150  # learner iterations before the worker node goes (checkpoint.fr
 AFTER_BACK = 300  # a disturbed run ends this many learner iterations after the removed actor is back
 STRANDED_TIMEOUT_S = 20.0  # ray.actor_start_timeout_s of the stranded run
 
-LAYOUTS = {  # victim -> (head resources, worker resources, ray config overrides)
+# the head's resources, for every run: the collector run's two slots (the runs that put their
+# collectors elsewhere ask for CPU or for stranded_slot)
+HEAD_RESOURCES = {"collector_slot": 2}
+LAYOUTS = {  # victim -> (worker resources, ray config overrides)
     "collector": (
-        {"collector_slot": 2},
         {"collector_slot": 1},
         dict(collector_num_cpus=0, collector_resources={"collector_slot": 1}, collector_scheduling="SPREAD"),
     ),
     "buffer": (
-        {},
         {"buffer_node": 1},
         dict(buffer_num_cpus=0, buffer_resources={"buffer_node": 1}, collector_scheduling="DEFAULT"),
     ),
     "learner": (
-        {},
         {"learner_node": 1},
         dict(learner_num_cpus=0, learner_resources={"learner_node": 1}, collector_scheduling="DEFAULT"),
     ),
     "stranded": (
-        {},
-        {"collector_slot": 2},
+        {"stranded_slot": 2},
         dict(
             collector_num_cpus=0,
-            collector_resources={"collector_slot": 1},
+            collector_resources={"stranded_slot": 1},
             actor_start_timeout_s=STRANDED_TIMEOUT_S,
         ),
     ),
@@ -81,14 +83,11 @@ def _node_of(handle) -> str:
     return ray.get(call.remote(lambda _: ray.get_runtime_context().get_node_id()), timeout=60)
 
 
-def main(exp_name: str, mode: str, how: str = "drain") -> None:
-    victim = mode.removeprefix("none-")
-    disturb = victim == mode
-    head_res, worker_res, ray_over = LAYOUTS[victim]
+def main(root: str, *specs: str) -> None:
     start = time.perf_counter()
     head = {
         "num_cpus": 2,
-        "resources": head_res,
+        "resources": HEAD_RESOURCES,
         "include_dashboard": False,
         "dashboard_agent_listen_port": free_port(),
         # a node that crashed (no goodbye to the GCS) is declared dead after 3 failed health checks
@@ -97,8 +96,26 @@ def main(exp_name: str, mode: str, how: str = "drain") -> None:
         "_system_config": {"health_check_period_ms": 500, "health_check_failure_threshold": 3},
     }
     cluster = Cluster(initialize_head=True, head_node_args=head)
-    worker = cluster.add_node(num_cpus=0, resources=worker_res)
     ray.init(address=cluster.address)
+    outs = {}
+    try:
+        for spec in specs:
+            mode, how = spec.split("/")
+            outs[spec] = run(cluster, os.path.join(root, f"{mode}_{how}"), mode, how)
+    finally:
+        ray.shutdown()
+        cluster.shutdown()
+    outs["total_s"] = round(time.perf_counter() - start, 2)
+    print(json.dumps(outs))
+
+
+def run(cluster: Cluster, exp_name: str, mode: str, how: str) -> dict:
+    """One run on ``cluster`` with a worker node of its own, which is gone when it returns."""
+    victim = mode.removeprefix("none-")
+    disturb = victim == mode
+    worker_res, ray_over = LAYOUTS[victim]
+    start = time.perf_counter()
+    worker = cluster.add_node(num_cpus=0, resources=worker_res)
     out: dict = {"worker_node": worker.node_id, "head_node": cluster.head_node.node_id}
     try:
         cfg = compile_ray_config(small_config(exp_name, num_collectors=2, **ray_over), seed=0)
@@ -160,10 +177,10 @@ def main(exp_name: str, mode: str, how: str = "drain") -> None:
         out["result"] = rc.result
         out["timeline"] = timeline
     finally:
-        ray.shutdown()
-        cluster.shutdown()
+        for node in list(cluster.worker_nodes):  # the next run starts with the head alone
+            cluster.remove_node(node)
     out["total_s"] = round(time.perf_counter() - start, 2)
-    print(json.dumps(out))
+    return out
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """Node failure: a worker node of a ``ray.cluster_utils.Cluster`` on this machine is removed mid-training
-and the run goes on training (``node_failure_run.py``, each run in its own process with its own
-``RAY_TMPDIR``, as in test_multinode.py).
+and the run goes on training (``node_failure_run.py``: the five runs one after the other on one
+cluster, each with a worker node of its own, in a process of its own with its own ``RAY_TMPDIR``, as
+in test_multinode.py).
 
 - collector node: the worker node hosts one of the two collectors (they ask for a ``collector_slot``
   resource, the head has 2, the worker 1, and ``SPREAD`` puts one on each node); when it goes, the
@@ -19,7 +20,7 @@ Nodes go two ways: ``drain`` (the node's processes get SIGTERM, its raylet tells
 leaving: a node drained or preempted with notice) and ``crash`` (SIGKILL: the GCS finds out from
 failed health checks, here 3 checks 0.5 s apart instead of Ray's 5 checks 3 s apart). The
 collector node goes both ways, the buffer's and the learner's nodes crash (the harder way: the
-driver's calls fail before the GCS knows; ``node_failure_run.py DIR buffer drain`` runs the other),
+driver's calls fail before the GCS knows; ``node_failure_run.py DIR buffer/drain`` runs the other),
 to keep the file
 within ~2 minutes on 2 cores.
 
@@ -32,7 +33,7 @@ drain, ~5 s after a crash, torch import included; the buffer ~3 s, the replaceme
 included), or at 2,400 iterations if it never is, which fails the test.
 
 An undisturbed run of the same cluster and config, for the wall time to compare with:
-``RAY_TMPDIR=$(mktemp -d) PYTHONPATH=. python -m tests.distributed.node_failure_run DIR none-buffer drain``
+``RAY_TMPDIR=$(mktemp -d) PYTHONPATH=. python -m tests.distributed.node_failure_run DIR none-buffer/drain``
 (or ``none-collector``; ``crash`` for the budget of the crash tests); the JSON line's ``run_s`` is the
 time of ``task.run()``.
 """
@@ -51,18 +52,25 @@ from tests.short_tmp import short_tmp
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
 
-def _run(exp_name: str, mode: str, how: str) -> dict:
-    """The runner's JSON line; result.json is checked to say what the runner saw at the end."""
-    ray_tmp = short_tmp("drnf")
-    code = f"import runpy, sys; sys.argv = ['x', {exp_name!r}, {mode!r}, {how!r}]; " + (
+SPECS = ("collector/drain", "collector/crash", "buffer/crash", "learner/crash", "stranded/crash")
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory) -> dict:
+    """``SPECS`` -> the runner's JSON for that run; result.json is checked to say what the runner
+    saw at the end."""
+    root = str(tmp_path_factory.mktemp("node_failure"))
+    code = f"import runpy, sys; sys.argv = ['x', {root!r}, *{SPECS!r}]; " + (
         "runpy.run_module('tests.distributed.node_failure_run', run_name='__main__')"
     )
-    proc = run_python(code, timeout=180, env={"RAY_TMPDIR": ray_tmp, "PYTHONPATH": REPO})
+    proc = run_python(code, timeout=900, env={"RAY_TMPDIR": short_tmp("drnf"), "PYTHONPATH": REPO})
     assert proc.returncode == 0, proc.stderr[-3000:]
-    out = json.loads(proc.stdout.strip().splitlines()[-1])
-    with open(os.path.join(exp_name, "result.json")) as f:
-        assert json.load(f) == out["result"]  # the file on disk says the same
-    return out
+    outs = json.loads(proc.stdout.strip().splitlines()[-1])
+    for spec in SPECS:
+        with open(os.path.join(root, spec.replace("/", "_"), "result.json")) as f:
+            assert json.load(f) == outs[spec]["result"]  # the file on disk says the same
+        outs[spec]["exp_name"] = os.path.join(root, spec.replace("/", "_"))
+    return outs
 
 
 def _went_on_after_the_return(out: dict, how: str) -> dict:
@@ -77,8 +85,8 @@ def _went_on_after_the_return(out: dict, how: str) -> dict:
 
 
 @pytest.mark.parametrize("how", ["drain", "crash"])
-def test_removing_the_node_of_a_collector_loses_its_batch_and_the_collector_restarts(tmp_path, how):
-    out = _run(str(tmp_path / "collector_node"), "collector", how)
+def test_removing_the_node_of_a_collector_loses_its_batch_and_the_collector_restarts(runs, how):
+    out = runs[f"collector/{how}"]
     head, worker = out["head_node"], out["worker_node"]
     assert sorted(out["collector_nodes"]) == sorted([head, worker])  # one collector on each node
     assert out["learner_node"] == head and out["buffer_node"] == head
@@ -90,9 +98,9 @@ def test_removing_the_node_of_a_collector_loses_its_batch_and_the_collector_rest
 
 
 @pytest.mark.parametrize("how", ["crash"])
-def test_removing_the_node_of_the_buffer_restores_it_from_the_latest_snapshot(tmp_path, how):
-    exp_name = str(tmp_path / "buffer_node")
-    out = _run(exp_name, "buffer", how)
+def test_removing_the_node_of_the_buffer_restores_it_from_the_latest_snapshot(runs, how):
+    out = runs[f"buffer/{how}"]
+    exp_name = out["exp_name"]
     head, worker = out["head_node"], out["worker_node"]
     assert out["buffer_node"] == worker and out["learner_node"] == head
     assert out["buffer_node_after"] == out["replacement_node"] != worker
@@ -113,9 +121,8 @@ def test_removing_the_node_of_the_buffer_restores_it_from_the_latest_snapshot(tm
     assert result["lost_batches"] == 0 and result["collector_restarts"] == 0
 
 
-def test_removing_the_node_of_the_learner_restores_it_from_the_latest_checkpoint(tmp_path):
-    exp_name = str(tmp_path / "learner_node")
-    out = _run(exp_name, "learner", "crash")
+def test_removing_the_node_of_the_learner_restores_it_from_the_latest_checkpoint(runs):
+    out = runs["learner/crash"]
     head, worker = out["head_node"], out["worker_node"]
     assert out["learner_node"] == worker and out["buffer_node"] == head
     assert out["learner_node_after"] == out["replacement_node"] != worker
@@ -128,13 +135,12 @@ def test_removing_the_node_of_the_learner_restores_it_from_the_latest_checkpoint
     assert event["lost_train_iters"] >= out["removed_at"] - restored_iter > 0  # since the checkpoint
 
 
-def test_collectors_with_no_node_left_end_the_run_with_an_error_that_says_so(tmp_path):
-    exp_name = str(tmp_path / "stranded")
-    out = _run(exp_name, "stranded", "crash")
+def test_collectors_with_no_node_left_end_the_run_with_an_error_that_says_so(runs):
+    out = runs["stranded/crash"]
     assert out["collector_nodes"] == [out["worker_node"]] * 2
     assert out["error"].endswith(out["result"]["error"])  # result.json records it
     assert "ClusterError: Every collector actor died and none was restarted within 20 s" in out["error"]
-    assert "collector_resources={'collector_slot': 1}" in out["error"]  # what a node needs to have
+    assert "collector_resources={'stranded_slot': 1}" in out["error"]  # what a node needs to have
     # after the timeout, not at once, and not much later (the GCS takes a few seconds to see a crash)
     assert STRANDED_TIMEOUT_S < out["error_after_removal_s"] < STRANDED_TIMEOUT_S + 30
     assert out["result"]["lost_batches"] == 2 and out["result"]["train_iter"] < BUDGET["crash"]
