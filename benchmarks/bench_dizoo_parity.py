@@ -15,8 +15,11 @@ evaluation at or before ``--at`` env steps, and the wall seconds from launching 
 Run:  python benchmarks/bench_dizoo_parity.py classic_control/cartpole/config/cartpole_ppo_config.py \
           --seeds 0 1 2 --max-env-step 30000 [--at 24000] [--only ding_ray|di_engine|sb3]
           [--di-engine-env-id ID] [--ding-ray-env-id ID]  (another env id on one side, e.g. Hopper-v4)
-Prints one ``bench_dizoo_parity ...`` line per run and one ``bench_dizoo_parity_median`` line per system,
-and writes them to ``benchmarks/results/dizoo_parity_<config>.json`` (``_<systems>`` with ``--only``).
+Prints one ``bench_dizoo_parity ...`` line per run and one ``bench_dizoo_parity_median`` line per system
+(a run that never reaches the stop value counts as longer than every run that does, so a median exists
+while more than half the runs solve), and writes them to ``benchmarks/results/dizoo_parity_<config>.json``
+(``_<systems>`` with ``--only``). ``--only ding_ray --di-engine-solved S0 S1 S2`` takes DI-engine's figures
+of an earlier run of this script as the reference.
 Any dizoo config of a policy both sides have runs, e.g. IMPALA (serial, a ``max_use`` replay buffer):
       python benchmarks/bench_dizoo_parity.py classic_control/cartpole/config/cartpole_impala_config.py \
           --seeds 0 1 2 --max-env-step 100000
@@ -26,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -133,6 +137,16 @@ def summary(evaluations: list[dict], at: int | None) -> dict:
     return out
 
 
+def solved_median(steps: list[int | None]) -> float | None:
+    """The median env steps to the stop value, a run that never got there counting as longer than
+    every run that did; None unless more than half the runs got there."""
+    done = sorted(s for s in steps if s is not None)
+    if 2 * len(done) <= len(steps):
+        return None
+    ordered = done + [math.inf] * (len(steps) - len(done))
+    return statistics.median(ordered)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("config", help="path under dizoo/, e.g. mujoco/config/hopper_sac_config.py")
@@ -145,6 +159,14 @@ def main() -> None:
     parser.add_argument("--di-engine-env-id", default=None, help="DI-engine's env id, e.g. Hopper-v4")
     parser.add_argument("--ding-ray-env-id", default=None, help="ding_ray's env id, e.g. Hopper-v4")
     parser.add_argument("--sb3-python", default=os.environ.get("SB3_PYTHON", "/work/sb3env/bin/python"))
+    parser.add_argument(
+        "--di-engine-solved",
+        type=int,
+        nargs="+",
+        default=None,
+        help="with --only ding_ray: DI-engine's solved env steps on these seeds, measured before on this "
+        "machine with this script, as the reference (-1: not solved)",
+    )
     parser.add_argument("--child", nargs=2, type=int, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child is not None:
@@ -164,13 +186,16 @@ def main() -> None:
             print("bench_dizoo_parity " + json.dumps(line), flush=True)
             rows.append(line)
             solved[system].append(line["solved_env_step"])
-    medians = {}
+    earlier = args.di_engine_solved
+    if earlier is not None:
+        if "di_engine" in systems or len(earlier) != len(args.seeds):
+            parser.error("--di-engine-solved takes one figure per seed, when DI-engine does not run here")
+        solved["di_engine"] = [None if s < 0 else s for s in earlier]
+    medians = {system: solved_median(steps) for system, steps in solved.items()}
     for system, steps in solved.items():
-        done = [s for s in steps if s is not None]
-        medians[system] = statistics.median(done) if len(done) == len(steps) else None
         line = dict(system=system, solved_env_steps=steps, median=medians[system])
         print("bench_dizoo_parity_median " + json.dumps(line))
-    others = [s for s in systems if s != "ding_ray"]
+    others = [s for s in solved if s != "ding_ray"]
     ratio = {
         f"ding_ray/{other} median solved_env_step": (
             None
@@ -184,10 +209,17 @@ def main() -> None:
         "measured in the same run, seed by seed interleaved: DI-engine 0.5.3 on the same dizoo config file "
         "(di_engine), Stable-Baselines3 with rl-zoo3's settings (sb3); none when only ding_ray runs"
     )
+    if earlier is not None:
+        reference = (
+            "DI-engine 0.5.3 on the same dizoo config file and seeds, measured before on this machine with "
+            "this script (--di-engine-solved)"
+        )
     name = "dizoo_parity_" + os.path.basename(args.config).removesuffix(".py").removesuffix("_config")
     if args.only:
         name += "_" + "_".join(systems)
     figures = dict(median_solved_env_step=medians, runs=rows)
+    if earlier is not None:
+        figures["di_engine_solved_env_steps"] = solved["di_engine"]
     write_result(name, figures, reference=reference, ratio=ratio)
 
 
