@@ -186,7 +186,7 @@ def test_unknown_env_id_suggests_close_ids(tmp_path):
     "section, name, message",
     [
         ("policy", "dqm", r"Unknown policy type 'dqm'\. Did you mean 'dqn'"),
-        ("policy", "DQN", r"Unknown policy type 'DQN'\. Did you mean 'dqn'\?"),
+        ("policy", "DQN", r"Unknown policy type 'DQN'\. Did you mean 'dqn'[,?]"),
         ("env_manager", "Subprocess", r"Unknown env_manager type 'Subprocess'\. Did you mean 'subprocess'"),
         ("env", "gymnasum", r"Unknown env type 'gymnasum'\. Did you mean 'gymnasium'"),
         ("env_manager", "subproces", r"Unknown env_manager type 'subproces'\. Did you mean 'subprocess'"),
