@@ -107,8 +107,8 @@ class GymnasiumEnv(GymEnvHolder):
         stop_value=None,  # evaluation mean return that ends training; None: never stop early
         max_episode_steps=None,  # override the env's time limit
         replay_path=None,  # folder for videos of evaluation episodes (needs moviepy)
-        # Box actions: the policy acts in [-1, 1] (SAC's tanh) and the env maps that affinely onto
-        # [low, high]; random actions are then drawn in [-1, 1] too (DI-engine's dizoo option)
+        # Box actions: the policy acts in [-1, 1] (SAC's tanh) and the env clips them to [-1, 1] and
+        # maps that affinely onto [low, high] (DI-engine's dizoo option); random actions stay [low, high]
         act_scale=False,
         kwargs=dict(),  # extra keyword arguments of gymnasium.make
         # Keys of dizoo's env classes; a value ding_ray cannot act on is refused as not supported yet
@@ -257,9 +257,9 @@ class GymnasiumEnv(GymEnvHolder):
         return action
 
     def random_action(self) -> Any:
-        if self._act_scale is not None and self._discretised is None:  # in the policy's units
-            unit = self.action_space.np_random.uniform(-1.0, 1.0, self.action_space.shape)
-            return unit.astype(self.action_space.dtype)
+        # Uniform over the env's own space, with act_scale too, as DI-engine's random warm-up samples
+        # its env's action space (dizoo's PendulumEnv: [-2, 2]); _env_action clips such an action to
+        # [-1, 1] before scaling it, as dizoo's affine_transform does.
         return self.action_space.sample()
 
     def enable_save_replay(self, replay_path: str) -> None:

@@ -2,8 +2,8 @@
 
 Names and config keys are DI-engine's ``SACPolicy`` (continuous actions). Actions leave the policy
 in [-1, 1] (tanh); as in DI-engine, mapping them onto the env's bounds is the env's job
-(``env.act_scale=True``, which also makes the env's random actions uniform in [-1, 1], so that
-every action in the replay buffer is in the units the critic is trained on).
+(``env.act_scale=True``). The warm-up is the policy's own (``transition_with_policy_data``), so every
+action in the replay buffer is in the units the critic is trained on.
 """
 
 from __future__ import annotations
