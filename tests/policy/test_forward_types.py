@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from ding_ray.envs import BaseEnvTimestep
-from ding_ray.policy import DQNPolicy, PPOPolicy, SACPolicy
+from ding_ray.policy import DQNPolicy, PPOPolicy, SACPolicy, TD3Policy
 from ding_ray.policy.action_mask import RandomLegalPolicy
 from ding_ray.policy.common import numpy_forward
 
@@ -19,6 +19,7 @@ POLICIES = {
     "ppo": lambda: PPOPolicy(dict(model=dict(obs_shape=3, action_shape=2))),
     "ppo_continuous": lambda: PPOPolicy(CONTINUOUS),
     "sac": lambda: SACPolicy(dict(model=dict(obs_shape=3, action_shape=2))),
+    "td3": lambda: TD3Policy(dict(model=dict(obs_shape=3, action_shape=2))),
 }
 # per policy: the keys of DI-engine's collect output, eval output and transition (before the
 # collector adds collect_iter)
@@ -32,6 +33,7 @@ KEYS = {
     "sac": ({"action", "logit"}, {"action", "logit"}, {"obs", "next_obs", "action", "reward", "done"}),
 }
 KEYS["ppo_continuous"] = KEYS["ppo"]
+KEYS["td3"] = ({"action"}, {"action"}, {"obs", "next_obs", "action", "reward", "done"})
 
 
 def leaves(value):
