@@ -11,6 +11,8 @@ facades a DI-engine user imports import it:
 - ``env_managers_v2``: ``BaseEnvManagerV2`` and ``SubprocessEnvManagerV2``, types ``base_v2`` and
   ``subprocess_v2`` (``ding_ray.envs``)
 - ``dizoo_env_keys``: the check of dizoo's env keys, installed on ``GymnasiumEnv`` (``ding_ray.envs``)
+- ``dizoo_envs``: dizoo's env types (``cartpole``, ``mujoco``, ...) as the gymnasium envs they wrap
+  (the ``ding`` command, ``ding-ray train`` of a config file)
 - ``di_engine_names``: DI-engine's parameter names, installed as a translator of
   ``ding_ray.model.foreign_state`` (``ding_ray.model``)
 """

@@ -50,6 +50,7 @@ def import_modules(names: list[str]) -> None:
 def resolve_config(config: str) -> tuple[EasyDict, EasyDict, dict[str, Any]]:
     """``(main_config, create_config, defaults)`` of a config file path or a bundled config's name;
     ``defaults`` holds a bundled config's ``max_env_step`` and ``mode``."""
+    from ding_ray.compat.dizoo_envs import gymnasium_config
     from ding_ray.config.compile import split_input_cfg
     from ding_ray.configs import list_configs, load_config
 
@@ -65,7 +66,7 @@ def resolve_config(config: str) -> tuple[EasyDict, EasyDict, dict[str, Any]]:
         if not (config.endswith((".py", ".json")) or os.sep in config):
             load_config(config)  # an unknown name: the error lists the bundled ones
     main_cfg, create_cfg = split_input_cfg(config)  # ConfigError when the file does not exist
-    return main_cfg, create_cfg, {}
+    return (*gymnasium_config(main_cfg, create_cfg), {})  # a dizoo config's env type, mapped
 
 
 # a name in a dict or list written without its quotes: a letter or _ first, not inside a number
