@@ -17,6 +17,8 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
+
 from ding_ray.errors import ConfigError
 
 logger = logging.getLogger(__name__)
@@ -110,11 +112,60 @@ def events_writer(run_dir: str, name: str) -> Any:
     return SummaryWriter(os.path.join(run_dir, "log", name), filename_suffix=f".{uuid.uuid4().hex[:8]}")
 
 
-def save_config(cfg: Mapping, path: str) -> None:
-    """Write the resolved config as JSON (readable, and loading it never runs code)."""
+def save_config(config_: Mapping, path: str, type_: str | None = None, save_formatted: bool = False) -> None:
+    """Write a config: JSON (ding_ray's runs write this: loading it never runs code), or DI-engine's
+    forms, ``type_='py'`` (the default for a ``.py`` path) or ``'yaml'`` (``.yaml``/``.yml``).
+
+    The Python file is DI-engine's ``exp_config = {...}`` and also names it ``main_config`` (with an
+    empty ``create_config``), so ``read_config`` reads it back as the config it was; ``save_formatted``
+    writes that file again as ``formatted_<name>``, DI-engine's name for the form its entries read.
+    A value that is not plain data (a class, a function) is written as its ``repr``, as in JSON.
+    """
+    if type_ is None:
+        type_ = "py" if path.endswith(".py") else "yaml" if path.endswith((".yaml", ".yml")) else "json"
+    if type_ not in ("json", "py", "yaml"):
+        raise ConfigError(f"save_config: type_ must be 'py', 'yaml' or 'json', got {type_!r}.")
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    with open(path, "w") as f:
-        json.dump(cfg, f, indent=2, sort_keys=True, default=repr)
+    if type_ == "json":
+        with open(path, "w") as f:
+            json.dump(config_, f, indent=2, sort_keys=True, default=repr)
+        return
+    plain = _plain(config_)
+    if type_ == "yaml":
+        import yaml
+
+        text = yaml.safe_dump(plain, sort_keys=True)
+    else:
+        import pprint
+
+        text = (
+            "from math import inf, nan  # noqa: F401 - values the config may hold\n\n"
+            f"exp_config = {pprint.pformat(plain, sort_dicts=True)}\n"
+            "main_config = exp_config\ncreate_config = {}\n"
+        )
+    paths = [path] + (
+        [os.path.join(os.path.dirname(path), "formatted_" + os.path.basename(path))] if save_formatted else []
+    )
+    for target in paths:
+        with open(target, "w") as f:
+            f.write(text)
+
+
+def _plain(value: Any) -> Any:
+    """``value`` as plain data: dicts, lists, str, numbers, bools and None; anything else as its repr."""
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, np.generic):  # numpy scalars write as np.float64(...) otherwise
+        return _plain(value.item())
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return float(value)
+    return repr(value)
 
 
 class RunLock:

@@ -3,7 +3,14 @@ import os
 
 import pytest
 
-from ding_ray.config import ConfigError, compile_config, deep_merge_dicts, merge_config
+from ding_ray.config import (
+    ConfigError,
+    compile_config,
+    deep_merge_dicts,
+    merge_config,
+    read_config,
+    save_config,
+)
 
 MAIN = dict(
     exp_name="cfgtest",
@@ -73,3 +80,33 @@ def test_compile_config_unknown_key_anywhere_names_the_full_path(tmp_path):
 def test_compile_config_unknown_policy_type():
     with pytest.raises(KeyError, match="Unknown policy type 'dqm'.*'dqn'"):
         compile_config(MAIN, create_cfg=dict(CREATE, policy=dict(type="dqm")), save_cfg=False)
+
+
+def test_save_config_writes_di_engine_s_python_form_that_read_config_reads_back(tmp_path):
+    from ding_ray.configs.cartpole_dqn import create_config, main_config
+
+    main = dict(main_config, exp_name=str(tmp_path / "exp"))
+    cfg = compile_config(main, seed=0, auto=True, create_cfg=create_config, save_cfg=False)
+    path = str(tmp_path / "total_config.py")
+    save_config(cfg, path, save_formatted=True)
+    main_back, create_back = read_config(path)
+    assert main_back == json.loads(json.dumps(cfg)) and create_back == {}
+    assert (tmp_path / "formatted_total_config.py").read_text() == (tmp_path / "total_config.py").read_text()
+    assert "exp_config = {" in (tmp_path / "total_config.py").read_text()  # DI-engine's name for it
+    # the compiled tree read back compiles again to the same config
+    again = compile_config(main_back, seed=0, auto=True, create_cfg=create_back, save_cfg=False)
+    assert again == cfg
+
+
+def test_save_config_writes_json_by_default_python_and_yaml_by_suffix(tmp_path):
+    import yaml
+
+    cfg = {"exp_name": "x", "policy": {"lr": 1e-3, "max_use": float("inf"), "layers": (64, 64)}}
+    save_config(cfg, str(tmp_path / "c.json"))
+    assert read_config(str(tmp_path / "c.json")) == {**cfg, "policy": {**cfg["policy"], "layers": [64, 64]}}
+    save_config(cfg, str(tmp_path / "c.py"))  # inf: a value Python's literals lack
+    assert read_config(str(tmp_path / "c.py"))[0]["policy"]["max_use"] == float("inf")
+    save_config(cfg, str(tmp_path / "c.yaml"))
+    assert yaml.safe_load((tmp_path / "c.yaml").read_text())["policy"]["layers"] == [64, 64]
+    with pytest.raises(ConfigError, match="type_ must be 'py', 'yaml' or 'json', got 'toml'"):
+        save_config(cfg, str(tmp_path / "c.toml"), type_="toml")
