@@ -16,6 +16,13 @@ set_torch_threads(1)
 LONG_FIRST = ("tests/hosts/", "tests/distributed/", "tests/compat/", "tests/entry/")
 
 
+def pytest_xdist_auto_num_workers(config):
+    """``-n auto``: one worker more than the cores (``--maxprocesses`` caps it). A worker spends part
+    of its time waiting (an actor's start, a timeout a fault test waits out, a subprocess's Ray), and
+    with one worker per core those waits leave a core idle."""
+    return (os.cpu_count() or 1) + 1
+
+
 def pytest_collection_modifyitems(config, items):
     # the chaos tests (tests/hosts/test_chaos.py) run only when asked for: -m chaos
     if "chaos" not in (config.getoption("markexpr") or ""):
