@@ -68,8 +68,9 @@ def test_config_sits_below_the_workers_policies_ray_and_entry_points(upper):
     assert offenders("config", (f"ding_ray.{upper}",), exempt=("ding_ray.config.reference",)) == {}
 
 
-# The public facades that give DI-engine's names (each says so in its docstring), and the two
-# modules at DI-engine's own paths of its file loaders; no other module of the core imports
+# The public facades that give DI-engine's names (each says so in its docstring), the two
+# modules at DI-engine's own paths of its file loaders, and the command lines that read dizoo's
+# config files (the ding command, ding-ray's config reading); no other module of the core imports
 # ding_ray.compat.
 COMPAT_FACADES = (
     "ding_ray.envs",
@@ -78,6 +79,8 @@ COMPAT_FACADES = (
     "ding_ray.model",
     "ding_ray.data.model_loader",
     "ding_ray.data.storage_loader",
+    "ding_ray.entry.ding_command",
+    "ding_ray.entry.cli_commands",
 )
 
 

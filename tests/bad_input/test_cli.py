@@ -71,7 +71,7 @@ def user_error(capsys, argv: list[str]) -> str:
             ["--set", "policy.batch_size=32"],
             "Unknown config key 'policy.batch_size'. Did you mean 'policy.learn",
         ),
-        (["--set", "create_config.policy.type=DQN"], "Unknown policy type 'DQN'. Did you mean 'dqn'?"),
+        (["--set", "create_config.policy.type=DQN"], "Unknown policy type 'DQN'. Did you mean 'dqn'"),
     ],
 )
 def test_a_train_mistake_is_one_line_and_writes_nothing(tmp_path, monkeypatch, capsys, args, message):

@@ -65,7 +65,7 @@ class KillingWatcher:
 
 
 def test_rounds_are_on_policy_and_survive_a_dead_collector(ray_session, tmp_path):
-    cfg = compiled(tmp_path, "sync_kill", pipeline="sync", n_sample=64)
+    cfg = compiled(tmp_path, "sync_kill", pipeline="sync", n_sample=64, num_collectors=2)
     with RayRun(cfg, make_plan(cfg)) as rc, rc.task() as task:
         watcher = KillingWatcher(rc)
         pipelines.on_policy(task, cfg, rc)
