@@ -143,14 +143,19 @@ def test_a_burst_of_signals_on_the_way_out_loses_nothing(tmp_path):
     proc = subprocess.Popen(
         [sys.executable, "-c", code], cwd=REPO, env=env, stderr=subprocess.PIPE, text=True
     )
-    _wait_for_checkpoint(proc, store, 400)
-    proc.send_signal(signal.SIGTERM)
-    for i in range(40):
-        time.sleep(0.005)
-        if proc.poll() is not None:
-            break
-        proc.send_signal(signal.SIGINT if i % 2 else signal.SIGTERM)
-    err = proc.communicate(timeout=60)[1]
+    try:
+        _wait_for_checkpoint(proc, store, 400)
+        proc.send_signal(signal.SIGTERM)
+        for i in range(40):
+            time.sleep(0.005)
+            if proc.poll() is not None:
+                break
+            proc.send_signal(signal.SIGINT if i % 2 else signal.SIGTERM)
+        err = proc.communicate(timeout=60)[1]
+    finally:  # a run the signals did not end would go on for ever
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
     with open(os.path.join(exp, "result.json")) as f:
         result = json.load(f)
     ckpt = store.latest()
