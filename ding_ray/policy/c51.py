@@ -41,10 +41,7 @@ class C51Policy(DistributionalQPolicy):
 
     def _td_loss(self, batch: dict[str, Any]) -> tuple[torch.Tensor, torch.Tensor, dict[str, torch.Tensor]]:
         data = self._nstep_inputs(batch)
-        output = self._learn_model(data["obs"])
-        with torch.no_grad():
-            target = self._target_model(data["next_obs"])
-            next_action = self._greedy(self._learn_model(data["next_obs"])["logit"], data["next_mask"])
+        output, target, next_action = self._forward_online_and_target(data)
         loss, td_error_per_sample = self._categorical_loss(output, target, next_action, data)
         return (
             loss,

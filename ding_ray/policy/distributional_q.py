@@ -45,6 +45,15 @@ class DistributionalQPolicy(DQNPolicy):
             value_gamma=batch.get("value_gamma"),
         )
 
+    def _forward_online_and_target(self, data: dict[str, Any]) -> tuple[dict, dict, torch.Tensor]:
+        """``(online output at obs, target output at next_obs, the online net's greedy next action)``,
+        forwarded in DI-engine's order (IQN draws its fractions in each forward)."""
+        output = self._learn_model(data["obs"])
+        with torch.no_grad():
+            target = self._target_model(data["next_obs"])
+            next_action = self._greedy(self._learn_model(data["next_obs"])["logit"], data["next_mask"])
+        return output, target, next_action
+
     @staticmethod
     def _greedy(logit: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
         """The online net's choice at ``next_obs`` (double Q-learning), among the legal actions."""

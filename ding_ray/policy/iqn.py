@@ -36,10 +36,8 @@ class IQNPolicy(DistributionalQPolicy):
 
     def _td_loss(self, batch: dict[str, Any]) -> tuple[torch.Tensor, torch.Tensor, dict[str, torch.Tensor]]:
         data = self._nstep_inputs(batch)
-        output = self._learn_model(data["obs"])
-        with torch.no_grad():
-            target_q = self._target_model(data["next_obs"])["q"]
-            next_action = self._greedy(self._learn_model(data["next_obs"])["logit"], data["next_mask"])
+        output, target, next_action = self._forward_online_and_target(data)
+        target_q = target["q"]
         td_data = iqn_nstep_td_data(
             output["q"],
             target_q,
