@@ -8,31 +8,18 @@ import torch
 
 from ding_ray.envs import BaseEnvTimestep
 from ding_ray.errors import ConfigError, EnvError
-from ding_ray.policy import SACPolicy, create_policy
+from ding_ray.policy import SACPolicy
+from tests.policy.fakes import continuous_batch, continuous_policy
 
 MODEL = dict(obs_shape=3, action_shape=2, actor_head_hidden_size=16, critic_head_hidden_size=16)
 
 
 def make(**overrides):
-    torch.manual_seed(0)
-    cfg = dict(type="sac", model=dict(MODEL), learn=dict(batch_size=8))
-    for key, value in overrides.items():
-        if isinstance(value, dict):
-            cfg.setdefault(key, {}).update(value)
-        else:
-            cfg[key] = value
-    return create_policy(cfg, enable_field=["learn", "collect", "eval"])
+    return continuous_policy("sac", MODEL, **overrides)
 
 
 def batch(n=8, seed=0):
-    rng = np.random.default_rng(seed)
-    return {
-        "obs": rng.normal(size=(n, 3)).astype(np.float32),
-        "next_obs": rng.normal(size=(n, 3)).astype(np.float32),
-        "action": rng.uniform(-1, 1, size=(n, 2)).astype(np.float32),
-        "reward": rng.normal(size=n).astype(np.float32),
-        "done": np.zeros(n, dtype=bool),
-    }
+    return continuous_batch(n, seed)
 
 
 def test_defaults_are_di_engine_s():
