@@ -16,7 +16,15 @@ ppo_data = namedtuple(
 )
 ppo_data.__doc__ = """Inputs of ``ppo_error``: logits [B, A], action [B] (int), values, adv, return_ [B];
 ``weight`` [B] per-sample loss weights or None (all 1)."""
+ppo_data_continuous = namedtuple(
+    "ppo_data_continuous",
+    ["mu_sigma_new", "mu_sigma_old", "action", "value_new", "value_old", "adv", "return_", "weight"],
+)
+ppo_data_continuous.__doc__ = """``ppo_data`` of a Gaussian policy (``mu_sigma_*``: {'mu', 'sigma'} dicts)."""
 ppo_policy_data = namedtuple("ppo_policy_data", ["logit_new", "logit_old", "action", "adv", "weight"])
+ppo_policy_data_continuous = namedtuple(
+    "ppo_policy_data_continuous", ["mu_sigma_new", "mu_sigma_old", "action", "adv", "weight"]
+)
 ppo_value_data = namedtuple("ppo_value_data", ["value_new", "value_old", "return_", "weight"])
 ppo_loss = namedtuple("ppo_loss", ["policy_loss", "value_loss", "entropy_loss"])
 ppo_policy_loss = namedtuple("ppo_policy_loss", ["policy_loss", "entropy_loss"])
@@ -41,21 +49,28 @@ def ppo_policy_error(
     logit_new, logit_old, action, adv, weight = data
     dist_new = torch.distributions.Categorical(logits=logit_new)
     dist_old = torch.distributions.Categorical(logits=logit_old)
-    return _clipped_surrogate(dist_new, dist_old, action, adv, weight, clip_ratio, dual_clip)
+    return _clipped_surrogate(dist_new, dist_old, action, adv, weight, clip_ratio, dual_clip, adv < 0)
 
 
 def ppo_policy_error_continuous(
     data: ppo_policy_data, clip_ratio: float = 0.2, dual_clip: float | None = None
 ) -> tuple[ppo_policy_loss, ppo_info]:
-    """``ppo_policy_error`` for a diagonal Gaussian policy: ``logit_new`` / ``logit_old`` are
+    """``ppo_policy_error`` for a diagonal Gaussian policy: ``data`` is a ``ppo_policy_data_continuous``
+    (or a ``ppo_policy_data``: the fields are read in order) whose first two fields are
     ``{'mu': [B, A], 'sigma': [B, A]}``, ``action`` [B, A] the sampled (unclipped) actions. The
-    log-probability and the entropy are sums over the action dimensions."""
-    logit_new, logit_old, action, adv, weight = data
-    dist_new = _gaussian(logit_new)
-    dist_old = _gaussian(logit_old)
+    log-probability and the entropy are sums over the action dimensions.
+
+    ``dual_clip`` bounds the objective of **every** sample from below by ``dual_clip * A``, as
+    DI-engine's continuous form does (its discrete form, and ``ppo_policy_error`` here, only where
+    ``A < 0``). For ``A > 0`` that bound is above the clipped objective, so such a sample adds the
+    constant ``-dual_clip * A`` to the loss and no gradient."""
+    mu_sigma_new, mu_sigma_old, action, adv, weight = data
+    dist_new = _gaussian(mu_sigma_new)
+    dist_old = _gaussian(mu_sigma_old)
     if action.dim() == 1:
         action = action.unsqueeze(-1)
-    return _clipped_surrogate(dist_new, dist_old, action, adv, weight, clip_ratio, dual_clip)
+    everywhere = torch.ones_like(adv, dtype=torch.bool)
+    return _clipped_surrogate(dist_new, dist_old, action, adv, weight, clip_ratio, dual_clip, everywhere)
 
 
 def _gaussian(logit: dict) -> torch.distributions.Distribution:
@@ -65,7 +80,8 @@ def _gaussian(logit: dict) -> torch.distributions.Distribution:
     return torch.distributions.Independent(torch.distributions.Normal(mu, sigma), 1)
 
 
-def _clipped_surrogate(dist_new, dist_old, action, adv, weight, clip_ratio, dual_clip):
+def _clipped_surrogate(dist_new, dist_old, action, adv, weight, clip_ratio, dual_clip, dual_clipped):
+    """The clipped objective's loss; ``dual_clip`` bounds it from below where ``dual_clipped``."""
     if dual_clip is not None and dual_clip <= 1.0:
         raise ValueError(f"dual_clip must be greater than 1 (or None), got {dual_clip}.")
     logp_new = dist_new.log_prob(action)
@@ -76,7 +92,7 @@ def _clipped_surrogate(dist_new, dist_old, action, adv, weight, clip_ratio, dual
     surr2 = ratio.clamp(1 - clip_ratio, 1 + clip_ratio) * adv
     objective = torch.min(surr1, surr2)
     if dual_clip is not None:
-        objective = torch.where(adv < 0, torch.max(objective, dual_clip * adv), objective)
+        objective = torch.where(dual_clipped, torch.max(objective, dual_clip * adv), objective)
     policy_loss = -_weighted_mean(objective, weight)
     with torch.no_grad():
         approx_kl = (logp_old - logp_new).mean().item()
@@ -115,7 +131,9 @@ def ppo_error(
 def ppo_error_continuous(
     data: ppo_data, clip_ratio: float = 0.2, use_value_clip: bool = True, dual_clip: float | None = None
 ) -> tuple[ppo_loss, ppo_info]:
-    """``ppo_error`` for a diagonal Gaussian policy (``logit_*`` are ``{'mu', 'sigma'}`` dicts)."""
+    """``ppo_error`` for a diagonal Gaussian policy: ``data`` is a ``ppo_data_continuous`` (or a
+    ``ppo_data``), its first two fields ``{'mu', 'sigma'}`` dicts; ``dual_clip`` as in
+    ``ppo_policy_error_continuous``."""
     logit_new, logit_old, action, value_new, value_old, adv, return_, weight = data
     policy, info = ppo_policy_error_continuous(
         ppo_policy_data(logit_new, logit_old, action, adv, weight), clip_ratio, dual_clip

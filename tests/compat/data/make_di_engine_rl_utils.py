@@ -83,6 +83,21 @@ def _cases(g: torch.Generator) -> dict[str, dict]:
         built = dict(fn=fn, kwargs=kwargs, **({} if grad is None else dict(grad=grad)))
         return built if tuple_name is None else dict(built, data=tuple_name, fields=fields)
 
+    def ppo_continuous():
+        def mu_sigma():
+            return dict(mu=randn(B, 2), sigma=rand(B, 2) + 0.3)
+
+        return dict(
+            mu_sigma_new=mu_sigma(), mu_sigma_old=mu_sigma(), action=randn(B, 2), value_new=randn(B),
+            value_old=randn(B), adv=randn(B) * 2, return_=randn(B), weight=rand(B),
+        )  # fmt: skip
+
+    def ppo_discrete():
+        return dict(
+            logit_new=randn(B, A), logit_old=randn(B, A), action=randint(A, B), value_new=randn(B),
+            value_old=randn(B), adv=randn(B) * 2, return_=randn(B), weight=None,
+        )  # fmt: skip
+
     def returns():
         return dict(reward=randn(NSTEP, B), next_value=randn(B), done=flags(B))
 
@@ -255,6 +270,17 @@ def _cases(g: torch.Generator) -> dict[str, dict]:
         ),
         "get_train_sample_short": case("get_train_sample", data=trajectory(2), unroll_len=4),
         "get_train_sample_one": case("get_train_sample", data=trajectory(3), unroll_len=1),
+        # PPO with dual_clip: the continuous forms bound every sample, the discrete ones where adv < 0
+        "ppo_error_continuous_dual_clip": case(
+            "ppo_error_continuous", "ppo_data_continuous", ppo_continuous(), dual_clip=5.0
+        ),
+        "ppo_policy_error_continuous_dual_clip": case(
+            "ppo_policy_error_continuous",
+            "ppo_policy_data_continuous",
+            {k: v for k, v in ppo_continuous().items() if k not in ("value_new", "value_old", "return_")},
+            dual_clip=5.0,
+        ),
+        "ppo_error_dual_clip": case("ppo_error", "ppo_data", ppo_discrete(), dual_clip=3.0),
     }
 
 
