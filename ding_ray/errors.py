@@ -31,6 +31,10 @@ class DataFormatError(DingRayError, ValueError):
     """A file on disk is truncated, tampered with, of another format or of an unknown version."""
 
 
+class ClusterError(DingRayError, RuntimeError):
+    """Ray cannot be reached, or the cluster cannot hold what the pipeline asks for."""
+
+
 class ActorDiedError(DingRayError, RuntimeError):
     """A Ray actor the pipeline cannot run without has died."""
 

@@ -23,7 +23,8 @@ from ray.exceptions import RayActorError
 
 from ding_ray.data import Batch
 from ding_ray.distributed.buffer_actor import BufferActor
-from ding_ray.distributed.cluster import ClusterError, learner_name, lower_priority
+from ding_ray.distributed.cluster import ClusterError, lower_priority
+from ding_ray.distributed.config import learner_name
 from ding_ray.distributed.errors import ActorDiedError, raised_line, ray_text
 from ding_ray.distributed.metrics import RayMetrics
 from ding_ray.distributed.placement import release_slots, reserve_slots, slot_options

@@ -24,14 +24,10 @@ from ding_ray.distributed.config import Plan, RayConfig, make_plan, namespace_of
 from ding_ray.distributed.local_cpus import fit_local_cpus, with_run_shares
 from ding_ray.distributed.run_config import compile_ray_config
 from ding_ray.envs.game_ids import check_extra
-from ding_ray.errors import ConfigError, DingRayError
+from ding_ray.errors import ClusterError, ConfigError
 from ding_ray.utils.memory import system_memory
 
 logger = logging.getLogger(__name__)
-
-
-class ClusterError(DingRayError, RuntimeError):
-    """Ray cannot be reached, or the cluster cannot hold what the pipeline asks for."""
 
 
 # the smallest object store ``ray.init`` accepts (Ray's own minimum, 75 MiB)
@@ -352,11 +348,6 @@ def _compile(input_cfg: tuple, seed: int, save_cfg: bool) -> EasyDict:
     return compile_ray_config(
         (main_cfg, create_cfg), seed, save_cfg and resume is None, renew_dir=resume is None
     )
-
-
-def learner_name(rank: int) -> str:
-    """``learner`` (the one that publishes), then ``learner-1`` ... for a learner group."""
-    return "learner" if rank == 0 else f"learner-{rank}"
 
 
 def lower_priority(nice: int) -> None:

@@ -189,3 +189,8 @@ def _floor_share(cpus: float) -> float:
 def namespace_of(ray_cfg: EasyDict, exp_name: str) -> str:
     """``ray.namespace``, or else the base name of ``exp_name``."""
     return ray_cfg.get("namespace") or os.path.basename(os.path.normpath(exp_name)) or "ding_ray"
+
+
+def learner_name(rank: int) -> str:
+    """``learner`` (the one that publishes), then ``learner-1`` ... for a learner group."""
+    return "learner" if rank == 0 else f"learner-{rank}"

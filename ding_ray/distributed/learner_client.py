@@ -25,10 +25,11 @@ import ray
 
 from ding_ray.distributed.actors import CORE_ACTORS, Actors
 from ding_ray.distributed.buffer_client import BufferClient
-from ding_ray.distributed.cluster import ClusterError, learner_name
+from ding_ray.distributed.config import learner_name
 from ding_ray.distributed.startup import why_not_started
 from ding_ray.distributed.supervisor import ActorSupervisor, Recovered
 from ding_ray.distributed.weights import WeightsRef
+from ding_ray.errors import ClusterError
 from ding_ray.utils.runtime import process_age_s
 from ding_ray.worker import metrics
 

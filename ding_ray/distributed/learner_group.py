@@ -26,7 +26,7 @@ import torch.distributed as dist
 from easydict import EasyDict
 
 from ding_ray.distributed.actors import LearnerActor
-from ding_ray.distributed.cluster import learner_name
+from ding_ray.distributed.config import learner_name
 from ding_ray.distributed.errors import get
 from ding_ray.distributed.metrics import RayMetrics
 from ding_ray.distributed.ray_port import remote_class

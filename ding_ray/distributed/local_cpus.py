@@ -11,6 +11,7 @@ from collections.abc import Collection
 from easydict import EasyDict
 
 from ding_ray.distributed.config import CPU_SHARES, fit_cpu_shares
+from ding_ray.distributed.placement import check_local_cpus
 from ding_ray.utils.resume import find_checkpoint
 
 logger = logging.getLogger(__name__)
@@ -33,24 +34,26 @@ def fit_local_cpus(main_cfg: EasyDict, ray_cfg: EasyDict, chosen: Collection[str
     0.25 CPU. Ray only schedules by these shares: it pins no core to an actor.
     A share in ``chosen`` (the keys of the user's ``ray`` section: a config, ``--set``, a run's
     total_config.json given as the config) is the user's choice and stays as it is: if the rest
-    cannot make room, the resource check fails with the numbers, as on a cluster. The fitted
+    cannot make room, ``ClusterError`` says so with the numbers before Ray starts. The fitted
     values go into the config, so the run's total_config.json records them and a run from it gets
     the same shares.
     """
     num_cpus = ray_cfg.num_cpus if ray_cfg.num_cpus is not None else _local_cpu_count()
     explicit = {key for key in CPU_SHARES if key in chosen}
     fitted = fit_cpu_shares(ray_cfg, float(num_cpus), explicit)
+    if fitted:
+        logger.info(
+            "fitted %d collectors, %d learner(s), buffer and evaluator to the %g CPUs of the Ray started "
+            "here: %s; total_config.json records it (set ray.*_num_cpus to choose the shares yourself)",
+            ray_cfg.num_collectors,
+            ray_cfg.num_learners,
+            num_cpus,
+            ", ".join(f"ray.{key}={value:g} (was {ray_cfg[key]:g})" for key, value in fitted.items()),
+        )
+        ray_cfg.update(fitted)
+    check_local_cpus(ray_cfg, num_cpus)  # shares the user chose may still not fit: say so before Ray starts
     if not fitted:
         return main_cfg
-    logger.info(
-        "fitted %d collectors, %d learner(s), buffer and evaluator to the %g CPUs of the Ray started "
-        "here: %s; total_config.json records it (set ray.*_num_cpus to choose the shares yourself)",
-        ray_cfg.num_collectors,
-        ray_cfg.num_learners,
-        num_cpus,
-        ", ".join(f"ray.{key}={value:g} (was {ray_cfg[key]:g})" for key, value in fitted.items()),
-    )
-    ray_cfg.update(fitted)
     return EasyDict({**main_cfg, "ray": {**(main_cfg.get("ray") or {}), **fitted}})
 
 

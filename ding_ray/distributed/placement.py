@@ -26,7 +26,8 @@ from typing import Any
 import ray
 from easydict import EasyDict
 
-from ding_ray.distributed.cluster import ClusterError, learner_name
+from ding_ray.distributed.config import learner_name
+from ding_ray.errors import ClusterError
 
 logger = logging.getLogger(__name__)
 
@@ -145,6 +146,14 @@ def check_resources(demands: Sequence[tuple[str, Resources]], nodes: Sequence[Re
             + "; ".join(problems)
             + ". (With an autoscaler that adds nodes on demand, set ray.check_resources=False.)"
         )
+
+
+def check_local_cpus(ray_cfg: EasyDict, num_cpus: float) -> None:
+    """``check_resources`` on CPUs alone against the one node of a Ray about to start on this
+    machine with ``num_cpus``: shares that cannot fit fail before Ray starts. GPUs and custom
+    resources are Ray's to detect; the check against the started Ray covers them."""
+    demands = [(name, {"CPU": res["CPU"]} if "CPU" in res else {}) for name, res in actor_demands(ray_cfg)]
+    check_resources(demands, [{"CPU": float(num_cpus)}])
 
 
 def _shown(key: str) -> bool:

@@ -11,9 +11,11 @@ import sys
 import time
 
 import pytest
+import ray
 
 from ding_ray.distributed import ClusterError, RayConfig, RayRun, start_run
 from ding_ray.distributed.config import fit_cpu_shares
+from ding_ray.distributed.local_cpus import fit_local_cpus
 from tests.distributed.configs import small_config
 from tests.distributed.conftest import REPO, free_port, stop_ray_head, with_ctrl_c
 from tests.short_tmp import short_tmp
@@ -51,6 +53,19 @@ def test_a_share_the_user_set_is_kept():
     # nothing left to shrink: no change, and the resource check reports it
     assert fit_cpu_shares(ray_cfg(num_collectors=4), 2, explicit={"collector_num_cpus"}) == {}
     assert fit_cpu_shares(ray_cfg(num_collectors=5, collector_num_cpus=0.4), 2, {"collector_num_cpus"}) == {}
+
+
+def test_shares_the_user_set_that_cannot_fit_fail_before_ray_starts():
+    """``fit_local_cpus`` (what a run that starts Ray here calls before starting it) refuses shares
+    the user chose that 2 CPUs cannot hold, with the resource check's numbers; ones that fit pass."""
+    main_cfg, _ = small_config("too_big", num_cpus=2)
+    cfg = ray_cfg(num_cpus=2, num_collectors=4, collector_num_cpus=0.5)
+    too_many = r"2 of the 4 collectors \(0.5 CPU each.*lower ray.num_collectors to 2"
+    with pytest.raises(ClusterError, match=too_many):
+        fit_local_cpus(main_cfg, cfg, chosen={"num_collectors", "collector_num_cpus"})
+    assert not ray.is_initialized()
+    fitted = fit_local_cpus(main_cfg, ray_cfg(num_cpus=2, num_collectors=4), chosen={"num_collectors"})
+    assert fitted.ray.collector_num_cpus == 0.25
 
 
 def test_num_collectors_is_a_flag_of_ray_runs(tmp_path, capsys, monkeypatch):
