@@ -24,11 +24,11 @@ from ding_ray.utils.registry import BUFFER_REGISTRY
 class DequeBufferWrapper(IBuffer):
     """Uniform replay by default, prioritized with ``priority=True``, under DI-engine's key names.
 
-    Two behaviours differ from ``naive``/``advanced`` on purpose, because dizoo's tuned configs
-    rely on them: ``sample(n)`` on a buffer holding fewer than ``n`` items returns all it holds
-    (None only when empty), so training starts after the first collect; and a priority given to
-    ``update`` is capped at ``priority_max_limit``. The storage is an ``AdvancedReplayBuffer``
-    (alpha 0 when uniform), so pushing, sampling and files work as there.
+    As DI-engine's wrapper (a ``DequeBuffer`` sampled with ``ignore_insufficient``): uniform
+    ``sample(n)`` returns None until ``n`` items are held, so the learner trains nothing before;
+    prioritized ``sample(n)`` draws ``n`` items from the priority tree with repeats once any item is
+    held. A priority given to ``update`` is capped at ``priority_max_limit``. The storage is an
+    ``AdvancedReplayBuffer`` (alpha 0 when uniform), so pushing, sampling and files work as there.
     """
 
     config = dict(
@@ -62,6 +62,8 @@ class DequeBufferWrapper(IBuffer):
                 beta=cfg.IS_weight_power_factor,
                 anneal_step=cfg.IS_weight_anneal_train_iter,
                 frame_dedup=cfg.frame_dedup,
+                # uniform: n items held for sample(n); prioritized: the tree draws n from any held
+                thruput_controller=dict(sample_min_limit_ratio=0.0 if cfg.priority else 1.0),
             ),
             None,  # the wrapper reports to TensorBoard itself, every train_iter_per_log iterations
             exp_name,
@@ -85,10 +87,7 @@ class DequeBufferWrapper(IBuffer):
         self._buffer.push(data, cur_collector_envstep)
 
     def sample(self, size: int, cur_learner_iter: int = 0, columnar: bool = False) -> list | Batch | None:
-        """``size`` items, or all held items when fewer, or None when the buffer is empty."""
-        size = min(size, self._buffer.count())
-        if size == 0:
-            return None
+        """``size`` items, or None while the buffer cannot serve them (see the class docstring)."""
         batch = self._buffer.sample(size, cur_learner_iter, columnar=True)
         if batch is None:
             return None

@@ -10,15 +10,22 @@ from tests.data.fakes import check_consistent, transition
 from tests.data.stats import chi_square, chi_square_threshold
 
 
-def test_partial_batches_until_full_and_none_when_empty():
+def test_uniform_waits_for_a_full_batch_prioritized_repeats_what_it_holds():
+    """DI-engine's wrapper: uniform sample(n) is None until n items are held (the learner trains
+    nothing before), prioritized sample(n) draws n items with repeats from any held."""
     buf = create_buffer(EasyDict(type="deque", replay_buffer_size=100))
     assert isinstance(buf, DequeBufferWrapper) and buf.sample(64, 0) is None
-    buf.push([transition(i) for i in range(8)], 0)
-    got = buf.sample(64, 0)  # DI-engine trains on what there is after the first collect
-    assert sorted(check_consistent(x) for x in got) == list(range(8))
-    assert "IS" not in got[0]  # only with priority_IS_weight
-    buf.push([transition(i) for i in range(8, 100)], 0)
-    assert len(buf.sample(64, 0)) == 64
+    buf.push([transition(i) for i in range(63)], 0)
+    assert buf.sample(64, 0) is None
+    buf.push([transition(63)], 0)
+    got = buf.sample(64, 0)
+    assert len(got) == 64 and "IS" not in got[0]  # only with priority_IS_weight
+
+    prio = create_buffer(EasyDict(type="deque", replay_buffer_size=100, priority=True))
+    assert prio.sample(64, 0) is None
+    prio.push([transition(i) for i in range(8)], 0)
+    got = prio.sample(64, 0)
+    assert len(got) == 64 and set(check_consistent(x) for x in got) <= set(range(8))
 
 
 def test_uniform_by_default_prioritized_with_priority():
