@@ -34,10 +34,17 @@ class QRDQNPolicy(DistributionalQPolicy):
     def _td_loss(self, batch: dict[str, Any]) -> tuple[torch.Tensor, torch.Tensor, dict[str, torch.Tensor]]:
         data = self._nstep_inputs(batch)
         output, target, next_action = self._forward_online_and_target(data)
-        target_q = target["q"]
+        loss, td_error_per_sample = self._quantile_loss(output, target, next_action, data)
+        return loss, td_error_per_sample, {}
+
+    def _quantile_loss(
+        self, output: dict, target: dict, next_action: torch.Tensor, data: dict[str, Any]
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """The n-step quantile Huber loss of the online ``output`` against the ``target`` net's
+        quantiles at ``next_action``, and its per-sample TD error."""
         td_data = qrdqn_nstep_td_data(
             output["q"],
-            target_q,
+            target["q"],
             data["action"],
             next_action,
             data["reward"],
@@ -45,7 +52,4 @@ class QRDQNPolicy(DistributionalQPolicy):
             output["tau"],
             data["weight"],
         )
-        loss, td_error_per_sample = qrdqn_nstep_td_error(
-            td_data, self._gamma, nstep=self._nstep, value_gamma=data["value_gamma"]
-        )
-        return loss, td_error_per_sample, {}
+        return qrdqn_nstep_td_error(td_data, self._gamma, nstep=self._nstep, value_gamma=data["value_gamma"])

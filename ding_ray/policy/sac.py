@@ -124,12 +124,7 @@ class SACPolicy(Policy):
     def _init_learn(self) -> None:
         learn = self._cfg.learn
         model = self._model
-        actor = getattr(model, "actor", None)
-        if hasattr(actor, "mu") and hasattr(actor, "log_sigma_layer"):
-            # Near-zero outputs at the start: mean actions near 0 and sigma near 1 in every state.
-            for layer in (actor.mu, actor.log_sigma_layer):
-                torch.nn.init.uniform_(layer.weight, -learn.init_w, learn.init_w)
-                torch.nn.init.uniform_(layer.bias, -learn.init_w, learn.init_w)
+        self._init_output_layers()
         self._learn_model = model
         self._twin_critic = bool(getattr(model, "twin_critic", self._cfg.model.get("twin_critic", False)))
         self._gamma = float(learn.discount_factor)
@@ -150,6 +145,13 @@ class SACPolicy(Policy):
             self._alpha_param = start
         self._alpha = self._current_alpha()
         self._target_model, self._target_params, self._source_params = polyak_target(model)
+
+    def _init_output_layers(self) -> None:
+        """Near-zero actor outputs at the start (weights and biases uniform in ``[-init_w, init_w]``):
+        mean actions near 0 and sigma near 1 in every state."""
+        actor = getattr(self._model, "actor", None)
+        if hasattr(actor, "mu") and hasattr(actor, "log_sigma_layer"):
+            uniform_init((actor.mu, actor.log_sigma_layer), self._cfg.learn.init_w)
 
     def _current_alpha(self) -> torch.Tensor:
         alpha = self._alpha_param.detach()
@@ -184,12 +186,12 @@ class SACPolicy(Policy):
         with torch.no_grad():
             # Two actor passes, as DI-engine: one pass over [obs; next_obs] would also backpropagate
             # (zeros) through the next-state half, twice the backward work of the actor.
-            next_mu, next_sigma = model.compute_actor(next_obs)["logit"]
-            next_action, next_log_prob = tanh_gaussian_sample(next_mu, next_sigma)
+            next_action, next_log_prob = self._sample_actions(next_obs)
             next_q = self._target_model.compute_critic({"obs": next_obs, "action": next_action})["q_value"]
-            q_target, next_value = soft_q_target(next_q, next_log_prob, reward, done, self._gamma, alpha)
+            next_alpha = self._next_value_alpha()
+            q_target, next_value = soft_q_target(next_q, next_log_prob, reward, done, self._gamma, next_alpha)
         q_value = model.compute_critic({"obs": obs, "action": action})["q_value"]
-        critic_losses, td_error = sac_critic_loss(q_value, q_target, weight)
+        critic_losses, td_error = self._critic_losses(q_value, q_target, weight, obs, next_obs)
         critic_loss = sum(critic_losses)
         check_finite_loss(critic_loss, batch, "SAC critic")
         self._optimizer_q.zero_grad(set_to_none=True)
@@ -197,8 +199,7 @@ class SACPolicy(Policy):
         self._optimizer_q.step()
 
         # ----- actor: the critics just updated judge fresh actions; their weights stay put
-        mu, sigma = model.compute_actor(obs)["logit"]
-        new_action, log_prob = tanh_gaussian_sample(mu, sigma)
+        new_action, log_prob = self._sample_actions(obs)
         for p in self._critic_params:
             p.requires_grad_(False)
         q_new = model.compute_critic({"obs": obs, "action": new_action})["q_value"]
@@ -225,6 +226,27 @@ class SACPolicy(Policy):
             ]
         ).tolist()
         return self._learn_output(_LOG_KEYS, stats, critic_losses, td_error)
+
+    def _sample_actions(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Squashed actions the learn model's actor samples at ``obs`` and their log-densities."""
+        mu, sigma = self._learn_model.compute_actor(obs)["logit"]
+        return tanh_gaussian_sample(mu, sigma)
+
+    def _next_value_alpha(self) -> torch.Tensor | float:
+        """The temperature of the entropy term in the next state's value of the TD target."""
+        return self._alpha
+
+    def _critic_losses(
+        self,
+        q_value: torch.Tensor | list[torch.Tensor],
+        q_target: torch.Tensor,
+        weight: torch.Tensor | None,
+        obs: torch.Tensor,
+        next_obs: torch.Tensor,
+    ) -> tuple[list[torch.Tensor], torch.Tensor]:
+        """Each critic's loss and the per-sample squared TD error (``rl_utils.sac_critic_loss``); a
+        policy that regularizes the critics (CQL) adds its terms from the batch's observations."""
+        return sac_critic_loss(q_value, q_target, weight)
 
     def _learn_output(
         self,
@@ -318,3 +340,10 @@ class SACPolicy(Policy):
     def _eval_tensors(self, obs: torch.Tensor) -> dict[str, Any]:
         mu, sigma = self._eval_model.compute_actor(obs)["logit"]
         return {"action": torch.tanh(mu), "logit": [mu, sigma]}
+
+
+def uniform_init(layers: tuple[torch.nn.Module, ...], bound: float) -> None:
+    """Each layer's weight and bias drawn uniform in ``[-bound, bound]``, in that order."""
+    for layer in layers:
+        torch.nn.init.uniform_(layer.weight, -bound, bound)
+        torch.nn.init.uniform_(layer.bias, -bound, bound)
