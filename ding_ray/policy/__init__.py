@@ -1,5 +1,6 @@
 """Policies: the ``Policy`` base with learn/collect/eval modes, the registry, and the algorithms."""
 
+from ding_ray.policy.a2c import A2CPolicy
 from ding_ray.policy.base import CommandModePolicy, Policy, create_policy, get_policy_cls
 from ding_ray.policy.c51 import C51Policy
 from ding_ray.policy.ddpg import DDPGPolicy
@@ -17,6 +18,7 @@ from ding_ray.utils.registry import POLICY_REGISTRY
 
 __all__ = [
     "POLICY_REGISTRY",
+    "A2CPolicy",
     "C51Policy",
     "CommandModePolicy",
     "DDPGPolicy",

@@ -77,6 +77,20 @@ def sample_action(logit: Any, continuous: bool) -> torch.Tensor:
     return torch.multinomial(torch.softmax(logit, dim=-1), 1).squeeze(-1)
 
 
+def minibatches(n: int, batch_size: int) -> list[torch.Tensor]:
+    """Shuffled index sets of ``batch_size`` covering all ``n`` rows; the last one takes the final
+    ``batch_size`` of the permutation (overlapping the one before) so that every set is full. The
+    permutation is drawn from numpy's global generator, as DI-engine's ``split_data_generator``
+    draws it (PPO, A2C): a seeded run shuffles as DI-engine's does."""
+    order = torch.as_tensor(np.random.permutation(n))
+    if n <= batch_size:
+        return [order]
+    starts = list(range(0, n - batch_size + 1, batch_size))
+    if starts[-1] + batch_size < n:
+        starts.append(n - batch_size)
+    return [order[s : s + batch_size] for s in starts]
+
+
 def transition(
     obs: Any, policy_output: Mapping[str, Any], timestep: Any, *keys: str, bootstrap_on_truncation: bool
 ) -> dict[str, Any]:

@@ -22,7 +22,14 @@ import torch
 _prepared: bool | None = None  # None: not tried yet; True: the wrappers are skipped
 
 
-def make_adam(params: Any, lr: float, weight_decay: float = 0.0, fused: bool = True) -> torch.optim.Optimizer:
+def make_adam(
+    params: Any,
+    lr: float,
+    weight_decay: float = 0.0,
+    fused: bool = True,
+    betas: tuple[float, float] = (0.9, 0.999),
+    eps: float = 1e-8,
+) -> torch.optim.Optimizer:
     """Adam with the fused kernel where this torch build has one for the device (CPU since torch 2.4):
     for the small networks of classic-control tasks the optimizer step is a large share of a
     training iteration, and the fused kernel does it in one pass instead of a dozen tensor ops.
@@ -30,16 +37,16 @@ def make_adam(params: Any, lr: float, weight_decay: float = 0.0, fused: bool = T
     ``fused=False``: the multi-tensor (``foreach``) kernel, whose arithmetic is that of torch's
     for-loop Adam, which DI-engine's optimizer steps with, so weights update as DI-engine's do, to
     the bit (the fused kernel rounds differently). PPO asks for it: its seeded runs on dizoo's
-    configs reproduce DI-engine's.
+    configs reproduce DI-engine's. ``betas`` and ``eps``: torch's (DI-engine's A2C sets them in its config).
     """
     params = list(params)
     cls = _EagerAdam if _skip_compiler_wrappers() else torch.optim.Adam
     if fused:
         try:
-            return cls(params, lr=lr, weight_decay=weight_decay, fused=True)
+            return cls(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, fused=True)
         except (RuntimeError, TypeError):
             pass
-    return cls(params, lr=lr, weight_decay=weight_decay, foreach=True)
+    return cls(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, foreach=True)
 
 
 class _EagerAdam(torch.optim.Adam):

@@ -23,6 +23,7 @@ from ding_ray.policy.base import Policy
 from ding_ray.policy.common import (
     check_finite_loss,
     default_vac_action_space,
+    minibatches,
     sample_action,
     set_mode,
     stack_obs,
@@ -208,7 +209,7 @@ class PPOPolicy(Policy):
                 return_ = (adv + value_old * scale) / scale
                 if self._running_mean_std is not None:
                     self._running_mean_std.update((adv + value_old * scale).cpu().numpy())
-            for index in _minibatches(n, learn.batch_size):
+            for index in minibatches(n, learn.batch_size):
                 rows = [x[index] for x in (obs, action, value_old, adv, return_)]
                 logs.append(self._train_minibatch(_rows(batch["logit"], index), *rows))
         if self._lr_scheduler is not None:
@@ -352,20 +353,6 @@ def _continuous_param_init(model: torch.nn.Module, log_sigma: float) -> None:
         for module in model.actor.modules():
             if isinstance(module, torch.nn.Linear):
                 module.weight.mul_(0.01)
-
-
-def _minibatches(n: int, batch_size: int) -> list[torch.Tensor]:
-    """Shuffled index sets of ``batch_size`` covering all ``n`` rows; the last one takes the final
-    ``batch_size`` of the permutation (overlapping the one before) so that every set is full. The
-    permutation is drawn from numpy's global generator, as DI-engine's PPO draws it: a seeded run
-    shuffles as DI-engine's does."""
-    order = torch.as_tensor(np.random.permutation(n))
-    if n <= batch_size:
-        return [order]
-    starts = list(range(0, n - batch_size + 1, batch_size))
-    if starts[-1] + batch_size < n:
-        starts.append(n - batch_size)
-    return [order[s : s + batch_size] for s in starts]
 
 
 def _check_supported(cfg: dict) -> None:

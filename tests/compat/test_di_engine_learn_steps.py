@@ -1,9 +1,9 @@
 """ding_ray's learn step is DI-engine's: the same weights and batch give the same losses and weights.
 
 ``data/di_engine_learn_steps.json`` holds what DI-engine 0.5.3 did (``data/make_di_engine_learn_steps.py``,
-run with DI-engine installed): for DQN, discrete and continuous PPO, IMPALA (V-trace over unrolls)
-and SAC on their dizoo configs, the initial weights (a shipped checkpoint's; IMPALA's in the json),
-seeded batches, every log dict its learn mode returned (one per gradient step) and the model's
+run with DI-engine installed): for DQN, discrete and continuous PPO and A2C, IMPALA (V-trace over
+unrolls), SAC and the others on their dizoo configs, the initial weights (a shipped checkpoint's, or in
+the json), seeded batches, every log dict its learn mode returned (one per gradient step) and the model's
 outputs afterwards. Here ding_ray's policy, built from the same dizoo config and loaded with the
 same weights, learns on the same batches with the same torch seed before each call, and must log
 the same losses and end with the same model (and target network): any difference in a loss, a

@@ -17,6 +17,7 @@ from tests.compat.dizoo import wheel_root
 
 # ding_ray's type -> DI-engine's module under ding/policy and class
 DI_ENGINE_CLASSES = {
+    "a2c": ("a2c.py", "A2CPolicy"),
     "dqn": ("dqn.py", "DQNPolicy"),
     "ppo": ("ppo.py", "PPOPolicy"),
     "ppo_offpolicy": ("ppo.py", "PPOOffPolicy"),

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from ding_ray.envs import BaseEnvTimestep
-from ding_ray.policy import DQNPolicy, PPOPolicy, SACPolicy, TD3Policy
+from ding_ray.policy import A2CPolicy, DQNPolicy, PPOPolicy, SACPolicy, TD3Policy
 from ding_ray.policy.action_mask import RandomLegalPolicy
 from ding_ray.policy.common import numpy_forward
 
@@ -15,6 +15,8 @@ CONTINUOUS = dict(
     action_space="continuous", model=dict(obs_shape=3, action_shape=2, action_space="continuous")
 )
 POLICIES = {
+    "a2c": lambda: A2CPolicy(dict(model=dict(obs_shape=3, action_shape=2))),
+    "a2c_continuous": lambda: A2CPolicy(CONTINUOUS),
     "dqn": lambda: DQNPolicy(dict(model=dict(obs_shape=3, action_shape=2))),
     "ppo": lambda: PPOPolicy(dict(model=dict(obs_shape=3, action_shape=2))),
     "ppo_continuous": lambda: PPOPolicy(CONTINUOUS),
@@ -33,6 +35,11 @@ KEYS = {
     "sac": ({"action", "logit"}, {"action", "logit"}, {"obs", "next_obs", "action", "reward", "done"}),
 }
 KEYS["ppo_continuous"] = KEYS["ppo"]
+KEYS["a2c"] = KEYS["a2c_continuous"] = (
+    {"action", "logit", "value"},
+    {"action", "logit"},
+    {"obs", "next_obs", "action", "value", "reward", "done"},
+)
 KEYS["td3"] = ({"action"}, {"action"}, {"obs", "next_obs", "action", "reward", "done"})
 
 
@@ -61,7 +68,7 @@ def test_public_forwards_give_tensors_and_the_fast_path_the_same_numbers(name):
                 assert not isinstance(array, torch.Tensor)
                 np.testing.assert_allclose(tensor.numpy(), array, rtol=1e-6)
     action = policy.collect_mode.forward(OBS)[0]["action"]
-    if name in ("dqn", "ppo"):  # discrete: a 0-d integer tensor, as DI-engine's (so .item() works)
+    if name in ("dqn", "ppo", "a2c"):  # discrete: a 0-d integer tensor, as DI-engine's (so .item() works)
         assert action.shape == () and action.dtype == torch.int64 and action.item() in (0, 1)
         assert type(numpy_forward(policy.collect_mode)(OBS)[0]["action"]) is int
     else:

@@ -8,8 +8,8 @@ Run with a Python that has DI-engine 0.5.3 installed (not ding_ray's environment
 For each case below it builds DI-engine's policy from a dizoo config (seed 0) with the shipped
 checkpoint's weights (``make_di_engine_checkpoints.grid_weights``: the same seeded 1/16 grid, so a
 test loads them from ``di_engine_checkpoints/<checkpoint>.tar.xz``; IMPALA, which has no shipped
-checkpoint, gets them in the json), makes a seeded batch whose
-behaviour outputs (PPO's logits and values) are the model's own, calls ``learn_mode.forward`` on it
+checkpoint, gets them in the json), makes a seeded batch whose behaviour outputs (PPO's logits and
+values, A2C's values) are the model's own, calls ``learn_mode.forward`` on it
 ``calls`` times with ``torch.manual_seed(call)`` before each call, and records every log dict it
 returns and the model's outputs on fixed observations afterwards (target networks included).
 
@@ -36,6 +36,7 @@ _CARTPOLE = "dizoo.classic_control.cartpole.config."
 _PENDULUM = "dizoo.classic_control.pendulum.config."
 BATCH = 64
 NUM_OBS = 16
+_NARROW_VAC = dict(encoder_hidden_size_list=[32, 32], actor_head_hidden_size=32, critic_head_hidden_size=32)
 # name -> (dizoo config module, checkpoint of the initial weights, policy keys changed, learn calls)
 CASES = {
     # target_update_freq=2: the target network is synced inside the recorded calls
@@ -97,6 +98,21 @@ CASES = {
             learn=dict(batch_size=BATCH, noise_sigma=0.3, noise_range=dict(min=-0.2, max=0.2)),
         ),
         5,
+    ),
+    # A2C: no shipped checkpoint (a narrower VAC keeps the json small); two minibatches per call (the
+    # shuffle is numpy's, seeded 0 on both sides), so the log is the second one's; the continuous case
+    # normalises its advantages
+    "cartpole_a2c": (
+        _CARTPOLE + "cartpole_a2c_config",
+        None,
+        dict(model=_NARROW_VAC, learn=dict(batch_size=BATCH // 2)),
+        3,
+    ),
+    "pendulum_a2c": (
+        _PENDULUM + "pendulum_a2c_config",
+        None,
+        dict(model=_NARROW_VAC, learn=dict(batch_size=BATCH // 2, adv_norm=True)),
+        3,
     ),
     "pendulum_ddpg": (
         _PENDULUM + "pendulum_ddpg_config",
@@ -169,17 +185,22 @@ def batch(policy, cfg, gen: torch.Generator) -> tuple[list[dict], dict]:
     done = torch.rand(BATCH, generator=gen) < 0.1
     cols = dict(obs=obs, next_obs=next_obs, reward=reward, done=done)
     policy_type = cfg.policy.type
-    if policy_type == "ppo":
+    if policy_type in ("ppo", "a2c"):
         with torch.no_grad():
             out = model.forward(obs, mode="compute_actor_critic")
         cols["value"] = out["value"]
-        cols["traj_flag"] = done | (torch.arange(BATCH) % 16 == 15)
+        if policy_type == "ppo":
+            cols["traj_flag"] = done | (torch.arange(BATCH) % 16 == 15)
+        else:  # A2C's collector computed them
+            cols["adv"] = torch.randn(BATCH, generator=gen)
         if cfg.policy.action_space == "continuous":
             mu, sigma = out["logit"]["mu"], out["logit"]["sigma"]
-            cols["logit"] = dict(mu=mu, sigma=sigma)
+            if policy_type == "ppo":
+                cols["logit"] = dict(mu=mu, sigma=sigma)
             cols["action"] = mu + sigma * torch.randn(mu.shape, generator=gen)
         else:
-            cols["logit"] = out["logit"]
+            if policy_type == "ppo":
+                cols["logit"] = out["logit"]
             cols["action"] = torch.distributions.Categorical(logits=out["logit"]).sample()
     elif policy_type in ("sac", "td3", "ddpg"):
         cols["action"] = torch.rand(BATCH, cfg.policy.model.action_shape, generator=gen) * 2 - 1
@@ -225,7 +246,7 @@ def outputs(policy, cfg, obs: torch.Tensor, action: torch.Tensor) -> dict:
                 out[f"{name}.logit"], out[f"{name}.value"] = both["logit"], both["value"]
             elif cfg.policy.type == "dqn" or cfg.policy.type in DISTRIBUTIONAL:
                 out[f"{name}.q"] = model.forward(obs)["logit"]
-            elif cfg.policy.type == "ppo":
+            elif cfg.policy.type in ("ppo", "a2c"):
                 both = model.forward(obs, mode="compute_actor_critic")
                 logit = both["logit"]
                 if isinstance(logit, dict):
