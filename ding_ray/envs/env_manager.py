@@ -153,8 +153,9 @@ class BaseEnvManager:
         reset_timeout=None,
         # The subprocess managers' keys, which dizoo's configs give whatever the manager (DI-engine's
         # base manager ignores them): here the envs live in this process, so there is no memory to
-        # share, and a finished env is reset inside step either way.
+        # share or copy out of, and a finished env is reset inside step either way.
         shared_memory=False,
+        copy_on_get=True,
         reset_inplace=False,
     )
 

@@ -290,6 +290,10 @@ class DingEnvWrapper(GymnasiumEnv):
     only add what ``GymnasiumEnv`` already does, the episode return in the final ``info``. Its Atari
     wrapper set is not here: wrap the env with gymnasium's wrappers before passing it in.
     ``rew_clip`` and the other dizoo keys act as in ``GymnasiumEnv``.
+
+    As DI-engine's, its step answers the reward as a float32 array of shape ``(1,)`` (so
+    ``timestep.reward.item()`` works) and it has a ``reward_space``: a ``(1,)`` Box over the env's
+    ``reward_range``, unbounded for an env that states none (gymnasium 1.x envs).
     """
 
     def __init__(
@@ -310,10 +314,19 @@ class DingEnvWrapper(GymnasiumEnv):
             )
         self._seed_api, self._caller = seed_api, caller
         super().__init__(cfg, env=env)
+        low, high = getattr(self._env, "reward_range", (-np.inf, np.inf))
+        self.reward_space = gym.spaces.Box(low=low, high=high, shape=(1,), dtype=np.float32)
+
+    def step(self, action: Any) -> BaseEnvTimestep:
+        timestep = super().step(action)
+        return timestep._replace(reward=np.array([timestep.reward], dtype=np.float32))
 
 
-def get_vec_env_setting(cfg: dict) -> tuple[type, list[EasyDict], list[EasyDict]]:
-    """``(env class, per-env collector configs, per-env evaluator configs)`` from an env section."""
+def get_vec_env_setting(
+    cfg: dict, collect: bool = True, eval_: bool = True
+) -> tuple[type, list[EasyDict] | None, list[EasyDict] | None]:
+    """``(env class, per-env collector configs, per-env evaluator configs)`` from an env section;
+    ``collect=False`` / ``eval_=False`` give None in place of that list, as DI-engine's."""
     cfg = EasyDict(cfg)
     env_cls = ENV_REGISTRY.get(cfg.get("type", "gymnasium"))
     env_cfg = EasyDict({k: v for k, v in cfg.items() if k != "manager"})
@@ -321,8 +334,13 @@ def get_vec_env_setting(cfg: dict) -> tuple[type, list[EasyDict], list[EasyDict]
     # (episodic life, clipped rewards), its evaluator envs play whole games
     make_collector = getattr(env_cls, "create_collector_env_cfg", None)
     make_evaluator = getattr(env_cls, "create_evaluator_env_cfg", None)
-    if make_collector is not None and make_evaluator is not None:
-        return env_cls, list(make_collector(env_cfg)), list(make_evaluator(env_cfg))
-    collector = [copy.deepcopy(env_cfg) for _ in range(cfg.collector_env_num)]
-    evaluator = [copy.deepcopy(env_cfg) for _ in range(cfg.evaluator_env_num)]
+    hooks = make_collector is not None and make_evaluator is not None
+
+    def env_cfgs(make: Callable, env_num_key: str) -> list[EasyDict]:
+        if hooks:
+            return list(make(env_cfg))
+        return [copy.deepcopy(env_cfg) for _ in range(cfg[env_num_key])]
+
+    collector = env_cfgs(make_collector, "collector_env_num") if collect else None
+    evaluator = env_cfgs(make_evaluator, "evaluator_env_num") if eval_ else None
     return env_cls, collector, evaluator

@@ -6,7 +6,8 @@ same interfaces as remote calls.
 
 This facade also gives DI-engine's names from ``ding_ray.compat``: ``task`` and ``ding_init`` (the
 global task and process setup, a face over ``Task``), and ``FileModelLoader`` / ``FileStorageLoader``
-(refused when built).
+(refused when built). DI-engine's ``Parallel`` (its launcher of a pipeline over processes) is
+refused at import with what to use instead: ding_ray spreads a run over Ray actors.
 """
 
 from ding_ray.compat.global_task import ding_init, task
@@ -27,3 +28,16 @@ __all__ = [
     "stage_name",
     "task",
 ]
+
+
+def __getattr__(name: str) -> object:
+    if name == "Parallel":  # DI-engine's multi-process launcher: say what replaces it
+        raise ImportError(
+            "DI-engine's Parallel (Parallel.runner(...)(main)) is not in ding_ray: a ding_ray run spreads "
+            "over processes and machines as Ray actors instead. Run the same config with "
+            "ding_ray.entry.ray_pipeline((main_config, create_config), seed=0) or `ding-ray train "
+            "CONFIG --mode ray` (on a cluster: ray submit cluster.yaml your_script.py); a task script "
+            "written for Parallel runs as it is in one process (task.router.is_active is False).",
+            name="Parallel",
+        )
+    raise AttributeError(f"module 'ding_ray.framework' has no attribute '{name}'")

@@ -16,7 +16,8 @@ The calling loop::
 The stepper owns what every loop did alike: matching each answer with the observation and output
 it came from (an async manager answers some envs in a later call), telling failed steps
 (``info['abnormal']``) and episode ends apart, counting each env's episode steps, and resetting
-the policies' state of an env whose episode ended.
+the policies' state of an env whose episode ended. A reward given as an array of one element (as
+DI-engine's envs and ``DingEnvWrapper`` give it) reaches the loops as a float.
 """
 
 from __future__ import annotations
@@ -74,7 +75,7 @@ class EnvStepper:
         self._outputs.update(outputs)
         answers = self.env.step(actions)
         env_ids = np.fromiter(answers, dtype=np.int64, count=len(answers))
-        timesteps = list(answers.values())
+        timesteps = [_scalar_reward(t) for t in answers.values()]
         abnormal = np.fromiter((_failed(t) for t in timesteps), dtype=bool, count=len(timesteps))
         done = np.fromiter((bool(t.done) for t in timesteps), dtype=bool, count=len(timesteps)) & ~abnormal
         lengths = self.episode_length
@@ -104,6 +105,15 @@ class EnvStepper:
         if env_ids:
             for policy in self.policies:
                 policy.reset(env_ids)
+
+
+def _scalar_reward(timestep: Any) -> Any:
+    """``timestep`` with a reward of shape ``(1,)`` as a float: the loops add rewards up per episode
+    and keep one number per transition."""
+    reward = timestep.reward
+    if isinstance(reward, np.ndarray) and reward.shape == (1,):
+        return timestep._replace(reward=float(reward[0]))
+    return timestep
 
 
 def _failed(timestep: Any) -> bool:
