@@ -26,7 +26,7 @@ pytest.importorskip("mujoco", reason='the sweep runs MuJoCo configs: pip install
 pytest.importorskip("Box2D", reason='the sweep runs Box2D configs: pip install "ding_ray[box2d]"')
 
 FAMILIES = ("classic_control", "box2d", "mujoco")
-POLICIES = re.compile(r"_(dqn|ppo|onppo|sac|impala|c51|qrdqn|iqn|rainbow|td3|ddpg)_config\.py$")
+POLICIES = re.compile(r"_(dqn|ppo|onppo|sac|impala|c51|qrdqn|iqn|rainbow|td3|ddpg|a2c)_config\.py$")
 ENV_STEPS = 2000
 
 _REWARD_MODEL = (ConfigError, r"'reward_model' is not supported by ding_ray yet")
@@ -118,10 +118,10 @@ RUN = [path for path in SWEEP if path not in REFUSED]
 
 
 def test_the_sweep_covers_every_config_and_refuses_only_files_it_has():
-    assert len(SWEEP) == 73, SWEEP  # DI-engine 0.5.3's wheel
+    assert len(SWEEP) == 77, SWEEP  # DI-engine 0.5.3's wheel
     assert set(REFUSED) | set(_POLICY_TYPES) <= set(SWEEP), set(REFUSED) - set(SWEEP)
     registered = [path for path, name in _POLICY_TYPES.items() if name in POLICY_REGISTRY]
-    assert len(RUN) == 42 + len(registered)
+    assert len(RUN) == 46 + len(registered)
 
 
 def test_every_config_that_runs_compiles_with_its_dizoo_keys():
