@@ -7,12 +7,15 @@ driver that starts Ray first (``ding_ray.distributed.start_run``) loads torch me
 import importlib
 
 _EXPORTS = {
+    "collect_demo_data": "ding_ray.entry.demo_entry",
     "compile_ray_config": "ding_ray.distributed.run_config",
     "eval": "ding_ray.entry.eval_entry",
     "load_policy": "ding_ray.entry.trained_policy",
     "ray_pipeline": "ding_ray.entry.ray_entry",
     "read_result": "ding_ray.entry.result",
     "serial_pipeline": "ding_ray.entry.serial_entry",
+    "serial_pipeline_bc": "ding_ray.entry.serial_entry_bc",
+    "serial_pipeline_offline": "ding_ray.entry.serial_entry_offline",
     "serial_pipeline_onpolicy": "ding_ray.entry.serial_entry_onpolicy",
     "tune_pipeline": "ding_ray.entry.tune",
     "write_result": "ding_ray.entry.result",

@@ -3,6 +3,7 @@
 # This facade installs DI-engine's parameter names (checkpoints saved by DI-engine load into these
 # models); the models themselves know only ding_ray.model.foreign_state.
 import ding_ray.compat.di_engine_names  # noqa: F401
+from ding_ray.model.bc import ContinuousBC, DiscreteBC
 from ding_ray.model.common import MLP, DiscreteHead, DuelingHead, FCEncoder
 from ding_ray.model.conv import ConvEncoder
 from ding_ray.model.discrete_qac import DiscreteQAC
@@ -25,6 +26,8 @@ from ding_ray.model.vac import VAC
 
 __all__ = [
     "C51DQN",
+    "ContinuousBC",
+    "DiscreteBC",
     "ContinuousQAC",
     "ConvEncoder",
     "DQN",

@@ -2,6 +2,7 @@
 
 from ding_ray.policy.a2c import A2CPolicy
 from ding_ray.policy.base import CommandModePolicy, Policy, create_policy, get_policy_cls
+from ding_ray.policy.bc import BehaviourCloningPolicy
 from ding_ray.policy.c51 import C51Policy
 from ding_ray.policy.ddpg import DDPGPolicy
 from ding_ray.policy.discrete_sac import DiscreteSACPolicy
@@ -18,6 +19,7 @@ from ding_ray.utils.registry import POLICY_REGISTRY
 
 __all__ = [
     "POLICY_REGISTRY",
+    "BehaviourCloningPolicy",
     "A2CPolicy",
     "C51Policy",
     "CommandModePolicy",

@@ -91,6 +91,11 @@ class Policy:
         ),
         collect=dict(
             n_episode=None,  # episodes per collect call, for an episode collector (create_config collector)
+            # offline data: the file collect_demo_data writes (when not given it) and its format,
+            # 'naive' (ding_ray's msgpack, not DI-engine's pickle) or 'hdf5'; the file offline entries read
+            save_path=None,
+            data_type="naive",
+            data_path=None,
         ),
         eval=dict(),
         other=dict(),

@@ -12,6 +12,7 @@ from ding_ray.torch_utils.data_helper import (
     to_tensor,
 )
 from ding_ray.torch_utils.grad_clip import GRAD_CLIP_TYPES, GRAD_IGNORE_TYPES, clip_grads, ignore_grads
+from ding_ray.torch_utils.loss import LabelSmoothCELoss
 from ding_ray.torch_utils.optimizer_helper import Adam, RMSprop
 from ding_ray.torch_utils.rnn import GRU, LSTM, PytorchLSTM, get_lstm
 
@@ -20,6 +21,7 @@ __all__ = [
     "GRAD_IGNORE_TYPES",
     "GRU",
     "LSTM",
+    "LabelSmoothCELoss",
     "Adam",
     "PytorchLSTM",
     "RMSprop",

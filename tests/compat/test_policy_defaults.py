@@ -30,6 +30,7 @@ DI_ENGINE_CLASSES = {
     "rainbow": ("rainbow.py", "RainbowDQNPolicy"),
     "ddpg": ("ddpg.py", "DDPGPolicy"),
     "td3": ("td3.py", "TD3Policy"),
+    "bc": ("bc.py", "BehaviourCloningPolicy"),
 }
 # DI-engine's key -> why ding_ray's default differs or is absent
 DIFFERENCES = {

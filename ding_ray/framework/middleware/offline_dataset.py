@@ -103,6 +103,21 @@ def _data_path(cfg_or_path: Any) -> str:
         ) from err
 
 
+def _refuse_pickle(path: str) -> None:
+    """A DI-engine 'naive' file (a pickle) gets an error that says how to convert it; ding_ray never
+    unpickles, because loading a pickle can run any code."""
+    with open(path, "rb") as f:
+        head = f.read(2)
+    if len(head) == 2 and head[0] == 0x80 and 2 <= head[1] <= 5:  # pickle protocols 2 to 5
+        raise DataFormatError(
+            f"{path} is a pickle file (DI-engine's 'naive' offline data), which ding_ray does not load: "
+            "unpickling can run any code. If you trust it, convert it where DI-engine is installed: "
+            "offline_data_save_type(pickle.load(open(path, 'rb')), path, data_type='hdf5') from "
+            "ding.utils.data writes <path without .pkl>_demos.hdf5, which ding_ray reads with "
+            "data_type='hdf5'. Or collect the data again with ding_ray's collect_demo_data."
+        )
+
+
 class NaiveRLDataset(Dataset):
     """The transitions of a ``'naive'`` offline data file (ding_ray's msgpack, not pickle).
 
@@ -112,6 +127,7 @@ class NaiveRLDataset(Dataset):
 
     def __init__(self, cfg: Any) -> None:
         self._data_path = _data_path(cfg)
+        _refuse_pickle(self._data_path)
         state = load_state(self._data_path, FILE_KIND)
         rows = state.get("rows")
         storage = state.get("storage")
