@@ -1,6 +1,6 @@
 """PPO and SAC learn on Ray: the sync pipeline trains PPO in the serial one's rounds and evaluation
-schedule, the async pipeline solves Pendulum with SAC in the serial pipeline's env steps (and trains
-dizoo's TD3 config)."""
+schedule (and trains dizoo's A2C config), the async pipeline solves Pendulum with SAC in the serial
+pipeline's env steps (and trains dizoo's TD3 config)."""
 
 from __future__ import annotations
 
@@ -67,3 +67,16 @@ def test_td3_trains_on_the_async_pipeline(ray_session, tmp_path):
     ray_pipeline((main, create), seed=0, max_env_step=2500)
     got = result(main.exp_name)
     assert got["pipeline"] == "ray-async" and got["env_steps"] >= 2500 and got["train_iter"] > 10
+
+
+def test_a2c_trains_on_the_sync_pipeline(ray_session, tmp_path):
+    """dizoo's cartpole_a2c_config on the on-policy stage list: collector actors compute the advantages
+    (A2C's get_train_sample), the learner takes one iteration per round."""
+    main, create = read_dizoo_config("classic_control/cartpole/config/cartpole_a2c_config.py")
+    main.exp_name = str(tmp_path / "a2c")
+    main.ray = dict(progress_bar=False)
+    ray_pipeline((main, create), seed=0, max_env_step=2000)
+    got = result(main.exp_name)
+    assert got["pipeline"] == "ray-sync" and got["env_steps"] >= 2000
+    # one learn call per collect call of n_sample=80 samples, each one iteration
+    assert 0 < got["train_iter"] <= got["env_steps"] // 80
