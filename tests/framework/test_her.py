@@ -7,10 +7,12 @@ import numpy as np
 import pytest
 from easydict import EasyDict
 
+from ding_ray.config import compile_config
 from ding_ray.data import EpisodeReplayBuffer
 from ding_ray.errors import ConfigError, ShapeError
 from ding_ray.framework import OnlineRLContext, Task
-from ding_ray.framework.middleware import data_pusher, her_data_enhancer
+from ding_ray.framework.middleware import HERLearner, data_pusher, her_data_enhancer
+from ding_ray.policy import create_policy
 from ding_ray.reward_model import HerRewardModel
 
 
@@ -169,3 +171,25 @@ def test_enhancer_falls_back_to_the_batch_size_for_the_episode_count():
         task.use(her_data_enhancer(EasyDict(policy=dict(learn=dict(batch_size=4))), buffer, model))
         task.run(max_step=1)
         assert len(task.ctx.train_data) == 4 * 2  # 4 episodes (batch_size), 2 transitions each
+
+
+def test_her_learner_trains_update_per_collect_rounds_on_relabelled_episodes():
+    main = dict(
+        env=dict(env_id="CartPole-v1", collector_env_num=1, evaluator_env_num=1),
+        policy=dict(model=dict(obs_shape=8, action_shape=4), learn=dict(update_per_collect=3, batch_size=2)),
+    )
+    cfg = compile_config(main, seed=0, create_cfg=dict(policy=dict(type="dqn")), save_cfg=False)
+    policy = create_policy(cfg.policy, enable_field=["learn"])
+    buffer = EpisodeReplayBuffer(dict(replay_buffer_size=10))
+    learner = HERLearner(cfg, policy.learn_mode, buffer, her(her_strategy="final", sample_per_episode=4))
+    with Task(OnlineRLContext()) as task:  # no episodes yet: no round trains
+        task.use(learner)
+        task.run(max_step=1)
+        assert task.ctx.train_output == [] and task.ctx.train_iter == 0
+    buffer.push(episodes(3, n=4, flat=True), 0)
+    with Task(OnlineRLContext()) as task:
+        task.use(learner)
+        task.run(max_step=1)
+        assert task.ctx.train_iter == 3 and len(task.ctx.train_output) == 3
+        assert len(task.ctx.train_data) == 2 * 4  # the last round's 2 episodes, 4 relabelled steps each
+        assert all(np.isfinite(out["total_loss"]) for out in task.ctx.train_output)

@@ -19,6 +19,7 @@ _EXPORTS = {
     "priority_calculator": "ding_ray.framework.middleware.data",
     "sqil_data_pusher": "ding_ray.framework.middleware.data",
     "her_data_enhancer": "ding_ray.framework.middleware.her",
+    "HERLearner": "ding_ray.framework.middleware.her",
     "nstep_reward_enhancer": "ding_ray.framework.middleware.enhancer",
     "offline_data_fetcher": "ding_ray.framework.middleware.offline",
     "offline_data_saver": "ding_ray.framework.middleware.offline",
@@ -44,11 +45,14 @@ _EXPORTS = {
     "OffPolicyLearner": "ding_ray.framework.middleware.train",
     "PolicyLearner": "ding_ray.framework.middleware.train",
     "gae_estimator": "ding_ray.framework.middleware.train",
+    "montecarlo_return_estimator": "ding_ray.framework.middleware.montecarlo",
     "multistep_trainer": "ding_ray.framework.middleware.train",
     "reward_estimator": "ding_ray.framework.middleware.train",
     "trainer": "ding_ray.framework.middleware.train",
     "weights_publisher": "ding_ray.framework.middleware.train",
-    # DI-engine's exchangers between processes: no-op stages here (a facade may import ding_ray.compat)
+    # DI-engine's exchangers between processes: no-op stages here (a facade may import ding_ray.compat),
+    # but PeriodicalModelExchanger, which hands weights between the models of one pipeline
+    "PeriodicalModelExchanger": "ding_ray.framework.middleware.model_exchange",
     "ContextExchanger": "ding_ray.compat.exchange",
     "ModelExchanger": "ding_ray.compat.exchange",
     # loggers (logger.py, wandb_logger.py)

@@ -1,4 +1,5 @@
-"""``her_data_enhancer``: the fetcher of a Hindsight Experience Replay pipeline.
+"""``her_data_enhancer``: the fetcher of a Hindsight Experience Replay pipeline, and ``HERLearner``,
+the learner stage that runs it with ``trainer``.
 
 Instead of sampling transitions, it samples whole episodes (an ``EpisodeReplayBuffer`` filled by
 ``data_pusher`` from ``ctx.episodes``) and trains on their relabelled copies made by a
@@ -14,6 +15,8 @@ from typing import Any
 from easydict import EasyDict
 
 from ding_ray.data.columnar import unstack_batch
+from ding_ray.framework.context import OnlineRLContext
+from ding_ray.framework.middleware.train import trainer
 
 logger = logging.getLogger(__name__)
 
@@ -49,3 +52,31 @@ def her_data_enhancer(cfg: EasyDict, buffer_: Any, her_reward_model: Any) -> Cal
         ctx.train_data = train_data
 
     return _fetch_and_enhance
+
+
+class HERLearner:
+    """DI-engine's learner stage of a HER pipeline: ``cfg.policy.learn.update_per_collect`` rounds of
+    ``her_data_enhancer`` and ``trainer``, ending early when the buffer holds too few episodes.
+
+    ``policy``: what ``trainer`` takes (a learn mode, a ``Policy``, a ``BaseLearner``).
+
+    Reads ctx: train_iter, env_step.
+    Writes ctx: train_data, train_output (the rounds' outputs, a list), train_iter.
+    """
+
+    def __init__(self, cfg: EasyDict, policy: Any, buffer_: Any, her_reward_model: Any) -> None:
+        self.cfg = cfg
+        self._fetcher = her_data_enhancer(cfg, buffer_, her_reward_model)
+        self._trainer = trainer(cfg, policy)
+
+    def __call__(self, ctx: OnlineRLContext) -> None:
+        outputs = []
+        for _ in range(int(self.cfg.policy.learn.update_per_collect)):
+            self._fetcher(ctx)
+            if ctx.train_data is None:
+                break
+            ctx.train_output = None
+            self._trainer(ctx)
+            if ctx.train_output is not None:  # a learner actor's call may finish in a later round
+                outputs.append(ctx.train_output)
+        ctx.train_output = outputs
