@@ -23,6 +23,7 @@ from ding_ray.model.noisy import NoiseLinearLayer, reset_noise
 from ding_ray.model.q_network import DQN
 from ding_ray.model.qac import ContinuousQAC
 from ding_ray.model.vac import VAC
+from ding_ray.model.wrapper import IModelWrapper, model_wrap, register_wrapper
 
 __all__ = [
     "C51DQN",
@@ -47,5 +48,8 @@ __all__ = [
     "RainbowHead",
     "FCEncoder",
     "create_model",
+    "IModelWrapper",
+    "model_wrap",
+    "register_wrapper",
     "reset_noise",
 ]
