@@ -1,13 +1,17 @@
 """What is ding_ray's own around A2C: the collector's advantages per chunk, the learn call's shape, a
-resumed learn state and the refused options (the learn step itself is DI-engine's:
+resumed learn state and run, and the refused options (the learn step itself is DI-engine's:
 tests/compat/test_di_engine_learn_steps.py)."""
+
+import json
 
 import numpy as np
 import pytest
 import torch
 
+from ding_ray.entry import serial_pipeline_onpolicy
 from ding_ray.errors import ConfigError
 from ding_ray.policy import A2CPolicy, create_policy
+from tests.compat.dizoo import read_dizoo_config
 from tests.policy.fakes import StubActorCritic, continuous_batch
 
 MODEL = dict(
@@ -141,3 +145,17 @@ def test_dizoo_keys_di_engine_s_a2c_does_not_read_are_accepted():
     learn.discount_factor; DI-engine's A2C reads neither."""
     cfg = dict(type="a2c", model=MODEL, learn=dict(epoch_per_collect=10, discount_factor=0.99))
     assert create_policy(cfg).cfg.learn.epoch_per_collect == 10
+
+
+def test_a_dizoo_run_resumes_from_its_checkpoint(tmp_path):
+    """dizoo's cartpole_a2c_config, 1,000 env steps and a checkpoint at the end; resumed to 2,000, the
+    run goes on from that checkpoint's iteration and env steps."""
+    main, create = read_dizoo_config("classic_control/cartpole/config/cartpole_a2c_config.py")
+    main.exp_name = str(tmp_path / "a2c")
+    serial_pipeline_onpolicy((main, create), seed=0, max_env_step=1000)
+    first = json.loads((tmp_path / "a2c" / "result.json").read_text())
+    serial_pipeline_onpolicy((main, create), seed=0, max_env_step=2000, resume=main.exp_name)
+    resumed = json.loads((tmp_path / "a2c" / "result.json").read_text())
+    assert resumed["resumed_from"] == first["last_checkpoint"]
+    assert resumed["train_iter"] > first["train_iter"] > 0
+    assert resumed["env_steps"] >= 2000 > first["env_steps"]
