@@ -13,6 +13,8 @@ import time
 import pytest
 import ray
 
+from ding_ray.configs.apex_dqn import create_config as apex_create
+from ding_ray.configs.apex_dqn import main_config as apex_main
 from ding_ray.distributed import ClusterError, RayConfig, RayRun, start_run
 from ding_ray.distributed.config import fit_cpu_shares
 from ding_ray.distributed.local_cpus import fit_local_cpus
@@ -105,32 +107,6 @@ def run_fresh(args: list[str], cwd: str, timeout: float = 420) -> subprocess.Com
 
 @pytest.mark.ray
 @pytest.mark.slow
-def test_the_help_example_trains_on_two_cpus(tmp_path):
-    """``ding-ray train apex_dqn --num-collectors 4`` (``ding-ray train --help``) on a 2-CPU Ray it
-    starts: the collectors' share is fitted, all seven actors start and fill the 2 CPUs, and the run
-    goes to its first learner call."""
-    argv = [
-        "train", "apex_dqn", "--num-collectors", "4", "--max-train-iter", "16",
-        "--set", "ray.num_cpus=2", "ray.progress_bar=False", "policy.random_collect_size=512",
-        "ray.min_replay_size=1024",  # one learner call (16 iterations) after 1024 env steps
-    ]  # fmt: skip
-    code = f"import sys\nfrom ding_ray.entry.cli import main\nsys.exit(main({argv!r}))\n"
-    proc = run_fresh(["-c", code], cwd=str(tmp_path))
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert "ray.collector_num_cpus=0.25 (was 0.5)" in proc.stderr
-    with open(tmp_path / "apex_dqn_seed0" / "result.json") as f:
-        result = json.load(f)
-    assert result.get("error") is None and result["train_iter"] >= 16
-    assert result["num_collectors"] == result["collectors_running"] == 4  # every collector started
-    with open(tmp_path / "apex_dqn_seed0" / "total_config.json") as f:
-        saved = json.load(f)["ray"]
-    assert saved["collector_num_cpus"] == 0.25 and saved["num_cpus"] == 2
-    shares = [saved[f"{name}_num_cpus"] for name in ("learner", "buffer", "evaluator")]
-    assert sum(shares) + 4 * saved["collector_num_cpus"] == 2.0  # the seven actors fill the 2 CPUs
-
-
-@pytest.mark.ray
-@pytest.mark.slow
 def test_a_cluster_too_small_still_fails_with_the_numbers(tmp_path):
     """A ``ray start --head --num-cpus=2`` cluster, joined through ``ray.address`` and through
     RAY_ADDRESS (as ``ray job submit`` runs a driver): 4 collectors are not fitted to it."""
@@ -176,43 +152,56 @@ def test_a_cluster_too_small_still_fails_with_the_numbers(tmp_path):
     assert "fitted" not in proc.stderr
 
 
-FIT_RUN = """
-from tests.distributed.configs import small_config
-
-main_config, create_config = small_config("fit_resume", num_cpus=2)
-"""
-
-
 @pytest.mark.ray
-def test_a_resumed_run_fits_its_cpu_shares_as_a_fresh_run_does(ray_session, tmp_path):
-    """``ding-ray train --resume DIR --num-collectors 3`` on a 2-CPU Ray started here: the shares the
-    run recorded (its total_config.json, its checkpoint) are refitted, not taken for the user's."""
-    (tmp_path / "fit_resume.py").write_text(FIT_RUN)
+@pytest.mark.slow
+def test_the_help_example_trains_on_two_cpus_and_its_resume_is_fitted_as_a_fresh_run(ray_session, tmp_path):
+    """``ding-ray train apex_dqn --num-collectors 4`` (``ding-ray train --help``) on a 2-CPU Ray it
+    starts: the collectors' share is fitted, all seven actors start and fill the 2 CPUs, and the run
+    goes to its first learner call. ``--resume DIR --num-collectors 6`` then refits the shares the run
+    recorded (its total_config.json, its checkpoint) as a fresh run of 6 would, not taking them for
+    the user's."""
 
     def ding_ray(*args: str) -> subprocess.CompletedProcess:
-        return run_fresh(["-m", "ding_ray.entry.cli", "train", *args], cwd=str(tmp_path), timeout=300)
+        code = f"import sys\nfrom ding_ray.entry.cli import main\nsys.exit(main({list(args)!r}))\n"
+        return run_fresh(["-c", code], cwd=str(tmp_path))
 
-    first = ding_ray("fit_resume.py", "--mode", "ray", "--max-env-step", "300")
+    first = ding_ray(
+        "train", "apex_dqn", "--num-collectors", "4", "--max-train-iter", "16",
+        "--set", "ray.num_cpus=2", "ray.progress_bar=False", "policy.random_collect_size=512",
+        "ray.min_replay_size=1024",  # one learner call (16 iterations) after 1024 env steps
+    )  # fmt: skip
     assert first.returncode == 0, first.stderr[-3000:]
-    run_dir = str(tmp_path / "fit_resume_seed0")
-    resumed = ding_ray("--resume", run_dir, "--mode", "ray", "--num-collectors", "3", "--max-env-step", "600")
+    assert "ray.collector_num_cpus=0.25 (was 0.5)" in first.stderr
+    run_dir = str(tmp_path / "apex_dqn_seed0")
+    with open(os.path.join(run_dir, "result.json")) as f:
+        result = json.load(f)
+    assert result.get("error") is None and result["train_iter"] >= 16
+    assert result["num_collectors"] == result["collectors_running"] == 4  # every collector started
+    with open(os.path.join(run_dir, "total_config.json")) as f:
+        saved = json.load(f)["ray"]
+    assert saved["collector_num_cpus"] == 0.25 and saved["num_cpus"] == 2
+    shares = [saved[f"{name}_num_cpus"] for name in ("learner", "buffer", "evaluator")]
+    assert sum(shares) + 4 * saved["collector_num_cpus"] == 2.0  # the seven actors fill the 2 CPUs
+
+    resumed = ding_ray("train", "--resume", run_dir, "--num-collectors", "6", "--max-train-iter", "32")
     assert resumed.returncode == 0, resumed.stderr[-3000:]
-    assert "ray.collector_num_cpus=0.3333 (was 0.5)" in resumed.stderr  # as a fresh run of 3 collectors
+    assert "ray.collector_num_cpus=0.1666 (was 0.25)" in resumed.stderr  # as a fresh run of 6 collectors
     with open(os.path.join(run_dir, "result.json")) as f:
         result = json.load(f)
     assert "error" not in result and result["resumed_from"]
     with open(os.path.join(run_dir, "total_config.json")) as f:
         saved = json.load(f)["ray"]
-    assert saved["num_collectors"] == 3 and saved["collector_num_cpus"] == 0.3333
-    # a share set on this command line is the user's: kept, and the resource check says it does not fit
-    more = ["--resume", run_dir, "--mode", "ray", "--num-collectors", "4", "--max-env-step", "900"]
+    assert saved["num_collectors"] == 6 and saved["collector_num_cpus"] == 0.1666
+    # a share set on this command line is the user's: kept, and the resource check says, before Ray
+    # starts, that it does not fit
+    more = ["train", "--resume", run_dir, "--num-collectors", "8", "--max-train-iter", "48"]
     explicit = ding_ray(*more, "--set", "ray.collector_num_cpus=0.5")
     assert explicit.returncode == 1, explicit.stderr[-3000:]
     last = explicit.stderr.strip().splitlines()[-1]
     assert last.startswith(
         "ding-ray: error: The cluster cannot hold this pipeline's actors: the nodes hold the learner, "
-        "buffer and evaluator and 2 of the 4 collectors (0.5 CPU each"
+        "buffer and evaluator and 2 of the 8 collectors (0.5 CPU each"
     ), last
     # a Ray not started here (the session's stands for a cluster) takes the run's shares as recorded
-    cfg, _, started = start_run(small_config("fit_resume"), resume=run_dir, save_cfg=False)
-    assert not started and cfg.ray.collector_num_cpus == 0.3333
+    cfg, _, started = start_run((apex_main, apex_create), resume=run_dir, save_cfg=False)
+    assert not started and cfg.ray.collector_num_cpus == 0.1666
