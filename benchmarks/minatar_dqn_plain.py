@@ -44,7 +44,7 @@ def load_config() -> dict:
 
 
 class QNetwork(nn.Module):
-    """ding_ray's ``DQN(obs_shape, action_shape, dueling=False)`` for frames under 36 px, layer by layer."""
+    """ding_ray's DQN of the bundled config (MinAtar's encoder, no dueling), layer by layer."""
 
     def __init__(self, obs_shape: tuple[int, int, int], n_actions: int):
         super().__init__()
@@ -82,7 +82,9 @@ def evaluate(q_network: QNetwork, env_id: str, episodes: int, seed: int) -> list
 def main(seed: int, max_env_step: int, eval_every: int, threads: int) -> None:
     cfg = load_config()
     p, learn, eps = cfg["policy"], cfg["policy"]["learn"], cfg["policy"]["other"]["eps"]
-    assert p["nstep"] == 1 and not p["model"]["dueling"] and "encoder_hidden_size_list" not in p["model"]
+    assert p["nstep"] == 1 and not p["model"]["dueling"]
+    encoder = [p["model"][k] for k in ("encoder_hidden_size_list", "encoder_kernel_size", "encoder_stride")]
+    assert encoder == [[16, 128], [3], [1]]  # the network QNetwork builds
     assert eps["type"] == "linear"
     train_freq = p["collect"]["n_sample"] // learn["update_per_collect"]  # env steps per gradient step
     gamma, batch_size, learning_starts = p["discount_factor"], learn["batch_size"], p["random_collect_size"]

@@ -27,9 +27,16 @@ main_config = dict(
         stop_value=None,  # run the whole budget: the benchmark reads returns at 500k and 1M env steps
     ),
     policy=dict(
-        # No encoder list: frames under 36 px get the MinAtar paper's encoder (conv 16 3x3/1 + ReLU,
-        # linear 128), then DI-engine's head (linear 128 + ReLU, linear to the 3 Q-values).
-        model=dict(obs_shape=[4, 10, 10], action_shape=3, dueling=False),
+        # The MinAtar paper's encoder, stated in full: conv 16 3x3/1 + ReLU, linear 128;
+        # then DI-engine's head (linear 128 + ReLU, linear to the 3 Q-values)
+        model=dict(
+            obs_shape=[4, 10, 10],
+            action_shape=3,
+            dueling=False,
+            encoder_hidden_size_list=[16, 128],
+            encoder_kernel_size=[3],
+            encoder_stride=[1],
+        ),
         nstep=1,
         discount_factor=0.99,
         random_collect_size=5000,  # uniform random env steps before training (MinAtar's replay start)

@@ -22,9 +22,15 @@ main_config = dict(
     ),
     policy=dict(
         action_space="discrete",
-        # No encoder list: frames under 36 px get the MinAtar paper's encoder (conv 16 3x3/1 + ReLU,
-        # linear 128), shared by the actor and critic heads.
-        model=dict(obs_shape=[4, 10, 10], action_shape=3),
+        # The MinAtar paper's encoder, stated in full: conv 16 3x3/1 + ReLU, linear 128;
+        # shared by the actor and critic heads
+        model=dict(
+            obs_shape=[4, 10, 10],
+            action_shape=3,
+            encoder_hidden_size_list=[16, 128],
+            encoder_kernel_size=[3],
+            encoder_stride=[1],
+        ),
         learn=dict(
             bootstrap_on_truncation=True,  # targets bootstrap at a time limit (rl-zoo3); DI-engine's: False
             epoch_per_collect=4,

@@ -14,6 +14,12 @@ layers (``kernel_size``/``stride`` of length K, by default ``[8, 4, 3]``/``[4, 2
   default for a 3-D ``obs_shape`` when the config gives no list (``NATURE_CNN``);
 - longer lists put DI-engine's residual blocks between; ding_ray does not build those.
 
+The class's own default is DI-engine's, ``[32, 64, 64, 128]``; the models (``make_encoder``) default
+to the Nature CNN for frames (see ``make_encoder``). With ``layer_norm=True`` (DI-engine's DreamerV3
+option) each conv pads its input to keep ``ceil(size / 2)`` ("same" padding), steps by 2 whatever
+``stride`` says, has no bias, and is followed by a layer norm over its channels (eps 1e-3), then the
+activation, as DI-engine's builds it.
+
 uint8 observations are scaled to float32 in [0, 1] inside ``forward`` (``float_obs``); float ones go
 through as they are.
 """
@@ -29,7 +35,9 @@ from torch import nn
 from ding_ray.errors import ConfigError, NotSupportedError, ShapeError
 from ding_ray.model.common import ACTIVATIONS, FCEncoder, activation_name, float_obs
 
-NATURE_CNN = (32, 64, 64, 512)  # the default encoder_hidden_size_list of a 3-D obs_shape
+NATURE_CNN = (32, 64, 64, 512)  # the models' default encoder_hidden_size_list of a 3-D obs_shape
+CONV_ENCODER_DEFAULT = (32, 64, 64, 128)  # DI-engine's ConvEncoder's own default hidden_size_list
+LAYER_NORM_STRIDE, LAYER_NORM_EPS = 2, 1e-3  # DI-engine's layer_norm convs: stride 2, LayerNorm eps
 # ... of frames too small for it (under 36 pixels a side, as MinAtar's 10x10): the network of the
 # MinAtar paper (Young & Tian, 2019), one conv 16 3x3/1 and a linear 128
 SMALL_CNN, SMALL_KERNEL_SIZE, SMALL_STRIDE, NATURE_MIN_SIZE = (16, 128), (3,), (1,), 36
@@ -58,17 +66,19 @@ def check_channels_first(obs_shape: Sequence[int], where: str = "policy.model.ob
 
 class ConvEncoder(nn.Module):
     """``obs [B, C, H, W]`` (uint8 or float) -> features ``[B, hidden_size_list[-1]]``; see the module
-    docstring for what each entry of ``hidden_size_list`` means. ``norm_type`` is accepted and adds
-    nothing, as in DI-engine (it normalises only the residual blocks)."""
+    docstring for what each entry of ``hidden_size_list`` means and what ``layer_norm`` builds.
+    ``norm_type`` is accepted and adds nothing, as in DI-engine (it normalises only the residual
+    blocks)."""
 
     def __init__(
         self,
         obs_shape: Sequence[int],
-        hidden_size_list: Sequence[int] = NATURE_CNN,
+        hidden_size_list: Sequence[int] = CONV_ENCODER_DEFAULT,
         activation: str | nn.Module | None = "relu",
         kernel_size: Sequence[int] = KERNEL_SIZE,
         stride: Sequence[int] = STRIDE,
         padding: Sequence[int] | None = None,
+        layer_norm: bool = False,
         norm_type: str | None = None,
     ) -> None:
         super().__init__()
@@ -76,6 +86,9 @@ class ConvEncoder(nn.Module):
         hidden = [int(n) for n in hidden_size_list]
         kernel_size, stride = [int(k) for k in kernel_size], [int(s) for s in stride]
         padding = [0] * len(kernel_size) if padding is None else [int(p) for p in padding]
+        self.layer_norm = bool(layer_norm)
+        if self.layer_norm:  # DI-engine's DreamerV3 convs: stride 2 and "same" padding, whatever is given
+            stride = [LAYER_NORM_STRIDE] * len(kernel_size)
         k = len(kernel_size)
         if not k or len(stride) != k or len(padding) != k:
             raise ConfigError(
@@ -99,10 +112,13 @@ class ConvEncoder(nn.Module):
         channels, height, width = self.obs_shape
         convs = []
         for i, (out, size, step, pad) in enumerate(zip(hidden, kernel_size, stride, padding)):
-            new_height, new_width = (
-                (height + 2 * pad - size) // step + 1,
-                (width + 2 * pad - size) // step + 1,
-            )
+            if self.layer_norm:
+                new_height, new_width = -(-height // step), -(-width // step)
+            else:
+                new_height, new_width = (
+                    (height + 2 * pad - size) // step + 1,
+                    (width + 2 * pad - size) // step + 1,
+                )
             if new_height < 1 or new_width < 1:
                 raise ConfigError(
                     f"obs_shape={list(self.obs_shape)} is too small for the conv stack: conv layer {i} "
@@ -110,9 +126,17 @@ class ConvEncoder(nn.Module):
                     f"smaller kernels and strides (policy.model.encoder_kernel_size / encoder_stride; "
                     f"now {kernel_size} / {stride})."
                 )
-            convs.append(nn.Conv2d(channels, out, size, step, pad))
+            if self.layer_norm:
+                convs.append(nn.Conv2d(channels, out, size, step, bias=False))
+            else:
+                convs.append(nn.Conv2d(channels, out, size, step, pad))
             channels, height, width = out, new_height, new_width
         self.convs = nn.ModuleList(convs)
+        self.norms = (
+            nn.ModuleList(nn.LayerNorm(c.out_channels, eps=LAYER_NORM_EPS) for c in convs)
+            if self.layer_norm
+            else None
+        )
         # DI-engine sizes the linear layer with a forward of torch.randn(1, *obs_shape); drawing the
         # same numbers keeps a seed's random stream, and so the initial weights from here on, DI-engine's
         torch.randn(1, *self.obs_shape)
@@ -129,9 +153,24 @@ class ConvEncoder(nn.Module):
             )
         x = float_obs(obs)
         activation = self.activation
-        for conv in self.convs:
-            x = activation(conv(x))
+        if self.norms is None:
+            for conv in self.convs:
+                x = activation(conv(x))
+        else:
+            for conv, norm in zip(self.convs, self.norms):
+                x = _same_padded(x, conv.kernel_size[0], conv.stride[0])
+                x = norm(conv(x).permute(0, 2, 3, 1)).permute(0, 3, 1, 2)  # normalise over channels
+                x = activation(x)
         return F.linear(x.flatten(1), self.fc.weight, self.fc.bias)
+
+
+def _same_padded(x: torch.Tensor, kernel: int, stride: int) -> torch.Tensor:
+    """``x`` padded (less before than after when odd) so a conv keeps ``ceil(size / stride)``."""
+    pads = []
+    for size in (x.shape[-1], x.shape[-2]):  # F.pad takes the last axis first
+        total = max((-(-size // stride) - 1) * stride + kernel - size, 0)
+        pads += [total // 2, total - total // 2]
+    return F.pad(x, pads) if any(pads) else x
 
 
 def make_encoder(

@@ -7,7 +7,8 @@ with the same seed before the forward; RainbowDQN's in eval mode, in train mode,
 after ``reset_noise``). ding_ray's models, built by ``create_model`` from DI-engine's ``model.type``
 names on the same seed, must give the same output keys, shapes and values (to 1e-6) and the same
 tensors; all but DQN (which has ding_ray's conv options) take the same arguments with the same
-defaults.
+defaults. ``ConvEncoder`` alone (its default, and DI-engine's ``layer_norm`` convs) has DI-engine's
+parameter count and shapes, and gives DI-engine's output on the same seed.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import ding_ray.model as model_module
 from ding_ray.compat.di_engine_names import from_di_engine, layout
 from ding_ray.model import create_model, reset_noise
 from ding_ray.utils.registry import MODEL_REGISTRY
-from tests.compat.data.make_di_engine_models import CASES, run_case, signature
+from tests.compat.data.make_di_engine_models import CASES, ENCODER_CASES, run_case, run_encoder, signature
 
 REFERENCE = json.loads((Path(__file__).parent / "data" / "di_engine_models.json").read_text())
 TOLERANCE = 1e-6
@@ -93,3 +94,10 @@ def test_a_state_in_di_engine_names_loads(case: str) -> None:
     loaded.load_state_dict(di_engine_state)
     for key, value in loaded.state_dict().items():
         assert torch.equal(value, state[key]), key
+
+
+@pytest.mark.parametrize("case", sorted(ENCODER_CASES))
+def test_conv_encoder_has_di_engines_parameters_and_output(case: str) -> None:
+    ours, theirs = run_encoder(model_module.ConvEncoder, ENCODER_CASES[case]), REFERENCE["encoders"][case]
+    assert (ours["parameters"], ours["shapes"]) == (theirs["parameters"], theirs["shapes"])
+    assert max_difference({"out": ours["output"]}, {"out": theirs["output"]}) <= TOLERANCE

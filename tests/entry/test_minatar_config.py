@@ -29,7 +29,7 @@ def test_the_plain_loop_builds_ding_rays_network_and_reads_the_config():
     plain, bundled = plain_module(), load_config("minatar_breakout_dqn")
     assert plain.load_config() == bundled.main_config  # the very values ding_ray trains with
     model_cfg = bundled.main_config.policy.model
-    ours = DQN(model_cfg.obs_shape, model_cfg.action_shape, dueling=model_cfg.dueling)
+    ours = DQN(**model_cfg)
     theirs = plain.QNetwork(tuple(model_cfg.obs_shape), model_cfg.action_shape)
     ours_params, theirs_params = list(ours.state_dict().values()), list(theirs.state_dict().values())
     assert [p.shape for p in ours_params] == [p.shape for p in theirs_params]

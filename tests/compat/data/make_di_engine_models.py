@@ -10,7 +10,8 @@ two-step sequence and on one step): in eval mode, and for RainbowDQN also in tra
 noise drawn at construction and again after ``reset_noise`` under ``NOISE_SEED``. IQN draws its
 quantile fractions in the forward, so every forward runs right after
 ``torch.manual_seed(FORWARD_SEED)``. It also records the constructor parameters and defaults of the
-classes in ``SAME_SIGNATURE``. ding_ray's compat test imports ``CASES``, ``run_case`` and
+classes in ``SAME_SIGNATURE``, and for ``ENCODER_CASES`` what ``run_encoder`` gives (``ConvEncoder``
+alone). ding_ray's compat test imports ``CASES``, ``run_case``, ``ENCODER_CASES``, ``run_encoder`` and
 ``signature`` from here, so both sides make the same calls.
 """
 
@@ -26,7 +27,7 @@ from torch import nn
 BUILD_SEED, INPUT_SEED, FORWARD_SEED, NOISE_SEED = 0, 1, 2, 3
 BATCH = 3
 # case -> (DI-engine class, model.type, constructor arguments)
-SAME_SIGNATURE = ("C51DQN", "QRDQN", "IQN", "RainbowDQN", "DRQN")  # DQN has ding_ray extras
+SAME_SIGNATURE = ("C51DQN", "QRDQN", "IQN", "RainbowDQN", "DRQN", "ConvEncoder")  # DQN has ding_ray extras
 CASES = {
     # DQN: its dueling head's first advantage and value layers are one stacked layer in ding_ray
     "dqn": ("DQN", "dqn", dict(obs_shape=4, action_shape=2)),
@@ -103,6 +104,32 @@ CASES = {
         dict(obs_shape=6, action_shape=3, encoder_hidden_size_list=[32, 16], dueling=False, res_link=True),
     ),
 }
+
+
+# ConvEncoder on its own: its default, and DI-engine's layer_norm convs (same padding, stride 2)
+ENCODER_CASES = {
+    "conv_encoder_default": dict(obs_shape=[4, 84, 84]),
+    "conv_encoder_layer_norm": dict(
+        obs_shape=[3, 64, 64], hidden_size_list=[16, 32, 64], kernel_size=[4, 4, 4], layer_norm=True
+    ),
+    "conv_encoder_layer_norm_odd": dict(
+        obs_shape=[2, 37, 45], hidden_size_list=[8, 8, 16, 24], kernel_size=[3, 5, 2], layer_norm=True
+    ),
+}
+
+
+def run_encoder(encoder_cls: type, kwargs: dict) -> dict:
+    """Build ``encoder_cls(**kwargs)`` on the build seed: its parameter count, parameter shapes (in
+    sorted order) and output on ``observations(kwargs)``."""
+    torch.manual_seed(BUILD_SEED)
+    encoder = encoder_cls(**kwargs)
+    with torch.no_grad():
+        out = encoder(observations(kwargs))
+    return {
+        "parameters": sum(p.numel() for p in encoder.parameters()),
+        "shapes": sorted(list(p.shape) for p in encoder.parameters()),
+        "output": {"shape": list(out.shape), "values": out.flatten().tolist()},
+    }
 
 
 def observations(kwargs: dict) -> torch.Tensor:
@@ -182,9 +209,12 @@ def main() -> None:
         model_cls = getattr(ding_model, cls_name)
         cases[name] = run_case(model_cls, kwargs, reset_noise if cls_name == "RainbowDQN" else None)
     signatures = {cls_name: signature(getattr(ding_model, cls_name)) for cls_name in SAME_SIGNATURE}
+    encoders = {name: run_encoder(ding_model.ConvEncoder, kwargs) for name, kwargs in ENCODER_CASES.items()}
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "di_engine_models.json")
     with open(path, "w") as f:
-        json.dump({"torch": torch.__version__, "signatures": signatures, "cases": cases}, f)
+        json.dump(
+            {"torch": torch.__version__, "signatures": signatures, "cases": cases, "encoders": encoders}, f
+        )
     print(f"wrote {path} ({os.path.getsize(path)} bytes)")
 
 
