@@ -1,8 +1,8 @@
 """The ``ding`` console script: DI-engine's command line (``ding -m serial -c cfg.py -s 0``) on ding_ray.
 
-It takes DI-engine's options for the modes ding_ray has (``serial``, ``serial_onpolicy``, ``eval``)
-and runs a config file as DI-engine would, dizoo's env types mapped onto the gymnasium envs they wrap
-(``ding_ray.compat.dizoo_envs``). Several seeds (``-s 0 -s 1``) run one after the other, each in
+It takes DI-engine's options for the modes ding_ray has (``serial``, ``serial_onpolicy``,
+``serial_offline``, ``eval``) and runs a config file as DI-engine would, dizoo's env types mapped onto
+the gymnasium envs they wrap (``ding_ray.compat.dizoo_envs``). Several seeds (``-s 0 -s 1``) run one after the other, each in
 ``<config name>_result/seed<S>`` (or ``<exp-name>/seed<S>``), as DI-engine lays them out. The other
 modes of DI-engine's command are refused by name, with what to use instead.
 """
@@ -17,7 +17,7 @@ from ding_ray.entry.cli_commands import say_interrupted
 from ding_ray.errors import ConfigError, DingRayError
 
 PROG = "ding"
-MODES = ("serial", "serial_onpolicy", "eval")
+MODES = ("serial", "serial_onpolicy", "serial_offline", "eval")
 # DI-engine's other modes -> what to use instead
 OTHER_MODES = {
     "parallel": "ding_ray runs distributed on Ray: ding-ray train CONFIG --mode ray",
@@ -31,7 +31,6 @@ OTHER_MODES = {
             "serial_trex_onpolicy",
             "serial_reward_model",
             "serial_gail",
-            "serial_offline",
             "serial_ngu",
         )
     },
@@ -101,6 +100,10 @@ def run(args: argparse.Namespace, seed: int) -> None:
         from ding_ray.entry.serial_entry_onpolicy import serial_pipeline_onpolicy
 
         serial_pipeline_onpolicy(config, seed, max_train_iter=train_iter, max_env_step=env_step)
+    elif args.mode == "serial_offline":  # the dataset at policy.collect.data_path; no env steps to count
+        from ding_ray.entry.serial_entry_offline import serial_pipeline_offline
+
+        serial_pipeline_offline(config, seed, max_train_iter=train_iter)
     else:
         from ding_ray.entry.eval_entry import eval as evaluate
 

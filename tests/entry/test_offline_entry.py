@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from ding_ray.entry import collect_demo_data, serial_pipeline_bc, serial_pipeline_offline
+from ding_ray.entry.ding_command import main as ding_main
 from ding_ray.errors import ConfigError
 from ding_ray.framework.middleware.offline_dataset import NaiveRLDataset
 from ding_ray.policy import create_policy
@@ -93,3 +94,12 @@ def test_bad_input_is_refused_early(demo, monkeypatch):
         collect_demo_data(DQN, seed=0, collect_count=10, expert_data_path="x.msgpack")
     with pytest.raises(ConfigError, match="collect_count"):
         collect_demo_data(DQN, seed=0, collect_count=0, expert_data_path="x.msgpack", state_dict={})
+
+
+def test_ding_command_runs_serial_offline(demo, monkeypatch):
+    monkeypatch.chdir(demo)
+    main_cfg, create_cfg = bc_config(data_path=str(demo / "demo.msgpack"))
+    main_cfg["exp_name"] = "bc_by_ding"
+    (demo / "bc_config.py").write_text(f"main_config = {main_cfg!r}\ncreate_config = {create_cfg!r}\n")
+    assert ding_main(["-m", "serial_offline", "-c", "bc_config.py", "-s", "0", "--train-iter", "3"]) == 0
+    assert (demo / "bc_by_ding" / "ckpt").is_dir()
