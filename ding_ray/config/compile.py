@@ -381,12 +381,12 @@ def _check_consistency(merged: EasyDict) -> None:
 def _check_n_sample(merged: EasyDict) -> None:
     """A collector that collects transitions (not episodes) needs how many per call: DI-engine's
     PPO, IMPALA and others have no default, and a run without one fails at its first collect. An
-    offline run (``policy.collect.data_path`` set) builds no collector."""
+    offline config (``policy.collect.data_path`` or ``learn.train_epoch`` set) builds no collector."""
     collector = merged.policy.collect.collector
     if "n_sample" not in collector or collector.n_sample or (merged.get("ray") or {}).get("n_sample"):
         return
-    if merged.policy.collect.get("data_path"):  # an offline run: it trains on a file, collects nothing
-        return
+    if merged.policy.collect.get("data_path") or merged.policy.learn.get("train_epoch"):
+        return  # an offline config (a dataset, passes over it): it trains on a file, collects nothing
     raise ConfigError(
         f"Config key 'policy.collect.n_sample' is not set: the '{collector.type}' collector needs the "
         f"transitions to collect per call, and policy '{merged.policy.type}' has no default. Set it (e.g. "

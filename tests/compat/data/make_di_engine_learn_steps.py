@@ -120,6 +120,14 @@ CASES = {
         dict(model=dict(actor_head_hidden_size=32, critic_head_hidden_size=32), learn=dict(batch_size=BATCH)),
         3,
     ),
+    # BC on dizoo's cartpole_bc_config: cross entropy, SGD with momentum and weight decay (the step is
+    # deterministic); a narrower encoder keeps the json's weights small
+    "cartpole_bc": (
+        _CARTPOLE + "cartpole_bc_config",
+        None,
+        dict(model=dict(encoder_hidden_size_list=[32, 32])),
+        3,
+    ),
 }
 DISTRIBUTIONAL = ("c51", "qrdqn", "iqn", "rainbow")
 
@@ -244,7 +252,7 @@ def outputs(policy, cfg, obs: torch.Tensor, action: torch.Tensor) -> dict:
             if cfg.policy.type == "impala":
                 both = model.forward(obs, mode="compute_actor_critic")
                 out[f"{name}.logit"], out[f"{name}.value"] = both["logit"], both["value"]
-            elif cfg.policy.type == "dqn" or cfg.policy.type in DISTRIBUTIONAL:
+            elif cfg.policy.type in ("dqn", "bc") or cfg.policy.type in DISTRIBUTIONAL:
                 out[f"{name}.q"] = model.forward(obs)["logit"]
             elif cfg.policy.type in ("ppo", "a2c"):
                 both = model.forward(obs, mode="compute_actor_critic")
@@ -268,7 +276,12 @@ def outputs(policy, cfg, obs: torch.Tensor, action: torch.Tensor) -> dict:
 
 def scalars(info: dict, priority: bool) -> dict:
     """The log dict's numbers, and (``priority``) its per-sample priorities."""
-    out = {k: float(torch.as_tensor(v).detach()) for k, v in info.items() if np.ndim(v) == 0}
+    # timings (BC's forward_time, ...) differ run to run: not part of the step
+    out = {
+        k: float(torch.as_tensor(v).detach())
+        for k, v in info.items()
+        if np.ndim(v) == 0 and not k.endswith("_time")
+    }
     if priority:
         out["priority"] = [float(p) for p in info["priority"]]
     return out
