@@ -1,6 +1,7 @@
 """Settings every test process shares: torch on one thread, as every ding_ray process runs."""
 
 import os
+import sys
 
 import pytest
 
@@ -8,6 +9,12 @@ from ding_ray.utils.runtime import set_torch_threads
 from tests.short_tmp import remove_short_tmps
 
 set_torch_threads(1)
+
+# Python's default: compiled modules are kept in __pycache__. A shell that sets PYTHONDONTWRITEBYTECODE
+# (some CI images do) has every process of the suite, hundreds of Ray actors and drivers among them,
+# compile ding_ray's sources again, at every start.
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+sys.dont_write_bytecode = False
 
 # Folders whose files run end-to-end jobs on Ray or on several hosts (most of a suite's wall time).
 # They are handed out first, and within them the files holding a test marked slow, so that the
