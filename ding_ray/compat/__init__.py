@@ -15,6 +15,7 @@ facades a DI-engine user imports import it:
   (the ``ding`` command, ``ding-ray train`` of a config file)
 - ``di_engine_names``: DI-engine's parameter names, installed as a translator of
   ``ding_ray.model.foreign_state`` (``ding_ray.model``)
+- ``to_di_engine``: the other way, ``save_for_di_engine``: a ding_ray checkpoint DI-engine loads
 """
 
 # The facades that re-export names of this package load first, whichever module of it is imported

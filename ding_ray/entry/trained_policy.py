@@ -91,21 +91,11 @@ def load_policy(path: str | os.PathLike, config: Any = None) -> TrainedPolicy:
     pass ``config``: a config file, a bundled config's name or ``(main_config, create_config)``.
     Checkpoints load with ``weights_only=True``: loading never runs code.
     """
-    from ding_ray.config import compile_config
     from ding_ray.policy import create_policy
 
     path = os.fspath(path)
-    if not os.path.exists(path):
-        raise ConfigError(f"'{path}' does not exist: pass a run folder or a checkpoint file.")
-    main_cfg, create_cfg = _read_config(path, config)
-    cfg = compile_config(main_cfg, create_cfg=create_cfg, auto=True, save_cfg=False)
-    cfg.policy.cuda = False
+    cfg, env = run_config(path, config)
     state, source = find_weights(path, cfg)
-    env = _make_env(cfg) if _needs_env(cfg) else None
-    if env is not None:
-        from ding_ray.envs.model_shapes import fill_model_shapes
-
-        fill_model_shapes(cfg, env.observation_space, env.action_space)
     policy = create_policy(cfg.policy, enable_field=["eval"])
     scale = None
     if env is not None:
@@ -117,6 +107,25 @@ def load_policy(path: str | os.PathLike, config: Any = None) -> TrainedPolicy:
         env.close()
     load_weights_of(policy.eval_mode, state, source, cfg.policy.type)
     return TrainedPolicy(policy, cfg, source, scale)
+
+
+def run_config(path: str, config: Any = None) -> tuple[EasyDict, Any]:
+    """The compiled config of the run at ``path`` (``config`` as ``load_policy`` takes it), for the
+    CPU, with the model's shapes read from one env where the config leaves them to the env; that env
+    is returned too (None where none was needed), for the caller to use and close."""
+    from ding_ray.config import compile_config
+
+    if not os.path.exists(path):
+        raise ConfigError(f"'{path}' does not exist: pass a run folder or a checkpoint file.")
+    main_cfg, create_cfg = _read_config(path, config)
+    cfg = compile_config(main_cfg, create_cfg=create_cfg, auto=True, save_cfg=False)
+    cfg.policy.cuda = False
+    env = _make_env(cfg) if _needs_env(cfg) else None
+    if env is not None:
+        from ding_ray.envs.model_shapes import fill_model_shapes
+
+        fill_model_shapes(cfg, env.observation_space, env.action_space)
+    return cfg, env
 
 
 def load_weights_of(mode: Any, state: Any, source: str, policy_type: str) -> None:
