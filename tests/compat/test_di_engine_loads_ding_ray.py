@@ -98,10 +98,10 @@ def test_di_engine_loads_converted_dqn_ppo_and_sac_checkpoints(tmp_path, monkeyp
         policy = create_policy(cfg.policy, enable_field=["learn"])
         policy.learn_mode.load_state_dict(state)
         model = policy.learn_mode.get_attribute("model")
-        expected_moments[name] = {
-            key: adam_moments_by_di_engine_name(model, state[key], optimizer)
-            for key, optimizer in policy._learn_optimizers().items()
-            if key in state and key != "optimizer_alpha"
+        expected_moments[name] = {  # SAC's alpha has no parameter of the model
+            key: adam_moments_by_di_engine_name(model, state[key], policy.learn_mode.get_attribute(key))
+            for key in state
+            if key.startswith("optimizer") and key != "optimizer_alpha"
         }
     (tmp_path / "spec.json").write_text(json.dumps(spec))
     result = subprocess.run(

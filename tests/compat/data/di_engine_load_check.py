@@ -48,7 +48,8 @@ def main(spec_path: str) -> None:
         learn_model = policy.learn_mode.get_attribute("model")
         names = {id(p): n for n, p in learn_model.named_parameters()}
         moments = {}
-        for key, optimizer in _optimizers(policy).items():
+        for key in [k for k in state if k.startswith("optimizer") and k != "optimizer_alpha"]:
+            optimizer = policy.learn_mode.get_attribute(key)
             moments[key] = {
                 names[id(p)]: optimizer.state[p]["exp_avg"].flatten().tolist()
                 for group in optimizer.param_groups
@@ -61,16 +62,6 @@ def main(spec_path: str) -> None:
             "last_iter": state.get("last_iter"),
         }
     print(json.dumps(out))
-
-
-def _optimizers(policy) -> dict:
-    found = {}
-    for key, attribute in (("optimizer", "_optimizer"), ("optimizer_q", "_optimizer_q")):
-        if hasattr(policy, attribute):
-            found[key] = getattr(policy, attribute)
-    if hasattr(policy, "_optimizer_policy"):
-        found["optimizer_policy"] = policy._optimizer_policy
-    return found
 
 
 if __name__ == "__main__":
