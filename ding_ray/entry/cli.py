@@ -79,10 +79,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     train.add_argument(
         "--mode",
-        choices=("serial", "ray"),
+        choices=("serial", "ray", "offline"),
         default=None,
-        help="serial: one process, no Ray; ray: collectors, buffer, learner and evaluator as Ray actors "
-        "(default: the bundled config's mode, else serial)",
+        help="serial: one process, no Ray; ray: collectors, buffer, learner and evaluator as Ray actors; "
+        "offline: train on the dataset at policy.collect.data_path (serial_pipeline_offline, "
+        "--max-train-iter its budget) (default: the bundled config's mode, else serial)",
     )
     train.add_argument(
         "--address",

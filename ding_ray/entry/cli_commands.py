@@ -310,6 +310,15 @@ def cmd_train(args: argparse.Namespace) -> int:
         from ding_ray.entry import ray_pipeline
 
         ray_pipeline(input_cfg, seed=args.seed, **budget)
+    elif mode == "offline":
+        from ding_ray.entry import serial_pipeline_offline
+
+        if args.resume is not None or max_env_step is not None:
+            raise ConfigError(
+                "--mode offline trains on a dataset: it takes --max-train-iter, not --resume "
+                "or --max-env-step."
+            )
+        serial_pipeline_offline(input_cfg, seed=args.seed, max_train_iter=args.max_train_iter or int(1e10))
     else:
         from ding_ray.entry import serial_pipeline, serial_pipeline_onpolicy
         from ding_ray.entry.serial_entry_onpolicy import is_on_policy

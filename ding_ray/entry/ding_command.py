@@ -2,9 +2,9 @@
 
 It takes DI-engine's options for the modes ding_ray has (``serial``, ``serial_onpolicy``,
 ``serial_offline``, ``eval``) and runs a config file as DI-engine would, dizoo's env types mapped onto
-the gymnasium envs they wrap (``ding_ray.compat.dizoo_envs``). Several seeds (``-s 0 -s 1``) run one after the other, each in
-``<config name>_result/seed<S>`` (or ``<exp-name>/seed<S>``), as DI-engine lays them out. The other
-modes of DI-engine's command are refused by name, with what to use instead.
+the gymnasium envs they wrap (``ding_ray.compat.dizoo_envs``). Several seeds (``-s 0 -s 1``) run one
+after the other, each in ``<config name>_result/seed<S>`` (or ``<exp-name>/seed<S>``), as DI-engine
+lays them out. The other modes of DI-engine's command are refused by name, with what to use instead.
 """
 
 from __future__ import annotations

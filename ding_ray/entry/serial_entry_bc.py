@@ -13,7 +13,6 @@ from ding_ray.entry.serial_entry_offline import (
     OfflineRun,
     as_list,
     compile_offline_config,
-    log_final,
     train_epochs,
 )
 from ding_ray.framework.middleware.offline_dataset import NaiveRLDataset
@@ -49,7 +48,7 @@ def serial_pipeline_bc(
     validation_loader = DataLoader(validation_set, batch_size, collate_fn=default_collate)
     continuous = bool(cfg.policy.get("continuous", False))
     run = OfflineRun(cfg, None, model, dataset)
-    stop, last, iterations = False, {}, 0
+    iterations = 0
     with run:
         for _ in range(epochs):
             score = _validate(run.policy, validation_loader, continuous)
@@ -57,18 +56,17 @@ def serial_pipeline_bc(
             run.tb_logger.add_scalar(label, score, iterations)
             for batch in train_loader:
                 if run.evaluator.should_eval(run.learner.train_iter):
-                    stop, last = run.evaluator.eval(run.learner.save_checkpoint, run.learner.train_iter)
-                    if stop:
+                    run.evaluate()
+                    if run.stop:
                         break
                 run.learner.train(batch)
                 iterations += 1
                 if iterations >= max_iter:
-                    stop = True
+                    run.stop = True
                     break
-            if stop:
+            if run.stop:
                 break
-    log_final(last)
-    return run.policy, stop
+    return run.policy, run.stop
 
 
 def _validate(policy: Policy, loader: DataLoader, continuous: bool) -> float:

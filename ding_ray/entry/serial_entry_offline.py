@@ -4,6 +4,7 @@ pass over it (BC, CQL, any policy whose learn mode takes batches of transitions)
 from __future__ import annotations
 
 import logging
+import time
 from functools import partial
 from typing import Any
 
@@ -19,8 +20,9 @@ from ding_ray.envs.model_shapes import fill_model_shapes
 from ding_ray.errors import ConfigError
 from ding_ray.framework.middleware.offline_dataset import load_offline_data
 from ding_ray.policy import Policy, create_policy
+from ding_ray.utils.result import write_result
 from ding_ray.utils.run_dir import events_writer
-from ding_ray.utils.runtime import set_pkg_seed, set_torch_threads, setup_logging
+from ding_ray.utils.runtime import error_text, set_pkg_seed, set_torch_threads, setup_logging
 from ding_ray.worker import BaseLearner, InteractionSerialEvaluator
 
 logger = logging.getLogger(__name__)
@@ -40,8 +42,8 @@ def serial_pipeline_offline(
     entry does (``stop``: the stop value was reached or the budget ran out).
 
     ``input_cfg`` and ``env_setting`` as in ``serial_pipeline``; only evaluator envs are built.
-    Writes ``<exp_name>/total_config.json``, TensorBoard logs under ``<exp_name>/log/serial`` and
-    the learner's checkpoints under ``<exp_name>/ckpt``.
+    Writes ``<exp_name>/total_config.json``, TensorBoard logs under ``<exp_name>/log/serial``, the
+    learner's checkpoints under ``<exp_name>/ckpt`` and ``<exp_name>/result.json`` at the end.
     """
     setup_logging()
     cfg = compile_offline_config(input_cfg, seed, env_setting)
@@ -49,18 +51,16 @@ def serial_pipeline_offline(
     dataset = load_offline_data(cfg.policy.collect.data_path, cfg.policy.collect.data_type)
     loader = DataLoader(dataset, cfg.policy.learn.batch_size, shuffle=True, collate_fn=as_list)
     run = OfflineRun(cfg, env_setting, model, dataset)
-    stop, last = False, {}
     with run:
         for _ in range(epochs):
             for batch in loader:
                 run.learner.train(batch)
             if run.evaluator.should_eval(run.learner.train_iter):
-                stop, last = run.evaluator.eval(run.learner.save_checkpoint, run.learner.train_iter)
-            if stop or run.learner.train_iter >= max_train_iter:
-                stop = True
+                run.evaluate()
+            if run.stop or run.learner.train_iter >= max_train_iter:
+                run.stop = True
                 break
-    log_final(last)
-    return run.policy, stop
+    return run.policy, run.stop
 
 
 def as_list(items: list) -> list:
@@ -96,20 +96,18 @@ def train_epochs(cfg: EasyDict) -> int:
     return epochs
 
 
-def log_final(info: dict) -> None:
-    if info:
-        logger.info("final reward is: %.3f", info["eval_episode_return_mean"])
-
-
 class OfflineRun:
     """The evaluator envs, policy (learn and eval modes), learner and evaluator of an offline run, as
     DI-engine's offline entries build them, closed together when the run ends. Entering calls the
-    learner's ``before_run`` hooks, leaving its ``after_run`` hooks (on a clean end) and closes all."""
+    learner's ``before_run`` hooks; leaving calls its ``after_run`` hooks (on a clean end), writes
+    ``<exp_name>/result.json`` (with the error of a failed run) and closes all."""
 
     def __init__(
         self, cfg: EasyDict, env_setting: Any, model: torch.nn.Module | None, dataset: Dataset
     ) -> None:
         self.cfg = cfg
+        self.stop, self.last_return = False, None
+        self._start = time.perf_counter()
         set_torch_threads(cfg.policy.learn.get("num_threads", 1))
         if env_setting is None:
             env_fn, _, evaluator_env_cfg = get_vec_env_setting(cfg.env)
@@ -142,12 +140,37 @@ class OfflineRun:
             raise
         return self
 
-    def __exit__(self, exc_type: Any, *_: Any) -> None:
+    def evaluate(self) -> None:
+        """One evaluation; ``stop`` and ``last_return`` take its outcome."""
+        self.stop, info = self.evaluator.eval(self.learner.save_checkpoint, self.learner.train_iter)
+        self.last_return = float(info["eval_episode_return_mean"])
+
+    def __exit__(self, exc_type: Any, error: BaseException | None, *_: Any) -> None:
         try:
-            if exc_type is None:
+            if error is None:
                 self.learner.call_hook("after_run")
+                if self.last_return is not None:
+                    logger.info("final reward is: %.3f", self.last_return)
         finally:
-            self.close()
+            try:
+                self.write_result(error)
+            finally:
+                self.close()
+
+    def write_result(self, error: BaseException | None) -> None:
+        extra = dict(seed=self.cfg.seed, pipeline="serial_offline")
+        if error is not None:
+            extra["error"] = error_text(error)
+        write_result(
+            self.cfg.exp_name,
+            env_steps=0,  # an offline run takes no env steps but its evaluations'
+            train_iter=self.learner.train_iter,
+            best_eval_return=self.evaluator.best_return,
+            last_eval_return=self.last_return,
+            stop=self.stop,
+            wall_s=time.perf_counter() - self._start,
+            **extra,
+        )
 
     def close(self) -> None:
         try:

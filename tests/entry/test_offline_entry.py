@@ -9,7 +9,9 @@ import numpy as np
 import pytest
 
 from ding_ray.entry import collect_demo_data, serial_pipeline_bc, serial_pipeline_offline
+from ding_ray.entry.cli import main as ding_ray_main
 from ding_ray.entry.ding_command import main as ding_main
+from ding_ray.entry.result import read_result
 from ding_ray.errors import ConfigError
 from ding_ray.framework.middleware.offline_dataset import NaiveRLDataset
 from ding_ray.policy import create_policy
@@ -26,7 +28,7 @@ DQN = (
 
 def bc_config(data_path: str | None = "demo.msgpack", **learn) -> tuple[dict, dict]:
     learn = dict(batch_size=16, learning_rate=0.01, train_epoch=2, **learn)
-    policy = dict(model=MODEL, learn=learn, eval=dict(evaluator=dict(eval_freq=1000, max_episode_steps=50)))
+    policy = dict(model=MODEL, learn=learn, eval=dict(evaluator=dict(eval_freq=16, max_episode_steps=50)))
     if data_path:
         policy["collect"] = dict(data_path=data_path)
     main = dict(exp_name="bc", env=ENV, policy=policy)
@@ -61,7 +63,10 @@ def test_demo_file_holds_the_transitions(demo):
 def test_offline_pipeline_trains_whole_epochs_and_evaluates(demo, monkeypatch):
     monkeypatch.chdir(demo)
     policy, stop = serial_pipeline_offline(bc_config(), seed=0)
-    assert stop is False  # 2 epochs of 8 batches, the stop value out of reach
+    assert stop is False  # 2 epochs of 8 batches (120 = 7 x 16 + 8), the stop value out of reach
+    result = read_result("bc")
+    assert result["train_iter"] == 16 and result["pipeline"] == "serial_offline" and result["stop"] is False
+    assert result["last_eval_return"] is not None and "error" not in result
     learner_state = policy.learn_mode.state_dict()
     assert "model" in learner_state and "optimizer" in learner_state
     policy, stop = serial_pipeline_offline(bc_config(), seed=0, max_train_iter=3)
@@ -94,6 +99,17 @@ def test_bad_input_is_refused_early(demo, monkeypatch):
         collect_demo_data(DQN, seed=0, collect_count=10, expert_data_path="x.msgpack")
     with pytest.raises(ConfigError, match="collect_count"):
         collect_demo_data(DQN, seed=0, collect_count=0, expert_data_path="x.msgpack", state_dict={})
+
+
+def test_ding_ray_train_mode_offline(demo, monkeypatch, capsys):
+    monkeypatch.chdir(demo)
+    main_cfg, create_cfg = bc_config(data_path=str(demo / "demo.msgpack"))
+    main_cfg["exp_name"] = "bc_by_ding_ray"
+    (demo / "bc_train.py").write_text(f"main_config = {main_cfg!r}\ncreate_config = {create_cfg!r}\n")
+    assert ding_ray_main(["train", "bc_train.py", "--mode", "offline", "--max-train-iter", "3"]) == 0
+    assert read_result("bc_by_ding_ray_seed0")["train_iter"] == 8  # the epoch that reached 3 ends
+    assert ding_ray_main(["train", "bc_train.py", "--mode", "offline", "--max-env-step", "10"]) == 1
+    assert "--mode offline trains on a dataset" in capsys.readouterr().err
 
 
 def test_ding_command_runs_serial_offline(demo, monkeypatch):
