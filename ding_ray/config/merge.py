@@ -22,6 +22,9 @@ EXTRA_ENTRIES = "__extra_entries__"
 # Keys of DI-engine features ding_ray does not have yet: refused as such, not as unknown keys.
 NOT_SUPPORTED_YET = {
     "expert_random_collect_size": "DI-engine's SQIL entry (serial_pipeline_sqil) and its expert data",
+    # BC from observation: behaviour cloning with an inverse dynamics model trained on expert rollouts
+    "model_path": "DI-engine's BCO entry (serial_pipeline_bco) and its expert model",
+    "bco": "DI-engine's BCO entry (serial_pipeline_bco)",
 }
 
 
