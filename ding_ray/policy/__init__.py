@@ -4,6 +4,7 @@ from ding_ray.policy.a2c import A2CPolicy
 from ding_ray.policy.base import CommandModePolicy, Policy, create_policy, get_policy_cls
 from ding_ray.policy.bc import BehaviourCloningPolicy
 from ding_ray.policy.c51 import C51Policy
+from ding_ray.policy.cql import CQLPolicy, DiscreteCQLPolicy
 from ding_ray.policy.ddpg import DDPGPolicy
 from ding_ray.policy.discrete_sac import DiscreteSACPolicy
 from ding_ray.policy.dqn import DQNPolicy
@@ -19,11 +20,13 @@ from ding_ray.utils.registry import POLICY_REGISTRY
 
 __all__ = [
     "POLICY_REGISTRY",
-    "BehaviourCloningPolicy",
     "A2CPolicy",
+    "BehaviourCloningPolicy",
     "C51Policy",
     "CommandModePolicy",
+    "CQLPolicy",
     "DDPGPolicy",
+    "DiscreteCQLPolicy",
     "DiscreteSACPolicy",
     "DQNPolicy",
     "IMPALAPolicy",

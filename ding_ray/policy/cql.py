@@ -15,17 +15,11 @@ from typing import Any
 
 import torch
 
+from ding_ray.errors import ConfigError
 from ding_ray.policy.optim import make_adam
 from ding_ray.policy.qrdqn import QRDQNPolicy
 from ding_ray.policy.sac import SACPolicy, uniform_init
 from ding_ray.utils.registry import POLICY_REGISTRY
-
-# The offline entries' keys (serial_pipeline_offline reads them), which dizoo's CQL configs set.
-OFFLINE_LEARN = dict(train_epoch=None)  # passes over the dataset (the offline entries need it set)
-OFFLINE_COLLECT = dict(
-    data_type="naive",  # the dataset file's format: 'naive' (ding_ray's msgpack file) or 'hdf5'
-    data_path=None,  # the dataset file
-)
 
 # The largest Lagrange multiplier of the penalty (DI-engine's clamp of exp(log_alpha_prime)).
 ALPHA_PRIME_MAX = 1e6
@@ -47,14 +41,13 @@ class CQLPolicy(SACPolicy):
         learn=dict(
             num_actions=10,  # actions sampled per state for the penalty (uniform; the policy's at s, at s')
             # learn the penalty's weight (a Lagrange multiplier, lr learning_rate_q) so that the gap
-            # stays near lagrange_thresh; only with lagrange_thresh > 0, as DI-engine means it
+            # stays near lagrange_thresh (> 0)
             with_lagrange=False,
-            lagrange_thresh=-1,  # the target of the conservative gap with with_lagrange
+            lagrange_thresh=-1.0,  # the target of the conservative gap with with_lagrange
             min_q_weight=1.0,  # weight of the conservative penalty in each critic's loss
             with_q_entropy=False,  # subtract alpha * log pi(a'|s') in the TD target's next value (SAC's)
-            **OFFLINE_LEARN,
+            train_epoch=None,  # passes over the dataset (collect.data_path) of the offline entries
         ),
-        collect=OFFLINE_COLLECT,
     )
 
     def _init_learn(self) -> None:
@@ -63,10 +56,16 @@ class CQLPolicy(SACPolicy):
         self._num_actions = int(learn.num_actions)
         self._min_q_weight = float(learn.min_q_weight)
         self._lagrange_thresh = float(learn.lagrange_thresh)
-        # DI-engine 0.5.3 reads lagrange_thresh before it sets it (an AttributeError with
-        # with_lagrange=True); what its code means is a multiplier only for a positive threshold.
-        self._with_lagrange = bool(learn.with_lagrange) and self._lagrange_thresh > 0
+        self._with_lagrange = bool(learn.with_lagrange)
         if self._with_lagrange:
+            # DI-engine's code means a multiplier only for a positive threshold (0.5.3 reads
+            # lagrange_thresh before it sets it: an AttributeError with with_lagrange=True).
+            if self._lagrange_thresh <= 0:
+                raise ConfigError(
+                    f"policy.learn.with_lagrange=True needs lagrange_thresh > 0 (the conservative gap the "
+                    f"learned multiplier holds the penalty at), got {learn.lagrange_thresh}: set it "
+                    "(CQL's paper uses 5 or 10) or set with_lagrange=False for the fixed min_q_weight."
+                )
             self._log_alpha_prime = torch.zeros((), device=self._device, requires_grad=True)
             self._alpha_prime_optim = make_adam([self._log_alpha_prime], learn.learning_rate_q)
 
@@ -175,9 +174,8 @@ class DiscreteCQLPolicy(QRDQNPolicy):
         learn=dict(
             update_per_collect=1,
             min_q_weight=1.0,  # weight of the conservative penalty in the loss
-            **OFFLINE_LEARN,
+            train_epoch=None,  # passes over the dataset (collect.data_path) of the offline entries
         ),
-        collect=OFFLINE_COLLECT,
     )
 
     def _monitor_vars_learn(self) -> list[str]:

@@ -6,7 +6,7 @@ from typing import Any
 
 import torch
 
-from ding_ray.errors import ConfigError
+from ding_ray.errors import ConfigError, ShapeError
 from ding_ray.policy.action_mask import mask_q, split_obs_tensor
 from ding_ray.policy.dqn import DQNPolicy
 
@@ -34,6 +34,12 @@ class DistributionalQPolicy(DQNPolicy):
         (obs, _), (next_obs, next_mask) = split_obs_tensor(batch["obs"]), split_obs_tensor(batch["next_obs"])
         reward = batch["reward"]
         reward = reward.reshape(len(reward), -1).t()  # [B] or [B, nstep] -> [nstep, B]
+        if len(reward) != self._nstep:
+            raise ShapeError(
+                f"policy.nstep is {self._nstep} but the batch's rewards hold {len(reward)} step(s) per "
+                f"sample: data collected with another nstep (an offline dataset's collect_demo_data "
+                f"policy) does not fit; set nstep={len(reward)} or collect the data with nstep={self._nstep}."
+            )
         return dict(
             obs=obs,
             next_obs=next_obs,

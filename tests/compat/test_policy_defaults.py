@@ -30,6 +30,8 @@ DI_ENGINE_CLASSES = {
     "rainbow": ("rainbow.py", "RainbowDQNPolicy"),
     "ddpg": ("ddpg.py", "DDPGPolicy"),
     "td3": ("td3.py", "TD3Policy"),
+    "cql": ("cql.py", "CQLPolicy"),
+    "discrete_cql": ("cql.py", "DiscreteCQLPolicy"),
     "bc": ("bc.py", "BehaviourCloningPolicy"),
 }
 # DI-engine's key -> why ding_ray's default differs or is absent

@@ -120,6 +120,21 @@ CASES = {
         dict(model=dict(actor_head_hidden_size=32, critic_head_hidden_size=32), learn=dict(batch_size=BATCH)),
         3,
     ),
+    # CQL on dizoo's offline configs: discrete (QR-DQN's n-step quantile loss, target synced inside
+    # the calls) and continuous (SAC's, 10 sampled actions per state for the penalty, drawn from
+    # torch's global generator in the same order on both sides); narrower nets keep the json small
+    "cartpole_cql": (
+        _CARTPOLE + "cartpole_cql_config",
+        None,
+        dict(model=dict(encoder_hidden_size_list=[32, 32]), learn=dict(target_update_freq=2)),
+        4,
+    ),
+    "pendulum_cql": (
+        _PENDULUM + "pendulum_cql_config",
+        None,
+        dict(model=dict(actor_head_hidden_size=32, critic_head_hidden_size=32), learn=dict(batch_size=BATCH)),
+        4,
+    ),
     # BC on dizoo's cartpole_bc_config: cross entropy, SGD with momentum and weight decay (the step is
     # deterministic); a narrower encoder keeps the json's weights small
     "cartpole_bc": (
@@ -130,6 +145,8 @@ CASES = {
     ),
 }
 DISTRIBUTIONAL = ("c51", "qrdqn", "iqn", "rainbow")
+# policy types whose batches hold n-step rewards and whose models give Q-values as 'logit'
+NSTEP_Q = (*DISTRIBUTIONAL, "discrete_cql")
 
 
 def build(module: str, changes: dict):
@@ -210,11 +227,11 @@ def batch(policy, cfg, gen: torch.Generator) -> tuple[list[dict], dict]:
             if policy_type == "ppo":
                 cols["logit"] = out["logit"]
             cols["action"] = torch.distributions.Categorical(logits=out["logit"]).sample()
-    elif policy_type in ("sac", "td3", "ddpg"):
+    elif policy_type in ("sac", "td3", "ddpg", "cql"):
         cols["action"] = torch.rand(BATCH, cfg.policy.model.action_shape, generator=gen) * 2 - 1
     else:
         cols["action"] = torch.randint(cfg.policy.model.action_shape, (BATCH,), generator=gen)
-    if policy_type in DISTRIBUTIONAL:
+    if policy_type in NSTEP_Q:
         # n-step rewards [B, nstep]; some windows cut short by the end of the data (value_gamma)
         nstep, gamma = cfg.policy.nstep, cfg.policy.discount_factor
         cols["reward"] = torch.randn(BATCH, nstep, generator=gen) - 1.0
@@ -252,7 +269,7 @@ def outputs(policy, cfg, obs: torch.Tensor, action: torch.Tensor) -> dict:
             if cfg.policy.type == "impala":
                 both = model.forward(obs, mode="compute_actor_critic")
                 out[f"{name}.logit"], out[f"{name}.value"] = both["logit"], both["value"]
-            elif cfg.policy.type in ("dqn", "bc") or cfg.policy.type in DISTRIBUTIONAL:
+            elif cfg.policy.type in ("dqn", "bc") or cfg.policy.type in NSTEP_Q:
                 out[f"{name}.q"] = model.forward(obs)["logit"]
             elif cfg.policy.type in ("ppo", "a2c"):
                 both = model.forward(obs, mode="compute_actor_critic")
