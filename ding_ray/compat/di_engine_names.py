@@ -1,18 +1,19 @@
 """DI-engine's parameter names for ding_ray's models, so that a checkpoint DI-engine saved loads here.
 
-DI-engine 0.5.3's ``DQN``, ``VAC``, ``ContinuousQAC``, ``C51DQN``, ``QRDQN``, ``IQN`` and
-``RainbowDQN`` and ``DRQN`` compute the same functions as ding_ray's models of those names (DQN and VAC for
-image observations too), with other module names: its
-``FCEncoder`` calls the first layer ``init`` and the rest ``main.<i>`` (a Sequential with the
-activations in between), its ``ConvEncoder`` keeps the convolutions in ``main.<2i>`` (activations
-between) and the linear layer in ``mid``, its heads wrap their layers in ``MLP`` Sequentials
-(``head.A.0.0``, ``critic_head.last``, ``actor_head.2.mu``), ``VAC`` and ``ContinuousQAC`` repeat
-every tensor under ``actor.*`` / ``critic.*`` aliases, and ding_ray's ``DuelingHead`` stacks the
-first advantage and value layers into one. ``layout`` lists, for a ding_ray model, the DI-engine
-tensors each of its tensors is made of. Importing ``ding_ray.model`` installs ``DIEngineNames`` as a
-translator of ``ding_ray.model.foreign_state``, whose pre-hook every model registers, so
-``model.load_state_dict(di_engine_state)`` works wherever a state dict is loaded, and
-``learn_state_from_di_engine`` re-indexes the optimizer states of a DI-engine learn checkpoint.
+DI-engine 0.5.3's ``DQN``, ``VAC``, ``ContinuousQAC``, ``C51DQN``, ``QRDQN``, ``IQN``,
+``RainbowDQN``, ``DRQN`` and ``ContinuousBC`` (``DiscreteBC`` is DQN's network) compute the same
+functions as ding_ray's models of those names (DQN and VAC for image observations too), with other
+module names: its ``FCEncoder`` calls the first layer ``init`` and the rest ``main.<i>`` (a
+Sequential with the activations in between), its ``ConvEncoder`` keeps the convolutions in
+``main.<2i>`` (activations between) and the linear layer in ``mid``, its heads wrap their layers in
+``MLP`` Sequentials (``head.A.0.0``, ``critic_head.last``, ``actor_head.2.mu``), ``VAC`` and
+``ContinuousQAC`` repeat every tensor under ``actor.*`` / ``critic.*`` aliases, and ding_ray's
+``DuelingHead`` stacks the first advantage and value layers into one. ``layout`` lists, for a
+ding_ray model, the DI-engine tensors each of its tensors is made of. Importing ``ding_ray.model``
+installs ``DIEngineNames`` as a translator of ``ding_ray.model.foreign_state``, whose pre-hook every
+model registers, so ``model.load_state_dict(di_engine_state)`` works wherever a state dict is
+loaded, and ``learn_state_from_di_engine`` re-indexes the optimizer states of a DI-engine learn
+checkpoint.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import torch
 from torch import nn
 
 from ding_ray.errors import DataFormatError, ShapeError
+from ding_ray.model.bc import ContinuousBC
 from ding_ray.model.distributional import C51DQN, IQN, QRDQN, QuantileHead, RainbowDQN, RainbowHead
 from ding_ray.model.drqn import DRQN
 from ding_ray.model.foreign_state import install_translator
@@ -56,7 +58,7 @@ def layout(model: nn.Module) -> Layout | None:
     """DI-engine's names for ``model``'s tensors; None for a model DI-engine has no counterpart of."""
     rules = [(DQN, _dqn_pairs), (VAC, _vac_pairs), (ContinuousQAC, _qac_pairs)]
     rules += [(cls, _distributional_pairs) for cls in (C51DQN, QRDQN, IQN, RainbowDQN)]
-    rules.append((DRQN, _drqn_pairs))
+    rules += [(DRQN, _drqn_pairs), (ContinuousBC, _continuous_bc_pairs)]
     for cls, pairs_of in rules:
         if isinstance(model, cls):
             pairs, alias_prefixes = pairs_of(model)
@@ -175,17 +177,23 @@ def _vac_pairs(model: nn.Module) -> tuple[list, dict]:
     return pairs, aliases
 
 
-def _qac_pairs(model: nn.Module) -> tuple[list, dict]:
+def _actor_pairs(model: nn.Module, di: str) -> list:
+    """ContinuousQAC's or ContinuousBC's actor (``model.actor``), DI-engine's at ``di``: the input layer
+    ``<di>.0``, then the regression or reparameterization head ``<di>.2``."""
     trunk = model.actor.trunk
-    hidden = _di_mlp("actor_head.2.main.", len(trunk.layers) - 1, trunk.norms is not None, False)
-    pairs = _mlp("actor.trunk", trunk, ["actor_head.0", *hidden])
+    hidden = _di_mlp(f"{di}.2.main.", len(trunk.layers) - 1, trunk.norms is not None, False)
+    pairs = _mlp("actor.trunk", trunk, [f"{di}.0", *hidden])
     if model.action_space == "regression":  # DDPG/TD3: RegressionHead's output layer
-        pairs.append(("actor.last", ("actor_head.2.last",)))
-    else:
-        pairs += [
-            ("actor.mu", ("actor_head.2.mu",)),
-            ("actor.log_sigma_layer", ("actor_head.2.log_sigma_layer",)),
-        ]
+        return [*pairs, ("actor.last", (f"{di}.2.last",))]
+    return [*pairs, ("actor.mu", (f"{di}.2.mu",)), ("actor.log_sigma_layer", (f"{di}.2.log_sigma_layer",))]
+
+
+def _continuous_bc_pairs(model: nn.Module) -> tuple[list, dict]:
+    return _actor_pairs(model, "actor"), {}
+
+
+def _qac_pairs(model: nn.Module) -> tuple[list, dict]:
+    pairs = _actor_pairs(model, "actor_head")
     for i, critic in enumerate(model.critic):
         di = f"critic_head.{i}." if model.twin_critic else "critic_head."
         hidden = _di_mlp(f"{di}2.main.", len(critic.layers) - 2, critic.norms is not None, False)

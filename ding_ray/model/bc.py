@@ -15,6 +15,7 @@ from torch import nn
 
 from ding_ray.errors import ConfigError
 from ding_ray.model.common import float_obs, vector_size
+from ding_ray.model.foreign_state import rename_foreign_state
 from ding_ray.model.q_network import DQN
 from ding_ray.model.qac import ACTORS
 from ding_ray.utils.registry import MODEL_REGISTRY
@@ -67,6 +68,7 @@ class ContinuousBC(nn.Module):
         norm_type: str | None = None,
     ) -> None:
         super().__init__()
+        self.register_load_state_dict_pre_hook(rename_foreign_state)  # DI-engine checkpoints load
         if action_space not in ACTORS:
             raise ConfigError(
                 f"ContinuousBC action_space={action_space!r} is not supported: use 'regression' or "

@@ -1,14 +1,15 @@
-"""ding_ray's Q models start from DI-engine 0.5.3's weights on the same seed.
+"""ding_ray's Q and behaviour-cloning models start from DI-engine 0.5.3's weights on the same seed.
 
 ``data/di_engine_models.json`` holds what DI-engine's ``DQN``, ``DRQN``, ``C51DQN``, ``QRDQN``,
-``IQN`` and ``RainbowDQN`` built on a fixed seed (``data/make_di_engine_models.py``, run with
-DI-engine installed): their constructor signatures, state dict shapes and sums, and outputs (IQN's
-with the same seed before the forward; RainbowDQN's in eval mode, in train mode, and in train mode
-after ``reset_noise``). ding_ray's models, built by ``create_model`` from DI-engine's ``model.type``
-names on the same seed, must give the same output keys, shapes and values (to 1e-6) and the same
-tensors; all but DQN (which has ding_ray's conv options) take the same arguments with the same
-defaults. ``ConvEncoder`` alone (its default, and DI-engine's ``layer_norm`` convs) has DI-engine's
-parameter count and shapes, and gives DI-engine's output on the same seed.
+``IQN``, ``RainbowDQN``, ``DiscreteBC`` and ``ContinuousBC`` built on a fixed seed
+(``data/make_di_engine_models.py``, run with DI-engine installed): their constructor signatures,
+state dict shapes and sums, and outputs (IQN's with the same seed before the forward; RainbowDQN's
+in eval mode, in train mode, and in train mode after ``reset_noise``). ding_ray's models, built by
+``create_model`` from DI-engine's ``model.type`` names on the same seed, must give the same output
+keys, shapes and values (to 1e-6) and the same tensors; all but DQN and DiscreteBC (ding_ray's conv
+options, widths that default by observation kind) take the same arguments with the same defaults.
+``ConvEncoder`` alone (its default, and DI-engine's ``layer_norm`` convs) has DI-engine's parameter
+count and shapes, and gives DI-engine's output on the same seed.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Record DI-engine 0.5.3's Q models (DQN, DRQN, C51DQN, QRDQN, IQN, RainbowDQN) on a fixed seed.
+"""Record DI-engine 0.5.3's Q models (DQN, DRQN, C51DQN, QRDQN, IQN, RainbowDQN) and behaviour-cloning
+models (DiscreteBC, ContinuousBC) on a fixed seed.
 
 Run with a Python that has DI-engine 0.5.3 installed (not ding_ray's environment)::
 
@@ -27,7 +28,8 @@ from torch import nn
 BUILD_SEED, INPUT_SEED, FORWARD_SEED, NOISE_SEED = 0, 1, 2, 3
 BATCH = 3
 # case -> (DI-engine class, model.type, constructor arguments)
-SAME_SIGNATURE = ("C51DQN", "QRDQN", "IQN", "RainbowDQN", "DRQN", "ConvEncoder")  # DQN has ding_ray extras
+# DQN has ding_ray extras; DiscreteBC, DQN's network, its default widths by observation kind
+SAME_SIGNATURE = ("C51DQN", "QRDQN", "IQN", "RainbowDQN", "DRQN", "ConvEncoder", "ContinuousBC")
 CASES = {
     # DQN: its dueling head's first advantage and value layers are one stacked layer in ding_ray
     "dqn": ("DQN", "dqn", dict(obs_shape=4, action_shape=2)),
@@ -96,6 +98,17 @@ CASES = {
             v_max=1,
             n_atom=21,
         ),
+    ),
+    # BC: dizoo's cartpole_bc_config model; a regression actor with two hidden layers
+    "discrete_bc": (
+        "DiscreteBC",
+        "discrete_bc",
+        dict(obs_shape=4, action_shape=2, encoder_hidden_size_list=[64, 64, 128]),
+    ),
+    "continuous_bc": (
+        "ContinuousBC",
+        "continuous_bc",
+        dict(obs_shape=5, action_shape=2, action_space="regression", actor_head_layer_num=2),
     ),
     "drqn": ("DRQN", "drqn", dict(obs_shape=4, action_shape=2)),
     "drqn_plain_head": (
