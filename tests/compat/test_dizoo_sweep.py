@@ -154,6 +154,10 @@ def test_a_config_compiles_and_runs_2000_env_steps(path, tmp_path, monkeypatch):
     unroll_len = main.policy.get("unroll_len", 1)
     if main.policy.get("random_collect_size", 0) * unroll_len > ENV_STEPS:
         main.policy.random_collect_size = -(-ENV_STEPS // unroll_len)
+    # The evaluations (before training and at the end) run one episode in one env: dizoo's 5-10
+    # evaluator envs, each a process, playing 1,000-step MuJoCo episodes, cost more than the
+    # 2,000 steps of training itself, and test nothing the one episode does not.
+    main.env.evaluator_env_num = main.env.n_evaluator_episode = 1
     on_policy = is_on_policy(main, create)
     entry = serial_pipeline_onpolicy if on_policy else serial_pipeline
     entry((main, create), seed=0, max_env_step=ENV_STEPS)
