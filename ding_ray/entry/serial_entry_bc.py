@@ -4,17 +4,13 @@ for validation."""
 from __future__ import annotations
 
 import math
+from functools import partial
 
 import torch
 from torch.utils.data import DataLoader, Subset
 from torch.utils.data.dataloader import default_collate
 
-from ding_ray.entry.serial_entry_offline import (
-    OfflineRun,
-    as_list,
-    compile_offline_config,
-    train_epochs,
-)
+from ding_ray.entry.serial_entry_offline import as_list, compile_offline_config, start_offline_run
 from ding_ray.framework.middleware.offline_dataset import NaiveRLDataset
 from ding_ray.policy import Policy
 from ding_ray.utils.runtime import setup_logging
@@ -38,8 +34,7 @@ def serial_pipeline_bc(
     """
     setup_logging()
     cfg = compile_offline_config(input_cfg, seed, None, data_path)
-    epochs = train_epochs(cfg)
-    dataset = NaiveRLDataset(data_path)
+    run, dataset, epochs = start_offline_run(cfg, None, model, partial(NaiveRLDataset, data_path))
     held_out = math.ceil(len(dataset) / 10)
     batch_size = cfg.policy.learn.batch_size
     train_set = Subset(dataset, range(len(dataset) - held_out))
@@ -47,7 +42,6 @@ def serial_pipeline_bc(
     train_loader = DataLoader(train_set, batch_size, collate_fn=as_list)
     validation_loader = DataLoader(validation_set, batch_size, collate_fn=default_collate)
     continuous = bool(cfg.policy.get("continuous", False))
-    run = OfflineRun(cfg, None, model, dataset)
     iterations = 0
     with run:
         for _ in range(epochs):

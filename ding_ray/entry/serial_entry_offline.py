@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from functools import partial
 from typing import Any
 
@@ -21,7 +22,7 @@ from ding_ray.errors import ConfigError
 from ding_ray.framework.middleware.offline_dataset import load_offline_data
 from ding_ray.policy import Policy, create_policy
 from ding_ray.utils.result import write_result
-from ding_ray.utils.run_dir import events_writer
+from ding_ray.utils.run_dir import discard_unstarted, events_writer
 from ding_ray.utils.runtime import error_text, set_pkg_seed, set_torch_threads, setup_logging
 from ding_ray.worker import BaseLearner, InteractionSerialEvaluator
 
@@ -47,10 +48,9 @@ def serial_pipeline_offline(
     """
     setup_logging()
     cfg = compile_offline_config(input_cfg, seed, env_setting)
-    epochs = train_epochs(cfg)
-    dataset = load_offline_data(cfg.policy.collect.data_path, cfg.policy.collect.data_type)
+    load = partial(load_offline_data, cfg.policy.collect.data_path, cfg.policy.collect.data_type)
+    run, dataset, epochs = start_offline_run(cfg, env_setting, model, load)
     loader = DataLoader(dataset, cfg.policy.learn.batch_size, shuffle=True, collate_fn=as_list)
-    run = OfflineRun(cfg, env_setting, model, dataset)
     with run:
         for _ in range(epochs):
             for batch in loader:
@@ -84,6 +84,20 @@ def compile_offline_config(
         )
     env_cls = None if env_setting is None else check_env_setting(env_setting)[0]
     return compile_config(main_cfg, seed=seed, env=env_cls, auto=True, create_cfg=create_cfg)
+
+
+def start_offline_run(
+    cfg: EasyDict, env_setting: Any, model: torch.nn.Module | None, load_dataset: Callable[[], Dataset]
+) -> tuple[OfflineRun, Dataset, int]:
+    """``(run, its dataset, train epochs)`` of a compiled offline config; a run that fails before it
+    starts (a bad ``train_epoch``, dataset or model) leaves no run folder behind."""
+    try:
+        epochs = train_epochs(cfg)
+        dataset = load_dataset()
+        return OfflineRun(cfg, env_setting, model, dataset), dataset, epochs
+    except BaseException:
+        discard_unstarted(cfg.exp_name)
+        raise
 
 
 def train_epochs(cfg: EasyDict) -> int:

@@ -85,8 +85,10 @@ def test_bad_input_is_refused_early(demo, monkeypatch):
     monkeypatch.chdir(demo)
     main, create = bc_config()
     del main["policy"]["learn"]["train_epoch"]
+    runs = set(os.listdir(demo))
     with pytest.raises(ConfigError, match="train_epoch"):
         serial_pipeline_offline((main, create), seed=0)
+    assert set(os.listdir(demo)) == runs  # a run that did not start leaves no folder
     with pytest.raises(ConfigError, match="data_path"):
         serial_pipeline_offline(bc_config(data_path=None), seed=0)
     main, create = bc_config()
