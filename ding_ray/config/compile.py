@@ -361,13 +361,20 @@ def _check_consistency(merged: EasyDict) -> None:
     _check_exp_name(merged.exp_name)
     _check_sizes(merged)
     _check_n_sample(merged)
-    policy, buffer = merged.policy, merged.policy.other.replay_buffer
     ckpt = merged.checkpoint
     if ckpt.freq < 0 or ckpt.keep < 1:
         raise ConfigError(
             f"checkpoint.freq must be >= 0 learner iterations (0: checkpoints only at the end and on "
             f"Ctrl-C/SIGTERM) and checkpoint.keep >= 1; got freq={ckpt.freq}, keep={ckpt.keep}."
         )
+
+
+def check_priority_buffer(cfg: Mapping) -> None:
+    """A run that builds its replay buffer from ``policy.other.replay_buffer`` (the serial and Ray
+    entries) refuses ``policy.priority=True`` with a buffer that does not prioritize. Not part of
+    ``compile_config``: a framework script (DI-engine's ``dqn_per.py``) builds its own buffer and
+    leaves that section as it is."""
+    policy, buffer = cfg["policy"], cfg["policy"]["other"]["replay_buffer"]
     if policy.get("priority") and not _buffer_prioritizes(buffer):
         raise ConfigError(
             f"policy.priority=True needs a prioritized replay buffer, but policy.other.replay_buffer is "

@@ -28,6 +28,9 @@ by ``obs``, ``next_obs`` and neighbouring steps (``frames.FrameStore``): about 7
 transition instead of 56 KB. Samples rebuild the stacks byte for byte; ``frame_dedup=False`` in
 the buffer config keeps plain columns.
 
+DI-engine's new buffer API (``DequeBuffer(size)`` with middleware, ``BufferedData`` items) is
+``ding_ray.data.buffer``.
+
 ``SequenceReplayBuffer.sample(batch, sequence, cur_learner_iter, ...)`` returns runs of
 consecutive items (``(batch, sequence, ...)`` arrays when columnar). Files: ``save_data(path)`` /
 ``load_data(path)`` (msgpack, checksummed, see ``file_format``).
@@ -35,8 +38,9 @@ consecutive items (``(batch, sequence, ...)`` arrays when columnar). Files: ``sa
 
 from ding_ray.data.advanced import AdvancedReplayBuffer
 from ding_ray.data.base import IBuffer
+from ding_ray.data.buffer import Buffer, BufferedData, DequeBuffer
 from ding_ray.data.columnar import Batch, stack_items, unstack_batch
-from ding_ray.data.deque import DequeBuffer, DequeBufferWrapper
+from ding_ray.data.deque import DequeBufferWrapper
 from ding_ray.data.episode import EpisodeReplayBuffer
 from ding_ray.data.factory import create_buffer, get_buffer_cls
 from ding_ray.data.monitors import PeriodicThruputMonitor, SampledDataAttrMonitor, ThruputController
@@ -48,6 +52,8 @@ from ding_ray.data.sequence import SequenceReplayBuffer
 __all__ = [
     "AdvancedReplayBuffer",
     "Batch",
+    "Buffer",
+    "BufferedData",
     "DequeBuffer",
     "DequeBufferWrapper",
     "EpisodeReplayBuffer",

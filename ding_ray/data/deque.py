@@ -1,5 +1,5 @@
-"""DI-engine's deque buffers: ``DequeBufferWrapper``, the ``deque`` buffer type most dizoo DQN
-configs name, and ``DequeBuffer(size)``, the buffer its framework scripts build."""
+"""DI-engine's ``DequeBufferWrapper``: the ``deque`` buffer type most dizoo DQN configs name.
+(``DequeBuffer(size)``, the buffer DI-engine's framework scripts build, is ``ding_ray.data.buffer``'s.)"""
 
 from __future__ import annotations
 
@@ -14,9 +14,7 @@ from ding_ray.data.advanced import AdvancedReplayBuffer
 from ding_ray.data.base import IBuffer
 from ding_ray.data.columnar import Batch, unstack_batch
 from ding_ray.data.monitors import PRIORITY_MAX, PRIORITY_MEAN, SIZE, USE_COUNT_MEAN
-from ding_ray.data.naive import NaiveReplayBuffer
 from ding_ray.data.ring_buffer import family_config
-from ding_ray.errors import NotSupportedError
 from ding_ray.utils.registry import BUFFER_REGISTRY
 
 
@@ -157,27 +155,3 @@ class DequeBufferWrapper(IBuffer):
 
     def close(self) -> None:
         self._buffer.close()
-
-
-class DequeBuffer(NaiveReplayBuffer):
-    """DI-engine's ``DequeBuffer(size)``: uniform replay of the latest ``size`` items.
-
-    It is a ``NaiveReplayBuffer``, so ``sample(n)`` returns a list of transition dicts (DI-engine's
-    returns ``BufferedData`` records holding them) or None while fewer than ``n`` are held (where
-    DI-engine's raises ``ValueError``; either way the pipeline's fetcher skips training until the
-    buffer can serve a batch). DI-engine's buffer middleware (``buffer_.use(...)``) is not offered.
-    """
-
-    def __init__(self, size: int, sliced: bool = False) -> None:
-        if sliced:
-            raise NotSupportedError(
-                "DequeBuffer(sliced=True) is not supported: for runs of consecutive steps use a "
-                "SequenceReplayBuffer (replay_buffer type 'sequence')."
-            )
-        super().__init__(dict(replay_buffer_size=int(size)))
-
-    def use(self, middleware: Any) -> DequeBuffer:
-        raise NotSupportedError(
-            "DequeBuffer.use(...) (DI-engine's buffer middleware) is not supported: for prioritized "
-            "replay use AdvancedReplayBuffer; for a limit on reuse its max_use config key."
-        )

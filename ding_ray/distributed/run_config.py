@@ -8,7 +8,7 @@ from typing import Any
 from easydict import EasyDict
 
 from ding_ray.config import compile_config
-from ding_ray.config.compile import split_input_cfg
+from ding_ray.config.compile import check_priority_buffer, split_input_cfg
 from ding_ray.distributed.config import RayConfig
 from ding_ray.envs import get_vec_env_setting
 from ding_ray.envs.model_shapes import fill_model_shapes
@@ -31,6 +31,7 @@ def compile_ray_config(
         # serial runs do; its actors' namespace is named after it, so two runs never share names.
         extra_defaults={"ray": RayConfig.default_config()},
     )
+    check_priority_buffer(cfg)
     if cfg.policy.get("multi_gpu"):
         # DI-engine's data-parallel switch is a learner group here; the group averages the gradients
         if cfg.ray.num_learners < 2:

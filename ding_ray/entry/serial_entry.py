@@ -13,7 +13,7 @@ import torch
 from easydict import EasyDict
 
 from ding_ray.config import compile_config
-from ding_ray.config.compile import split_input_cfg
+from ding_ray.config.compile import check_priority_buffer, split_input_cfg
 from ding_ray.envs import create_env_manager, get_vec_env_setting, space_info
 from ding_ray.envs.model_shapes import fill_model_shapes
 from ding_ray.errors import ConfigError, DingRayError, StageError, StorageError
@@ -184,6 +184,8 @@ class SerialRun(RunBase):
         self.on_policy = on_policy
         self.pipeline = "serial_onpolicy" if on_policy else "serial"
         try:
+            if not on_policy:
+                check_priority_buffer(cfg)
             store, resumed = checkpoint_store(cfg, resume)  # reads only
             super().__init__(cfg, store, resumed, {}, start_at)
             set_torch_threads(cfg.policy.learn.get("num_threads", 1))

@@ -1,4 +1,5 @@
-"""DI-engine 0.5.3's framework scripts, ``ding/example/{dqn,ppo,sac}.py`` from its wheel, learn.
+"""DI-engine 0.5.3's framework scripts, ``ding/example/{dqn,ppo,sac,dqn_per,ppo_offpolicy}.py`` from
+its wheel, learn (the last two on the new buffer API: ``DequeBuffer``, ``PriorityExperienceReplay``).
 
 Each script runs in a subprocess, as ``python <script>``, after these text edits and no others
 (each must apply, so a script that changes upstream fails here rather than running unedited):
@@ -9,15 +10,15 @@ Each script runs in a subprocess, as ``python <script>``, after these text edits
   a rich handler, and the stdlib's form is what shows ding_ray's INFO lines here;
 - the dizoo config import -> the same file of the wheel read by ``read_dizoo_config`` (env type and
   id changed only);
-- env construction: ``import gym`` -> ``import gymnasium as gym`` (dqn, ppo: the lines
+- env construction: ``import gym`` -> ``import gymnasium as gym`` (the CartPole scripts: the lines
   ``DingEnvWrapper(gym.make("CartPole-v0"))`` stay as written); dizoo's ``PendulumEnv(cfg.env)``
   -> ``GymnasiumEnv(cfg.env)`` (sac).
 
-No budget is added: dqn and ppo run until the evaluator reaches CartPole's stop value (195), sac
+No budget is added: the CartPole scripts run until the evaluator reaches the stop value (195), sac
 until Pendulum's (-250) or the script's own ``termination_checker(max_train_iter=10000)``. The
 INFO lines the test reads appear because the script sets the root level to INFO (DI-engine's
 idiom). Measured here (2 shared cores), beside DI-engine 0.5.3 running the unedited scripts
-(torch 1 thread; 2026-11-27): dqn.py 952 env steps, ~5 s (DI-engine 1,016); ppo.py 6,656, ~7 s (DI-engine
+(torch 1 thread; 2026-11-27): dqn.py 1,016 env steps, ~5 s (DI-engine 1,016); ppo.py 6,656, ~7 s (DI-engine
 6,656); sac.py 32,990, ~45 s (DI-engine 33,990).
 """
 
@@ -62,6 +63,12 @@ SCRIPTS = {
     "dqn.py": ("classic_control/cartpole/config/cartpole_dqn_config.py", _CARTPOLE_ENV, 300),
     "ppo.py": ("classic_control/cartpole/config/cartpole_ppo_config.py", _CARTPOLE_ENV, 300),
     "sac.py": ("classic_control/pendulum/config/pendulum_sac_config.py", _PENDULUM_ENV, 600),
+    "dqn_per.py": ("classic_control/cartpole/config/cartpole_dqn_config.py", _CARTPOLE_ENV, 300),
+    "ppo_offpolicy.py": (
+        "classic_control/cartpole/config/cartpole_ppo_offpolicy_config.py",
+        _CARTPOLE_ENV,
+        300,
+    ),
 }
 EVAL_LINE = re.compile(r"\[evaluator\] iter (\d+) envstep (\d+) eval return (-?\d+(?:\.\d+)?)")
 
@@ -86,7 +93,12 @@ def test_ding_example_script_learns(tmp_path, name):
     main_config, _ = read_dizoo_config(config)
     script = tmp_path / name
     script.write_text(ding_ray_script(name))
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
+    env = dict(
+        os.environ,
+        PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
+        # one torch thread: dqn_per.py and ppo_offpolicy.py do not call ding_init, which sets it
+        OMP_NUM_THREADS="1",
+    )
     try:
         run = subprocess.run(
             [sys.executable, str(script)],
@@ -109,7 +121,8 @@ def test_ding_example_script_learns(tmp_path, name):
     )
     # CkptSaver(policy, cfg.exp_name, train_freq=100): every 100 iterations', the best evaluated
     # and the final weights, readable without running code
-    ckpt = tmp_path / main_config.exp_name / "ckpt"
+    # (the exp_name of the config, or the one a script sets: dqn_per.py's 'cartpole_dqn_per')
+    (ckpt,) = tmp_path.glob("*/ckpt")
     files = set(os.listdir(ckpt))
     assert {"eval.pth.tar", "final.pth.tar"} <= files, files
     assert any(f.startswith("iteration_") for f in files), files

@@ -5,6 +5,7 @@ import pytest
 import torch
 
 from ding_ray.data import DequeBuffer
+from ding_ray.data.buffer import use_time_check
 from ding_ray.envs import BaseEnvManagerV2, DingEnvWrapper, SubprocessEnvManagerV2, create_env_manager
 from ding_ray.errors import NotSupportedError
 from ding_ray.framework import FileModelLoader, FileStorageLoader
@@ -15,17 +16,19 @@ def item(i):
     return {"obs": [float(i)], "action": i, "reward": 1.0, "done": False}
 
 
-def test_deque_buffer_samples_uniformly_from_its_latest_items_once_it_can_serve():
+def test_deque_buffer_is_di_engine_s_new_buffer_api():
     buffer_ = DequeBuffer(size=4)
-    buffer_.push([item(i) for i in range(3)], 0)
-    assert buffer_.sample(4) is None  # the fetcher skips training, as on DI-engine's ValueError
-    buffer_.push([item(i) for i in range(3, 6)], 0)
+    for i in range(3):
+        buffer_.push(item(i))
+    with pytest.raises(ValueError, match="less than 4"):
+        buffer_.sample(4)  # the fetcher skips training, as on DI-engine's ValueError
+    for i in range(3, 6):
+        buffer_.push(item(i))
     assert buffer_.count() == 4
-    assert {d["action"] for d in buffer_.sample(4)} == {2, 3, 4, 5}
-    with pytest.raises(NotSupportedError, match="SequenceReplayBuffer"):
-        DequeBuffer(size=4, sliced=True)
-    with pytest.raises(NotSupportedError, match="AdvancedReplayBuffer"):
-        buffer_.use(lambda *args: None)
+    assert {int(d.data["action"]) for d in buffer_.sample(4)} == {2, 3, 4, 5}
+    assert buffer_.use(use_time_check(buffer_, max_use=1)) is buffer_
+    buffer_.sample(4)
+    assert buffer_.count() == 0
 
 
 def test_file_loaders_import_and_say_what_replaces_them():

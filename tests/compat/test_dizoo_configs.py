@@ -15,6 +15,7 @@ import pytest
 from easydict import EasyDict
 
 from ding_ray.config import ConfigError, compile_config, read_config
+from ding_ray.config.compile import check_priority_buffer
 from ding_ray.entry import eval as eval_entry
 from ding_ray.entry import serial_pipeline
 
@@ -105,19 +106,26 @@ def test_create_config_default_buffer_is_advanced_and_priority_needs_it(tmp_path
     cfg = compile_config(main, seed=0, auto=True, create_cfg=create, save_cfg=False)
     assert cfg.policy.other.replay_buffer.type == "advanced"
     main.policy.priority = True
+    # compile_config accepts it (a framework script builds its own buffer); the entries that build
+    # the config's buffer refuse it
+    naive = compile_config(
+        main, auto=True, create_cfg=dict(create, replay_buffer=dict(type="naive")), save_cfg=False
+    )
     with pytest.raises(ConfigError, match="prioritized replay buffer"):
-        compile_config(
-            main, auto=True, create_cfg=dict(create, replay_buffer=dict(type="naive")), save_cfg=False
-        )
+        check_priority_buffer(naive)
+    deque = compile_config(
+        main, auto=True, create_cfg=dict(create, replay_buffer=dict(type="deque")), save_cfg=False
+    )
     with pytest.raises(ConfigError, match="'deque' with priority=False"):
-        compile_config(
-            main, auto=True, create_cfg=dict(create, replay_buffer=dict(type="deque")), save_cfg=False
-        )
+        check_priority_buffer(deque)
+    with pytest.raises(ConfigError, match="prioritized replay buffer"):
+        serial_pipeline((main, dict(create, replay_buffer=dict(type="deque"))), seed=0)
     main.policy.other.replay_buffer.priority = True
     cfg = compile_config(
         main, auto=True, create_cfg=dict(create, replay_buffer=dict(type="deque")), save_cfg=False
     )
     assert cfg.policy.other.replay_buffer.priority is True
+    check_priority_buffer(cfg)
 
 
 class SquareEnv:

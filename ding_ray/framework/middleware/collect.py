@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from ding_ray.data.buffer.pipeline import pipeline_buffer
 from ding_ray.data.columnar import to_numpy
 from ding_ray.errors import ConfigError
 from ding_ray.framework.context import OnlineRLContext
@@ -254,6 +255,7 @@ def random_collector(cfg: Any, collector: WarmUpCollector, buffer_: Buffer):
     Writes ctx: env_step, env_episode (+ the random transitions' steps and episodes).
     """
     size = int(cfg.policy.get("random_collect_size", 0) or 0)
+    buffer_ = pipeline_buffer(buffer_)
     done = size <= 0
     if not done and not isinstance(collector, WarmUpCollector):
         raise ConfigError(

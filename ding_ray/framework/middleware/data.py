@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 from easydict import EasyDict
 
+from ding_ray.data.buffer.pipeline import PipelineBuffer, pipeline_buffer
 from ding_ray.data.columnar import Batch, flatten, unflatten, unstack_batch
 from ding_ray.errors import ConfigError, DingRayError, ShapeError
 
@@ -43,6 +44,8 @@ def data_pusher(cfg: EasyDict, buffer_: Any, group_by_env: bool | None = None) -
     Reads ctx: trajectories or episodes, env_step.
     Writes ctx: trajectories / episodes (set to None once pushed).
     """
+    buffer_ = pipeline_buffer(buffer_)
+    push_episode = buffer_.push_episode if isinstance(buffer_, PipelineBuffer) else buffer_.push
 
     def _push(ctx: Any) -> None:
         envstep = getattr(ctx, "env_step", -1)
@@ -53,7 +56,7 @@ def data_pusher(cfg: EasyDict, buffer_: Any, group_by_env: bool | None = None) -
             ctx.trajectories = None
         elif getattr(ctx, "episodes", None) is not None:
             for episode in ctx.episodes:
-                buffer_.push(episode, envstep)
+                push_episode(episode, envstep)
             ctx.episodes = None
         else:
             raise DingRayError(
@@ -183,6 +186,7 @@ def offpolicy_data_fetcher(cfg: EasyDict, buffer_: Any, data_shortage_warning: b
     Reads ctx: train_iter; after the yield, train_output.
     Writes ctx: train_data.
     """
+    buffer_ = pipeline_buffer(buffer_)
     batch_size = int(cfg.policy.learn.batch_size)
     unroll_len = int((cfg.policy.get("collect") or {}).get("unroll_len", 1) or 1)
     sample = _sampler(buffer_, batch_size, unroll_len)

@@ -14,6 +14,7 @@ from typing import Any
 
 from easydict import EasyDict
 
+from ding_ray.data.buffer.pipeline import pipeline_buffer
 from ding_ray.data.columnar import unstack_batch
 from ding_ray.framework.context import OnlineRLContext
 from ding_ray.framework.middleware.train import trainer
@@ -33,6 +34,7 @@ def her_data_enhancer(cfg: EasyDict, buffer_: Any, her_reward_model: Any) -> Cal
     Writes ctx: train_data.
     """
     size = her_reward_model.episode_size or int(cfg.policy.learn.batch_size)
+    buffer_ = pipeline_buffer(buffer_)
 
     def _fetch_and_enhance(ctx: Any) -> None:
         episodes = buffer_.sample(size, ctx.train_iter)

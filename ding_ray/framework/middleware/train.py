@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from ding_ray.data.buffer.pipeline import pipeline_buffer
 from ding_ray.errors import ConfigError, DingRayError
 from ding_ray.framework.context import Context, OnlineRLContext
 from ding_ray.framework.interfaces import Learner, WeightsSink, WeightsSource
@@ -228,6 +229,7 @@ def gae_estimator(cfg: Any, policy: Any, buffer_: Any = None):
     """
     if policy is None:
         return _collected_as_train_data
+    buffer_ = None if buffer_ is None else pipeline_buffer(buffer_)
     import torch  # here, not at the top: a driver of actors needs no torch to build its stages
 
     from ding_ray.policy.common import stack_obs
