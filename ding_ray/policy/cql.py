@@ -71,9 +71,11 @@ class CQLPolicy(SACPolicy):
 
     def _init_output_layers(self) -> None:
         super()._init_output_layers()
-        # DI-engine's CQL starts each critic's output layer small too, after the actor's.
+        # DI-engine's CQL starts each critic's output layer small too, after the actor's (a model of
+        # one's own without ContinuousQAC's MLP critics keeps its layers as they are).
         critics = getattr(self._model, "critic", ())
-        uniform_init(tuple(critic.layers[-1] for critic in critics), self._cfg.learn.init_w)
+        last = tuple(critic.layers[-1] for critic in critics if hasattr(critic, "layers"))
+        uniform_init(last, self._cfg.learn.init_w)
 
     def _next_value_alpha(self) -> torch.Tensor | float:
         return self._alpha if self._cfg.learn.with_q_entropy else 0.0
