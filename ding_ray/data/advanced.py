@@ -205,6 +205,18 @@ class AdvancedReplayBuffer(RingBuffer):
             batch[key] = batch[key].tolist()
         return unstack_batch(batch)
 
+    def sample_held(self, size: int, draw: Any, cur_learner_iter: int = 0) -> Batch | None:
+        """``size`` items picked by ``draw(population, size)`` (e.g. ``random.sample``) from the
+        positions of the held items, oldest first, as a columnar ``sample`` gives them; None when
+        fewer than ``size`` are held. DI-engine's deque wrapper draws its uniform samples so."""
+        with self._lock:
+            rows = self._storage.physical(np.arange(self._storage.filled))
+            rows = rows[self._unique_id[rows] > 0]
+            if len(rows) < size or size == 0:
+                return None
+            idx = rows[np.asarray(draw(range(len(rows)), size), dtype=np.int64)]
+            return self._gather(idx, self._sum_tree[idx], cur_learner_iter)
+
     def _draw(self, size: int, sample_range: slice | None, stratified: bool) -> tuple:
         """``(rows, weights)`` drawn in proportion to tree weight, or ``(None, None)``.
 

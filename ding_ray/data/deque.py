@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import random
 from collections.abc import Mapping
 from typing import Any
 
@@ -23,7 +24,8 @@ class DequeBufferWrapper(IBuffer):
     """Uniform replay by default, prioritized with ``priority=True``, under DI-engine's key names.
 
     As DI-engine's wrapper (a ``DequeBuffer`` sampled with ``ignore_insufficient``): uniform
-    ``sample(n)`` returns None until ``n`` items are held, so the learner trains nothing before;
+    ``sample(n)`` returns None until ``n`` items are held, so the learner trains nothing before,
+    and then ``n`` distinct items drawn by Python's ``random.sample``;
     prioritized ``sample(n)`` draws ``n`` items from the priority tree with repeats once any item is
     held. A priority given to ``update`` is capped at ``priority_max_limit``. The storage is an
     ``AdvancedReplayBuffer`` (alpha 0 when uniform), so pushing, sampling and files work as there.
@@ -68,6 +70,8 @@ class DequeBufferWrapper(IBuffer):
             instance_name,
         )
         self._tb_logger = tb_logger
+        # uniform draws come from Python's global generator, as DI-engine's (set_pkg_seed seeds it)
+        self._random: Any = random
         self._name = f"{instance_name}_iter"
         self._last_log_iter: int | None = None
 
@@ -76,8 +80,9 @@ class DequeBufferWrapper(IBuffer):
         return self._cfg
 
     def seed(self, seed: int) -> None:
-        """Make sampling reproducible."""
+        """Make sampling reproducible (uniform draws then use their own generator, not ``random``'s)."""
         self._buffer.seed(seed)
+        self._random = random.Random(seed)
 
     def push(self, data: Any, cur_collector_envstep: int = -1) -> None:
         if not self._cfg.priority and isinstance(data, (list, tuple)):
@@ -86,7 +91,10 @@ class DequeBufferWrapper(IBuffer):
 
     def sample(self, size: int, cur_learner_iter: int = 0, columnar: bool = False) -> list | Batch | None:
         """``size`` items, or None while the buffer cannot serve them (see the class docstring)."""
-        batch = self._buffer.sample(size, cur_learner_iter, columnar=True)
+        if self._cfg.priority:
+            batch = self._buffer.sample(size, cur_learner_iter, columnar=True)
+        else:  # as DI-engine's: distinct items, drawn by Python's random.sample
+            batch = self._buffer.sample_held(size, self._random.sample, cur_learner_iter)
         if batch is None:
             return None
         self._maybe_log(batch, cur_learner_iter)
