@@ -3,8 +3,9 @@ the collectors, buffers, learners and evaluators, local or on Ray.
 
 Each component kind is a ``typing.Protocol``. The local classes (``SampleSerialCollector``,
 ``AdvancedReplayBuffer`` and the other buffers, ``BaseLearner``, ``InteractionSerialEvaluator``)
-implement them as plain method calls (DI-engine's new ``DequeBuffer`` through ``PipelineBuffer``); ``ding_ray.distributed``'s wrappers of actor handles implement them
-as remote calls that never block the driver. Work that finishes later has two halves:
+implement them as plain method calls (DI-engine's new ``DequeBuffer`` through ``PipelineBuffer``);
+``ding_ray.distributed``'s wrappers of actor handles implement them as remote calls that never
+block the driver. Work that finishes later has two halves:
 
 - ``submit`` starts it (a local component does it now),
 - ``poll`` hands over what finished since the last ``poll`` (a local component: what ``submit``
