@@ -98,9 +98,12 @@ class DequeBuffer(Buffer):
         return self._buffered(self.items.rows(picked)) if picked else []
 
     def _by_index(self, indices: list[str], positions: range) -> list[int]:
-        allowed = set(self.items.rows(positions).tolist())
         rows = [self.items.row_of.get(index) for index in indices]
-        missing = [index for index, row in zip(indices, rows, strict=True) if row not in allowed]
+        if len(positions) == self.items.count():  # no sample_range: every held row is allowed
+            missing = [index for index, row in zip(indices, rows, strict=True) if row is None]
+        else:
+            allowed = set(self.items.rows(positions).tolist())
+            missing = [index for index, row in zip(indices, rows, strict=True) if row not in allowed]
         if missing:
             raise KeyError(
                 f"sample(indices=...): no item with index {missing[0]!r} in the buffer (or in sample_range); "
