@@ -210,6 +210,7 @@ class AdvancedReplayBuffer(RingBuffer):
         positions of the held items, oldest first, as a columnar ``sample`` gives them; None when
         fewer than ``size`` are held. DI-engine's deque wrapper draws its uniform samples so."""
         with self._lock:
+            self._latest_learner_iter = cur_learner_iter  # as sample: pushes record it as collected at
             rows = self._storage.physical(np.arange(self._storage.filled))
             rows = rows[self._unique_id[rows] > 0]
             if len(rows) < size or size == 0:

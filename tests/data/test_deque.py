@@ -1,5 +1,7 @@
 """``deque``: DI-engine's DequeBufferWrapper semantics, and buffers built from a sibling's config."""
 
+import random
+
 import numpy as np
 import pytest
 from easydict import EasyDict
@@ -91,3 +93,17 @@ def test_seeded_sampling_repeats_and_columnar_batches_push():
         buf.push(batch(0, 40), 0)  # the form the buffer actor receives
         draws.append([check_consistent(x) for x in buf.sample(16, 0)])
     assert draws[0] == draws[1] and len(set(draws[0])) == 16
+
+
+def test_uniform_draws_are_di_engine_s_random_sample_of_the_held_items():
+    """DI-engine's wrapper samples its DequeBuffer with random.sample: distinct items, and the same
+    items for the same state of Python's generator (set_pkg_seed seeds it)."""
+    buf = DequeBufferWrapper(EasyDict(replay_buffer_size=8))
+    buf.push([transition(i) for i in range(12)], 0)  # holds 4..11
+    random.seed(3)
+    got = [check_consistent(x) for x in buf.sample(5, 0)]
+    random.seed(3)
+    assert got == [4 + p for p in random.sample(range(8), 5)]
+    buf.seed(7)  # its own generator from now on
+    first = [check_consistent(x) for x in buf.sample(8, 0)]
+    assert sorted(first) == list(range(4, 12))
