@@ -61,34 +61,52 @@ def watch_evaluations(start: float) -> list[dict]:
     return evaluations
 
 
-def make_expert_data(collect_count: int) -> dict:
-    """In a child process: the DQN expert and its demonstrations, in the current folder."""
+def make_expert_data(collect_count: int, nstep: int | None = None) -> dict:
+    """In a child process: the DQN expert and its demonstrations, in the current folder; ``nstep``
+    (the config's when None) sets the expert's n-step returns, which its samples' rewards hold."""
     start = time.perf_counter()
     from ding_ray.entry import collect_demo_data, serial_pipeline
-    from ding_ray.framework.middleware.offline_dataset import NaiveRLDataset
     from tests.compat.dizoo import read_dizoo_config
 
+    def dqn_config():
+        main, create = read_dizoo_config(DQN_CONFIG)
+        if nstep is not None:
+            main.policy.nstep = nstep
+        return main, create
+
     evaluations = watch_evaluations(start)
-    config = read_dizoo_config(DQN_CONFIG)
-    policy = serial_pipeline(config, seed=0, max_env_step=100_000)
+    policy = serial_pipeline(dqn_config(), seed=0, max_env_step=100_000)
     state = policy.collect_mode.state_dict()
     collect_demo_data(
-        read_dizoo_config(DQN_CONFIG),
+        dqn_config(),
         seed=0,
         collect_count=collect_count,
         expert_data_path="demo.msgpack",
         state_dict=state,
     )
-    data = NaiveRLDataset("demo.msgpack").columns
+    return dict(
+        expert_solved=bool(evaluations and evaluations[-1]["stop"]),
+        expert_eval_return=evaluations[-1]["return_mean"] if evaluations else None,
+        **demo_stats("demo.msgpack"),
+    )
+
+
+def demo_stats(path: str) -> dict:
+    """The transitions, episodes and mean episode return of the demonstrations at ``path``."""
+    from ding_ray.framework.middleware.offline_dataset import NaiveRLDataset
+
+    data = NaiveRLDataset(path).columns
+    ends = data["done"].reshape(-1)
+    if "value_gamma" in data:  # n-step windows: each ending window is done, the last one has 1 step
+        value_gamma = data["value_gamma"].reshape(-1)
+        ends = ends & (value_gamma == value_gamma.max())
     episode_returns, ret = [], 0.0
-    for reward, done in zip(data["reward"].reshape(-1), data["done"].reshape(-1)):
+    for reward, done in zip(data["reward"].reshape(len(ends), -1)[:, 0], ends):
         ret += float(reward)
         if done:
             episode_returns.append(ret)
             ret = 0.0
     return dict(
-        expert_solved=bool(evaluations and evaluations[-1]["stop"]),
-        expert_eval_return=evaluations[-1]["return_mean"] if evaluations else None,
         demo_transitions=len(data["reward"]),
         demo_episodes=len(episode_returns),
         demo_return_mean=round(statistics.mean(episode_returns), 1) if episode_returns else None,
@@ -97,8 +115,9 @@ def make_expert_data(collect_count: int) -> dict:
 
 def to_di_engine_pickle(src: str, dst: str) -> None:
     """ding_ray's 'naive' file -> DI-engine's: a pickled list of per-transition dicts of tensors,
-    typed as DI-engine's collector types them (obs float32, action int64 0-d, reward float32 [1],
-    done bool). For this benchmark only: ding_ray itself never writes or reads pickle."""
+    typed as DI-engine's collector types them (obs float32, action int64 0-d, reward float32 [nstep],
+    done bool, value_gamma float32 0-d where the samples have it). For the offline benchmarks only:
+    ding_ray itself never writes or reads pickle."""
     import torch
 
     from ding_ray.framework.middleware.offline_dataset import NaiveRLDataset
@@ -110,10 +129,12 @@ def to_di_engine_pickle(src: str, dst: str) -> None:
                 obs=torch.as_tensor(item["obs"], dtype=torch.float32),
                 next_obs=torch.as_tensor(item["next_obs"], dtype=torch.float32),
                 action=torch.as_tensor(item["action"], dtype=torch.int64).reshape(()),
-                reward=torch.as_tensor(item["reward"], dtype=torch.float32).reshape(1),
+                reward=torch.as_tensor(item["reward"], dtype=torch.float32).reshape(-1),
                 done=bool(item["done"]),
             )
         )
+        if "value_gamma" in item:  # n-step samples cut short by an episode's end
+            rows[-1]["value_gamma"] = torch.as_tensor(item["value_gamma"], dtype=torch.float32)
     with open(dst, "wb") as f:
         pickle.dump(rows, f)
 
@@ -132,12 +153,23 @@ def run_ding_ray_bc(data_path: str, seed: int) -> None:
             json.dump(dict(evaluations=evaluations, wall_s=time.perf_counter() - start), f)
 
 
-def measure(system: str, data_path: str, seed: int, python: str) -> dict:
-    workdir = tempfile.mkdtemp(prefix=f"offline_bc_{system}_")
+def measure(
+    system: str,
+    data_path: str,
+    seed: int,
+    python: str,
+    algo: str = "bc",
+    script: str = __file__,
+    extra: tuple[str, ...] = (),
+) -> dict:
+    """One run in a fresh folder: ding_ray's through ``script --child-<algo>``, DI-engine's through
+    ``di_engine_<algo>_runner.py`` in ``python``; ``extra`` arguments go to both."""
+    workdir = tempfile.mkdtemp(prefix=f"offline_{algo}_{system}_")
     if system == "ding_ray":
-        cmd = [sys.executable, os.path.abspath(__file__), "--child-bc", data_path, str(seed)]
+        cmd = [sys.executable, os.path.abspath(script), f"--child-{algo}", data_path, str(seed), *extra]
     else:
-        cmd = [python, os.path.join(REPO, "benchmarks", "di_engine_bc_runner.py"), data_path, str(seed)]
+        runner = os.path.join(REPO, "benchmarks", f"di_engine_{algo}_runner.py")
+        cmd = [python, runner, data_path, str(seed), *extra]
     start = time.perf_counter()
     done = subprocess.run(cmd, cwd=workdir, capture_output=True, text=True)
     path = os.path.join(workdir, "evaluations.json")

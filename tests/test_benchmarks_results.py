@@ -24,6 +24,7 @@ HELPERS = {
     "results_io.py": "the writer itself",
     "di_engine_runner.py": "DI-engine's side of bench_dizoo_parity.py, run in DI-engine's venv",
     "di_engine_bc_runner.py": "DI-engine's side of bench_offline_bc.py, run in DI-engine's venv",
+    "di_engine_cql_runner.py": "DI-engine's side of bench_offline_cql.py, run in DI-engine's venv",
     "sb3_runner.py": "Stable-Baselines3's side of bench_dizoo_parity.py, run in its own venv",
     "minatar_dqn_plain.py": "the plain side of bench_minatar.py, which records both sides",
 }
