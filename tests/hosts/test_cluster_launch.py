@@ -28,7 +28,7 @@ pytestmark = pytest.mark.hosts
 
 YAML = "cluster-local.yaml"
 STOP_VALUE = 475  # CartPole-v1's, in ding_ray.configs.apex_dqn
-JOB_BUDGET = 8000  # env steps of the ray job submit run: past the 4,096-step warm-up, into training
+JOB_BUDGET = 6000  # env steps of the ray job submit run: past the 4,096-step warm-up, into training
 # where host 0 keeps the copy of the yaml (its HOME is a folder of its own)
 COPY = f"/root/{YAML}"
 SSH = ["ssh", "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR"]
@@ -78,7 +78,7 @@ def wait_for_nodes(client: Host, n: int, timeout: float = 120) -> None:
         assert time.monotonic() < deadline, (
             f"{n} nodes did not join: {seen.stdout[-2000:]}{seen.stderr[-2000:]}"
         )
-        time.sleep(3)
+        time.sleep(8)  # each look is a `ray exec`: a launcher, an ssh session and a driver
 
 
 def refuses_bad_input(client: Host, worker: Host) -> None:
