@@ -67,7 +67,7 @@ def test_update_data_keeps_the_fields_and_delete_keeps_push_order():
 def test_save_and_load_data_round_trip(tmp_path):
     buffer_ = DequeBuffer(size=4)
     for i in range(6):
-        buffer_.push(transition(i), meta={"env": i % 2})
+        buffer_.push(transition(i), meta={"env": i % 2, "score": np.float32(i)})
     path = str(tmp_path / "buffer.msgpack")
     buffer_.save_data(path)
     loaded = DequeBuffer(size=4)
@@ -75,6 +75,7 @@ def test_save_and_load_data_round_trip(tmp_path):
     assert [(d.index, d.meta, float(d.data["reward"])) for d in loaded] == [
         (d.index, d.meta, float(d.data["reward"])) for d in buffer_
     ]
+    assert loaded.get(0).meta["score"] == 2.0 and isinstance(loaded.get(0).meta["score"], float)
     with pytest.raises(DataFormatError, match="size that saved it"):
         DequeBuffer(size=8).load_data(path)
 

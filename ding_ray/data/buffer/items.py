@@ -101,7 +101,11 @@ class ItemRing:
         return {
             "ring": held.state_dict(),
             "ids": [self.ids[r] for r in order],
-            "metas": [self.metas[r] for r in order],
+            # numpy scalars as Python numbers: the file format would give them back as 1-item arrays
+            "metas": [
+                {k: v.item() if isinstance(v, np.generic) else v for k, v in self.metas[r].items()}
+                for r in order
+            ],
             "wrapped": self.wrapped,
         }
 

@@ -70,6 +70,7 @@ class PriorityExperienceReplay:
             meta = {"priority": data.pop("priority") if has_priority else self.max_priority}
         else:
             meta.setdefault("priority", self.max_priority)
+        meta["priority"] = float(meta["priority"])
         meta["priority_idx"] = self.pivot
         self._set_priority(self.pivot, meta["priority"])
         buffered = chain(data, meta, *args, **kwargs)
