@@ -14,7 +14,7 @@ from ding_ray.policy.base import Policy
 from ding_ray.policy.common import check_finite_loss, set_mode, to_tensor_batch
 from ding_ray.policy.optim import make_adam
 from ding_ray.rl_utils import double_dqn_nstep_loss
-from ding_ray.rl_utils.adder import nstep_samples
+from ding_ray.rl_utils.adder import piece_nstep_samples
 from ding_ray.utils.registry import POLICY_REGISTRY
 
 
@@ -195,9 +195,10 @@ class DQNPolicy(Policy):
         return self._transition(obs, policy_output, timestep)
 
     def _get_train_sample(self, transitions: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """One sample per transition of one env's consecutive steps; with nstep > 1 rewards become
-        [nstep] vectors (``rl_utils.adder.nstep_samples``)."""
-        return nstep_samples(transitions, self._nstep, self._gamma)
+        """One sample per transition of one piece of an env's trajectory; with nstep > 1 rewards become
+        [nstep] vectors, the last windows of the piece shortened at its end as DI-engine's
+        ``get_nstep_return_data`` makes them (``rl_utils.adder.piece_nstep_samples``)."""
+        return piece_nstep_samples(transitions, self._nstep, self._gamma)
 
     # ----- eval -------------------------------------------------------------------------------
 

@@ -58,7 +58,3 @@ class PPOOffPolicy(PPOPolicy):
         epoch and the stored advantages; its log dict (a list, one per step, for a larger batch)."""
         logs = super()._forward_learn(data)
         return logs[0] if len(logs) == 1 else logs
-
-    def _get_nstep(self) -> int:
-        # The collector keeps nstep - 1 steps of lookahead for n-step targets; GAE needs none.
-        return 1

@@ -1,5 +1,6 @@
-"""Training samples from one env's consecutive transitions: n-step windows (the counterpart of
-DI-engine's ``get_nstep_return_data``) and DI-engine's ``get_train_sample`` unrolls."""
+"""Training samples from one env's consecutive transitions: n-step windows (those of DI-engine's
+``get_nstep_return_data`` and of its ``nstep_reward_enhancer``) and DI-engine's ``get_train_sample``
+unrolls."""
 
 from __future__ import annotations
 
@@ -18,21 +19,44 @@ def nstep_samples(transitions: list[dict[str, Any]], nstep: int, gamma: float) -
     ``transitions`` are one env's consecutive steps within one episode (a terminal step can only be
     the last). A window that reaches the end of the list is shortened to its ``k`` steps and padded
     with zero rewards: ``value_gamma = gamma ** k`` discounts the bootstrap from the ``next_obs`` and
-    ``done`` of the window's last step. The input dicts are not changed.
+    ``done`` of the window's last step (as DI-engine's ``nstep_reward_enhancer`` discounts it). The
+    input dicts are not changed.
     """
-    if nstep == 1:
+    steps = np.minimum(nstep, len(transitions) - np.arange(len(transitions)))
+    return _nstep_windows(transitions, nstep, gamma ** steps.astype(np.float64))
+
+
+def piece_nstep_samples(transitions: list[dict[str, Any]], nstep: int, gamma: float) -> list[dict[str, Any]]:
+    """The samples DI-engine's ``get_nstep_return_data`` makes of one piece of an env's trajectory
+    (what its serial collectors hand ``get_train_sample``): the windows of ``nstep_samples``, but the
+    last ``nstep`` windows of the piece, shortened or not, bootstrap from the piece's last
+    ``next_obs`` with ``value_gamma = gamma ** (k - 1)`` for a window of ``k`` steps (1 for the last
+    step); every other window with ``gamma ** nstep``. The input dicts are not changed.
+    """
+    length = len(transitions)
+    steps_left = length - np.arange(length)  # the window's k where it is one of the last nstep
+    power = np.where(steps_left > nstep, nstep, steps_left - 1)
+    return _nstep_windows(transitions, nstep, gamma ** power.astype(np.float64))
+
+
+def _nstep_windows(
+    transitions: list[dict[str, Any]], nstep: int, value_gamma: np.ndarray
+) -> list[dict[str, Any]]:
+    """Each transition with its window's ``[nstep]`` rewards (zero padded past the list's end), the
+    ``next_obs`` and ``done`` of the window's last step and its ``value_gamma``."""
+    if nstep == 1 or not transitions:
         return transitions
     length = len(transitions)
-    rewards = np.asarray([t["reward"] for t in transitions], dtype=np.float32).reshape(length)
+    rewards = np.zeros(length + nstep - 1, dtype=np.float32)
+    rewards[:length] = np.asarray([t["reward"] for t in transitions], dtype=np.float32).reshape(length)
+    windows = np.lib.stride_tricks.sliding_window_view(rewards, nstep)[:length].copy()
+    value_gamma = value_gamma.astype(np.float32)
     samples = []
-    for i in range(length):
-        k = min(nstep, length - i)
-        last = transitions[i + k - 1]
-        reward = np.zeros(nstep, dtype=np.float32)
-        reward[:k] = rewards[i : i + k]
-        sample = dict(transitions[i])
+    for i, transition in enumerate(transitions):
+        last = transitions[min(i + nstep, length) - 1]
+        sample = dict(transition)
         sample.update(
-            reward=reward, next_obs=last["next_obs"], done=last["done"], value_gamma=np.float32(gamma**k)
+            reward=windows[i], next_obs=last["next_obs"], done=last["done"], value_gamma=value_gamma[i]
         )
         samples.append(sample)
     return samples

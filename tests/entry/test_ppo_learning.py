@@ -23,9 +23,11 @@ def test_cartpole_ppo_learns_well_above_random(tmp_path):
     result = json.load(open("cartpole_ppo_learn/result.json"))
     assert result["best_eval_return"] >= 200 and result["stop"], result
     assert result["pipeline"] == "serial_onpolicy"
-    # 20 iterations (epochs of one 256-row minibatch) per collect call of n_sample = 256 transitions
+    # 20 iterations (epochs of one 256-row minibatch) per collect call of n_sample = 256 transitions;
+    # as DI-engine's collector does, each call ends by dropping every env's unfinished piece (under
+    # 32 steps, 8 envs), so a call steps the envs at most 256 + 8 * 32 times
     collects = result["train_iter"] / 20
-    assert collects == int(collects) and collects * 256 <= result["env_steps"] < collects * 256 * 1.25
+    assert collects == int(collects) and collects * 256 <= result["env_steps"] <= collects * (256 + 8 * 32)
 
 
 def test_serial_pipeline_refuses_on_policy_configs(tmp_path):

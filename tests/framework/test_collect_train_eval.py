@@ -160,7 +160,7 @@ def test_collector_stage_with_one_or_several_collectors(cfg):
     ctx = run(OnlineRLContext(collect_kwargs={"eps": 1.0}), collector(cfg, sample[0]))
     assert len(ctx.trajectories) == 6 and ctx.env_step == sample[0].envstep == 6 and ctx.episodes is None
     ctx = run(OnlineRLContext(), collector(cfg, sample))
-    # the sample collector steps past n_sample for its n-step lookahead: env steps are its own count
+    # the stage adds up the env steps each collector counted
     assert len(ctx.trajectories) == 12 and ctx.env_step == sample[0].envstep - 6 + sample[1].envstep
     assert ctx.env_episode == sample[0].envepisode + sample[1].envepisode > 0  # Countdown: 5 steps each
     episode = EpisodeSerialCollector(dict(type="episode", n_episode=2), env_manager(cfg), policy.collect_mode)

@@ -164,7 +164,9 @@ def test_nstep_train_samples_by_hand():
     assert samples[0]["reward"].tolist() == [1, 2, 3] and samples[0]["next_obs"][0] == 3
     assert samples[0]["value_gamma"] == pytest.approx(0.125) and samples[0]["done"] is False
     assert samples[2]["reward"].tolist() == [3, 4, 0] and samples[2]["done"] is True
-    assert samples[3]["reward"].tolist() == [4, 0, 0] and samples[3]["value_gamma"] == pytest.approx(0.5)
+    # DI-engine's get_nstep_return_data: the last nstep windows of a piece bootstrap with gamma ** (k - 1)
+    assert [s["value_gamma"] for s in samples] == pytest.approx([0.125, 0.25, 0.5, 1.0])
+    assert samples[3]["reward"].tolist() == [4, 0, 0]
 
 
 def test_space_checks_give_actionable_errors():

@@ -29,8 +29,9 @@ def collect(policy, n_sample=24):
 def test_samples_carry_di_engine_s_keys_and_stored_advantages():
     policy = make()
     assert isinstance(policy, PPOOffPolicy) and not policy.cfg.on_policy
-    # GAE needs no n-step lookahead: the collector hands over every chunk whole
-    assert policy.collect_mode.get_attribute("nstep") == 1
+    # DI-engine's value (policy.nstep, read only with nstep_return); the collector cuts chunks
+    # without regard to it
+    assert policy.collect_mode.get_attribute("nstep") == 3
     samples = collect(policy)
     assert len(samples) == 24
     expected = {"obs", "next_obs", "action", "logit", "value", "reward", "done", "adv", "traj_flag"}

@@ -74,8 +74,45 @@ def test_nstep_samples_never_cross_episode_boundaries():
     for s in data:
         k = int(np.count_nonzero(s["reward"]))  # Countdown pays 1 per real step
         assert s["next_obs"][0] == s["obs"][0] - k and s["next_obs"][1] == s["obs"][1]  # same episode
-        assert s["value_gamma"] == pytest.approx(0.9**k)
-        assert k == 3 or s["done"]  # a shortened window only at the true end of the episode
+        assert s["value_gamma"] in (np.float32(0.9**3), np.float32(0.9 ** (k - 1)))
+
+
+def test_nstep_windows_end_at_each_piece_as_di_engine_cuts_them():
+    """DI-engine's collector hands an env's trajectory over every ``n_sample / env_num`` steps (here 3)
+    and at the episode's end; each piece's last windows are shortened there and bootstrap from its
+    last ``next_obs`` with ``gamma ** (k - 1)`` for k real steps (``get_nstep_return_data``)."""
+    collector = SampleSerialCollector(
+        dict(n_sample=3), env_manager(n=1), policy(nstep=3, discount_factor=0.9).collect_mode
+    )
+    data = collector.collect(n_sample=5)  # one 5-step episode: pieces of 3 and 2 steps
+    assert [s["obs"][0] for s in data] == [5, 4, 3, 2, 1]
+    assert [s["reward"].tolist() for s in data] == [[1, 1, 1], [1, 1, 0], [1, 0, 0], [1, 1, 0], [1, 0, 0]]
+    assert [s["next_obs"][0] for s in data] == [2, 2, 2, 0, 0]
+    assert [bool(s["done"]) for s in data] == [False, False, False, True, True]
+    assert [s["value_gamma"] for s in data] == pytest.approx([0.81, 0.9, 1.0, 0.9, 1.0])
+    longer = SampleSerialCollector(
+        dict(n_sample=8), env_manager(n=1, env_id="CountdownTrunc-v0"), policy(nstep=2).collect_mode
+    )
+    gamma = longer.collect(n_sample=8)[0]["value_gamma"]  # a window well inside its piece
+    assert gamma == pytest.approx(0.97**2)
+
+
+def test_on_policy_collect_drops_each_env_s_unfinished_piece():
+    """As DI-engine's collector does for an on-policy policy, a call's unfinished pieces are not
+    handed to the next call: its samples start at the envs' current steps (the episodes go on)."""
+    env_fn, cfgs, _ = get_vec_env_setting(
+        dict(env_id="Countdown-v0", collector_env_num=2, evaluator_env_num=1)
+    )
+    cfgs[1].kwargs = {"length": 3}  # env 1's episodes end two steps before env 0's: out of phase
+    for on_policy, expected in ((True, [2, 1, 3, 2]), (False, [3, 2, 1, 3, 2])):
+        manager = create_env_manager(dict(type="base"), [partial(env_fn, cfg=c) for c in cfgs])
+        manager.seed(0)
+        mode = DQNPolicy(dict(model=MODEL, on_policy=on_policy)).collect_mode
+        collector = SampleSerialCollector(dict(n_sample=4), manager, mode)  # pieces of 2 steps
+        assert [s["obs"][0] for s in collector.collect()] == [5, 4, 3, 2]
+        # env 1 ends its episode; env 0's step from 3 is a piece unfinished at the call's end
+        assert [s["obs"][0] for s in collector.collect(n_sample=1)] == [1]
+        assert [s["obs"][0] for s in collector.collect(drop_extra=False)] == expected
 
 
 def test_episode_collector_returns_whole_episodes():

@@ -17,7 +17,7 @@ def nstep_reward_enhancer(cfg: Any) -> Callable[[OnlineRLContext], None]:
 
     Unlike DI-engine's stage, which keeps each step's own ``next_obs``, the sample's ``next_obs``
     and ``done`` are those of its window's last step, so that ``value_gamma`` discounts the value
-    of the state it belongs to (as the DQN policy's ``get_train_sample`` does).
+    of the state it belongs to.
 
     Reads ctx: trajectories, trajectory_end_idx.
     Writes ctx: trajectories (n-step samples).

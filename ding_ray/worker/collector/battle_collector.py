@@ -60,8 +60,8 @@ class BattleVectorCollector(VectorCollector):
     """Holds the env manager and a list of policy modes; ``_step`` advances every ready env once.
 
     A policy whose mode has ``collect_data = False`` (a frozen or scripted opponent, e.g.
-    ``RandomLegalPolicy``) acts but keeps no trajectory. Trajectory settings (``nstep``,
-    ``traj_len_inf``) are those of policy 0.
+    ``RandomLegalPolicy``) acts but keeps no trajectory. Whether only whole episodes
+    are handed over (``traj_len_inf``) is policy 0's setting.
     """
 
     def reset_env(self, _env: Any = None) -> None:
@@ -86,7 +86,6 @@ class BattleVectorCollector(VectorCollector):
         self._forward = battle_forward([numpy_forward(policy) for policy in self._policy])
         lead = self._policy[0]
         attribute = _policy_attribute if hasattr(lead, "get_attribute") else (lambda _p, _n, default: default)
-        self._lookahead = int(attribute(lead, "nstep", 1)) - 1
         self._traj_len_inf = bool(attribute(lead, "traj_len_inf", False))
         self._collect_data = [bool(getattr(p, "collect_data", True)) for p in self._policy]
         if not any(self._collect_data):

@@ -15,8 +15,7 @@ class BattleSampleSerialCollector(BattleVectorCollector, SampleSerialCollector):
     """Returns ``n_sample`` train samples per data-collecting policy per ``collect`` call.
 
     Each (env, player) pair keeps its own trajectory, cut into samples as the ``SampleSerialCollector``
-    cuts an env's trajectory (at an episode's end, or at ``traj_len`` steps plus policy 0's n-step
-    lookahead).
+    cuts an env's trajectory (at an episode's end, or at ``traj_len`` steps).
 
     The calling loop::
 

@@ -15,12 +15,14 @@ from ding_ray.worker.env_stepper import Forward
 class SampleSerialCollector(VectorCollector):
     """Returns ``n_sample`` train samples (transitions for DQN) per ``collect`` call.
 
-    Each env keeps its own trajectory. It is handed to ``policy.get_train_sample`` when its
-    episode ends, or when it holds ``traj_len`` steps (at least the policy's ``unroll_len``, as
-    DI-engine cuts them: IMPALA's unrolls) plus the policy's n-step lookahead; in the
-    second case the last ``nstep - 1`` steps stay behind as context for the next samples, so every
-    n-step target is computed from real future steps, never from padding. With the policy's
-    ``traj_len_inf`` only whole episodes are handed over (as DI-engine does).
+    Each env keeps its own trajectory, cut as DI-engine's collector cuts it: it is handed to
+    ``policy.get_train_sample`` and started afresh when its episode ends, or when it holds
+    ``traj_len`` steps (``n_sample / env_num`` rounded up, at least the policy's ``unroll_len``:
+    IMPALA's unrolls). An n-step policy's windows therefore end at the end of each piece (see
+    ``DQNPolicy._get_train_sample``). With the policy's ``traj_len_inf`` only whole episodes are
+    handed over. An on-policy policy's unfinished pieces are dropped at the end of each call, so
+    that the next call's samples all come from the weights it was called with (as DI-engine does);
+    the envs go on with their episodes.
     """
 
     config = dict(
@@ -87,6 +89,8 @@ class SampleSerialCollector(VectorCollector):
                         traj.append(transition)
                     samples, self._traj[env_id] = self._ready_samples(traj, episode_over, get_train_sample)
                     return_data.extend(samples)
+        if self._on_policy:
+            self._traj = {env_id: [] for env_id in self._traj}
         return return_data
 
     def _ready_samples(
@@ -95,7 +99,6 @@ class SampleSerialCollector(VectorCollector):
         """``(train samples ready now, the trajectory kept for later)`` of one env's trajectory."""
         if episode_over:
             return (get_train_sample(traj) if traj else []), []
-        if self._traj_len_inf or len(traj) < max(self._traj_len, self._unroll_len) + self._lookahead:
+        if self._traj_len_inf or len(traj) < max(self._traj_len, self._unroll_len):
             return [], traj
-        ready = len(traj) - self._lookahead
-        return get_train_sample(traj)[:ready], traj[ready:]
+        return get_train_sample(traj), []

@@ -93,7 +93,7 @@ class VectorCollector(EnvRunner, ISerialCollector):
             self._stepper.policies = self._policy_modes()
         if self._policy is not None:
             self._forward = numpy_forward(self._policy)
-            self._lookahead = int(_policy_attribute(self._policy, "nstep", 1)) - 1
+            self._on_policy = bool(_policy_attribute(self._policy, "on_policy", False))
             self._traj_len_inf = bool(_policy_attribute(self._policy, "traj_len_inf", False))
             self._unroll_len = int(_policy_attribute(self._policy, "unroll_len", 1))  # IMPALA's train samples
             self._random_with_policy = bool(
