@@ -19,7 +19,6 @@ from ding_ray.data.file_format import decode_state, encode_state
 from ding_ray.distributed import RayRun, make_plan
 from ding_ray.errors import ConfigError
 from ding_ray.framework import pipelines
-from ding_ray.framework.task_runner import current_task
 from ding_ray.utils.checkpoint import BUFFER_FILE
 from tests.distributed.configs import compiled
 
@@ -45,9 +44,11 @@ def _buffer_state(handle) -> dict:
     return ray.get(handle.__ray_call__.remote(lambda worker: worker.buffer.state_dict()))
 
 
-def test_a_killed_learner_then_a_killed_buffer_come_back_from_the_latest_checkpoint(ray_session, tmp_path):
+def test_a_killed_learner_buffer_and_evaluator_come_back(ray_session, tmp_path):
     """One run: the learner is killed at iteration 250, once a checkpoint is committed; the buffer
-    once a checkpoint written after the learner's return is committed."""
+    once a checkpoint written after the learner's return is committed; then the evaluator (killed
+    during an evaluation, its call fails; between two, it is back before the next call, which
+    succeeds: Ray's restart count shows the death)."""
     cfg = _cfg(tmp_path, "kill_core")
     killed: dict = {}  # victim -> what the driver knew when it killed it
 
@@ -63,14 +64,17 @@ def test_a_killed_learner_then_a_killed_buffer_come_back_from_the_latest_checkpo
             last, back_from = rc.checkpointer.last, rc.supervisor.events[0]["restored_from"] or ""
             if last.folder > back_from and last.train_iter >= 350:
                 kill("buffer", ctx)
+        elif "buffer" in killed and "evaluator" not in killed and len(rc.supervisor.events) >= 2:
+            kill("evaluator", ctx)
+            ray.get(rc.actors.evaluator.ping.options(max_task_retries=-1).remote(), timeout=120)
 
     with RayRun(cfg, make_plan(cfg)) as rc:
         ctx = _run(rc, max_train_iter=600, each=kill_each_once)
         restored = ray.get(rc.actors.buffer.instance.remote())["restored_from"]
         # the restarted learner publishes weights that replace the dead one's, lower version or not
         assert rc.learner.latest.incarnation != killed["learner"]["incarnation"]
-    assert ctx.train_iter >= 600 and set(killed) == {"learner", "buffer"}
-    learner, buffer = rc.result["recoveries"]
+    assert ctx.train_iter >= 600 and set(killed) == {"learner", "buffer", "evaluator"}
+    learner, buffer, evaluator = rc.result["recoveries"]
     # the latest complete checkpoint: the one before the kill (or one whose files were already
     # written then, committed by the driver just after)
     for event, victim in ((learner, "learner"), (buffer, "buffer")):
@@ -82,9 +86,13 @@ def test_a_killed_learner_then_a_killed_buffer_come_back_from_the_latest_checkpo
     assert restored == buffer["restored_from"]
     assert buffer["buffer_count"] == meta["buffer_count"]  # exactly the snapshot's transitions
     assert buffer["lost_transitions"] > 0
+    # the evaluator holds nothing a checkpoint restores; at most the evaluation in flight is lost
+    assert evaluator.keys() == {"actor", "restored_from", "lost_evaluations"}
+    assert evaluator["actor"] == "evaluator" and evaluator["restored_from"] is None
+    assert evaluator["lost_evaluations"] in (0, 1)
     # the file is written once the run ended well, and says what was lost
     with open(os.path.join(cfg.exp_name, "result.json")) as f:
-        assert json.load(f)["recoveries"] == [learner, buffer]
+        assert json.load(f)["recoveries"] == [learner, buffer, evaluator]
 
 
 def test_resume_continues_counters_and_the_replay_buffer(ray_session, tmp_path):
@@ -171,28 +179,3 @@ def test_two_quick_buffer_deaths_are_two_recoveries(ray_session, tmp_path):
     assert event["buffer_count"] == rc.checkpointer.meta_of(event["restored_from"])["buffer_count"]
     with open(os.path.join(cfg.exp_name, "result.json")) as f:
         assert json.load(f)["recoveries"] == [unseen, event]
-
-
-def test_an_evaluator_death_is_a_recovery_in_result_json(ray_session, tmp_path):
-    """Killed during an evaluation (its call fails) or between two (it is back before the next call,
-    which succeeds: Ray's restart count shows the death). The run ends at the first evaluation after."""
-    cfg = _cfg(tmp_path, "kill_evaluator")
-    killed = []
-
-    def kill_once_then_stop(ctx):
-        if not killed and ctx.last_eval_iter >= 0 and ctx.train_iter >= 120:
-            killed.append(ctx.train_iter)
-            ray.kill(rc.actors.evaluator, no_restart=False)
-            ray.get(rc.actors.evaluator.ping.options(max_task_retries=-1).remote(), timeout=120)
-        elif killed and ctx.eval_output and ctx.eval_output["episode_info"]["train_iter"] > killed[0]:
-            current_task().finish = True
-
-    with RayRun(cfg, make_plan(cfg)) as rc:
-        ctx = _run(rc, max_train_iter=100_000, each=kill_once_then_stop)
-    assert killed and ctx.train_iter < 100_000  # ended by an evaluation after the death
-    (event,) = rc.result["recoveries"]
-    assert event.keys() == {"actor", "restored_from", "lost_evaluations"}
-    assert event["actor"] == "evaluator" and event["restored_from"] is None
-    assert event["lost_evaluations"] in (0, 1)  # the evaluation in flight when it died, if any
-    with open(os.path.join(cfg.exp_name, "result.json")) as f:
-        assert json.load(f)["recoveries"] == [event]
