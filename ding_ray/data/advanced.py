@@ -225,7 +225,7 @@ class AdvancedReplayBuffer(RingBuffer):
         """
         if size == 0:  # an empty draw, as the uniform buffers give (no slices of the weight to divide)
             return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float64)
-        u = self._rng.random(size)
+        u = self._generator.random(size)
         if stratified:
             strata = self._strata.get(size)
             if strata is None:

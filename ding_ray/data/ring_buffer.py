@@ -45,13 +45,22 @@ class RingBuffer(IBuffer):
         self._exp_name, self._instance_name = exp_name, instance_name
         self._tb_logger = tb_logger
         self._lock = threading.Lock()
-        # Seeded from numpy's global generator, as DI-engine's buffers draw from it: a run seeded
-        # with set_pkg_seed samples the same batches every time. ``seed`` overrides it.
-        self._rng = np.random.default_rng(np.random.randint(2**31))
+        self._rng: np.random.Generator | None = None  # made at its first draw: see _generator
         self._storage = self._make_storage()
         self._push_count = 0
         self._sampled_total = 0
         self._thruput = PeriodicThruputMonitor(self._thruput_seconds(), tb_logger)
+
+    @property
+    def _generator(self) -> np.random.Generator:
+        """The sampling generator, seeded at its first draw from numpy's global generator (so a run
+        seeded with set_pkg_seed samples the same batches every time); ``seed`` sets it. Not made
+        at construction: DI-engine's buffers take nothing from numpy's global stream when created,
+        and a buffer that never draws here (the deque buffer's uniform samples use ``random``) must
+        leave that stream, which env resets and exploration draw from, as DI-engine leaves it."""
+        if self._rng is None:
+            self._rng = np.random.default_rng(np.random.randint(2**31))
+        return self._rng
 
     def _thruput_seconds(self) -> float:
         return self._cfg.periodic_thruput_seconds
@@ -114,7 +123,8 @@ class RingBuffer(IBuffer):
         m = self._storage.filled if candidates is None else len(candidates)
         if m == 0 or (not replace and m < size):
             return None
-        pick = self._rng.integers(0, m, size) if replace else self._rng.choice(m, size, replace=False)
+        rng = self._generator
+        pick = rng.integers(0, m, size) if replace else rng.choice(m, size, replace=False)
         return pick if candidates is None else candidates[pick]
 
     def _present(self, gathered: Any, columnar: bool) -> Any:
@@ -174,7 +184,7 @@ class RingBuffer(IBuffer):
             "storage": self._storage.state_dict(),
             "push_count": self._push_count,
             "sampled_total": self._sampled_total,
-            "rng": rng_to_str(self._rng),
+            "rng": None if self._rng is None else rng_to_str(self._rng),
         }
 
     def load_state_dict(self, _state_dict: dict) -> None:
@@ -209,7 +219,7 @@ class RingBuffer(IBuffer):
             "_storage": storage,
             "_push_count": state_int(state, "push_count"),
             "_sampled_total": state_int(state, "sampled_total"),
-            "_rng": rng_from_str(state.get("rng")),
+            "_rng": None if state.get("rng") is None else rng_from_str(state["rng"]),
         }
 
 

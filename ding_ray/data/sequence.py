@@ -102,7 +102,8 @@ class SequenceReplayBuffer(NaiveReplayBuffer):
                 logger.debug("sample(%d, %d) refused: %d valid starts", batch, sequence, len(starts))
                 return None
             n = len(starts)
-            pick = self._rng.integers(0, n, batch) if replace else self._rng.choice(n, batch, replace=False)
+            rng = self._generator
+            pick = rng.integers(0, n, batch) if replace else rng.choice(n, batch, replace=False)
             positions = starts[pick][:, None] + np.arange(sequence)
             flat = self._storage.gather(self._storage.physical(positions.ravel()))
             self._after_sample(batch * sequence)

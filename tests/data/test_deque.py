@@ -107,3 +107,15 @@ def test_uniform_draws_are_di_engine_s_random_sample_of_the_held_items():
     buf.seed(7)  # its own generator from now on
     first = [check_consistent(x) for x in buf.sample(8, 0)]
     assert sorted(first) == list(range(4, 12))
+
+
+def test_uniform_buffer_leaves_numpy_s_global_stream_alone():
+    """DI-engine's deque buffer draws nothing from numpy's global generator (env resets and
+    exploration do): creating, filling and sampling ding_ray's must not move it either."""
+    np.random.seed(5)
+    expected = np.random.random(3)
+    np.random.seed(5)
+    buf = DequeBufferWrapper(EasyDict(replay_buffer_size=8))
+    buf.push([transition(i) for i in range(8)], 0)
+    assert len(buf.sample(4, 0)) == 4
+    assert np.random.random(3).tolist() == expected.tolist()
