@@ -49,6 +49,20 @@ def mask_q(q: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
     return q if mask is None else q.masked_fill(~mask, float("-inf"))
 
 
+def eps_greedy_batch(
+    greedy: torch.Tensor, mask: np.ndarray | None, n_actions: int, eps: float
+) -> torch.Tensor:
+    """DI-engine's epsilon-greedy over one collect step's batch: a single draw of numpy's global
+    generator decides for every env at once (greedy when it exceeds ``eps``); otherwise every env's
+    action is random, from torch's global generator: uniform over ``n_actions``, or with a mask
+    uniform over each env's legal actions. ``greedy`` is the [B] tensor of greedy actions (CPU)."""
+    if np.random.random() > eps:
+        return greedy
+    if mask is None:
+        return torch.randint(0, n_actions, greedy.shape)
+    return torch.multinomial(torch.from_numpy(mask).float(), 1).squeeze(-1)
+
+
 def explore(
     greedy: Sequence[int], mask: np.ndarray | None, n_actions: int, eps: float, rng: random.Random
 ) -> list[int]:

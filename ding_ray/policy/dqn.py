@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import copy
-import random
 from typing import Any
 
-import numpy as np
 import torch
 
-from ding_ray.policy.action_mask import explore, mask_q, split_obs, split_obs_tensor
+from ding_ray.policy.action_mask import eps_greedy_batch, mask_q, split_obs, split_obs_tensor
 from ding_ray.policy.base import Policy
 from ding_ray.policy.common import check_finite_loss, set_mode, to_tensor_batch
 from ding_ray.policy.optim import make_adam
@@ -175,8 +173,6 @@ class DQNPolicy(Policy):
         self._nstep = int(self._cfg.nstep)
         self._gamma = float(self._cfg.discount_factor)
         self._action_dim = int(self._cfg.model.get("action_shape", 0) or 0)
-        # Seeded from numpy's global generator so that set_pkg_seed makes collection reproducible.
-        self._collect_rng = random.Random(np.random.randint(2**31))
 
     @torch.inference_mode()
     def _collect_columns(self, data: dict[int, Any], eps: float = 0.0) -> tuple[list[int], dict[str, Any]]:
@@ -185,11 +181,7 @@ class DQNPolicy(Policy):
         set_mode(model, False)  # the learner may share this model and left it in train mode
         q = model(torch.from_numpy(obs).to(self._device))["logit"]
         action = mask_q(q, None if mask is None else torch.from_numpy(mask)).argmax(-1).cpu()
-        if eps > 0:
-            # Python's generator beats numpy calls by far at a few envs per step; the choices are
-            # written through a numpy view, much cheaper than a new tensor.
-            action.numpy()[:] = explore(action.tolist(), mask, q.shape[-1], eps, self._collect_rng)
-        return env_ids, {"action": action, "logit": q}
+        return env_ids, {"action": eps_greedy_batch(action, mask, q.shape[-1], eps), "logit": q}
 
     def _process_transition(self, obs: Any, policy_output: dict[str, Any], timestep: Any) -> dict[str, Any]:
         return self._transition(obs, policy_output, timestep)

@@ -195,3 +195,26 @@ def test_nan_inputs_stop_before_the_weights_change():
     with pytest.raises(NonFiniteError, match=r"\['reward'\]"):
         policy.learn_mode.forward(data)
     assert all(torch.equal(v, before[k]) for k, v in policy.learn_mode.state_dict()["model"].items())
+
+
+def test_collect_explores_as_di_engine_one_draw_for_the_whole_step():
+    """DI-engine's eps-greedy wrapper draws numpy's global generator once per collect step: above
+    ``eps`` every env acts greedily, else every env's action comes from torch's global generator."""
+    policy = make_policy()
+    data = {i: np.full(4, 0.1 * i, dtype=np.float32) for i in range(16)}
+    greedy = torch.stack([out["action"] for out in policy.eval_mode.forward(data).values()])
+    branches = set()
+    for seed in range(8):
+        np.random.seed(seed)
+        torch.manual_seed(seed)
+        out = policy.collect_mode.forward(data, eps=0.5)
+        got = torch.stack([o["action"] for o in out.values()])
+        after = np.random.random()
+        np.random.seed(seed)
+        coin = np.random.random()
+        assert after == np.random.random()  # the step took exactly one draw
+        torch.manual_seed(seed)
+        expected = greedy if coin > 0.5 else torch.randint(0, 2, (16,))
+        assert got.tolist() == expected.tolist()
+        branches.add(coin > 0.5)
+    assert branches == {True, False}
