@@ -68,7 +68,10 @@ def result_of(output: str) -> dict:
     return json.loads(lines[-1])
 
 
-def wait_for_nodes(client: Host, n: int, timeout: float = 120) -> None:
+def wait_for_nodes(client: Host, n: int, timeout: float = 360) -> None:
+    """Until ``n`` nodes are alive. ``ray up`` returns once the head is up; the autoscaler then sets
+    up each worker over ssh (the yaml's two pip installs) and starts its Ray: minutes on a loaded
+    machine (in a full run beside other work, only the head was up 120 s after ``ray up``)."""
     count = "python -c \"import ray; ray.init(); print('alive', sum(x['Alive'] for x in ray.nodes()))\""
     deadline = time.monotonic() + timeout
     while True:
