@@ -99,7 +99,7 @@ class AdvancedReplayBuffer(RingBuffer):
         self._max_staleness = float(self._cfg.max_staleness)
         self._anneal_step = float(self._cfg.anneal_step)
         self._sum_tree = SumSegmentTree(cap)  # over priority ** alpha; 0: empty or removed
-        self._strata: dict[int, np.ndarray] = {}  # size -> arange(size), the strata of a stratified draw
+        self._strata: dict[int, np.ndarray] = {}  # size -> arange(size) / size (the strata)
         rows = row_records(cap)  # views of one record array: _priority, _unique_id, ...
         self._priority, self._unique_id = rows["priority"], rows["unique_id"]
         self._use_count, self._collect_iter = rows["use_count"], rows["collect_iter"]
@@ -225,25 +225,25 @@ class AdvancedReplayBuffer(RingBuffer):
         """
         if size == 0:  # an empty draw, as the uniform buffers give (no slices of the weight to divide)
             return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float64)
-        u = self._generator.random(size)
+        # DI-engine's AdvancedReplayBuffer draws these from numpy's global generator at each sample
+        # (interleaved with env resets and exploration); after ``seed`` the buffer's own one
+        u = np.random.random(size) if self._rng is None else self._rng.random(size)
         if stratified:
             strata = self._strata.get(size)
             if strata is None:
-                strata = self._strata[size] = np.arange(size, dtype=np.float64)
-            u += strata
-        else:
-            u *= size
+                strata = self._strata[size] = np.arange(size, dtype=np.float64) / size
+            u = strata + u / size  # DI-engine's arithmetic, so a draw picks the same leaf
         if sample_range is None:
             total = self._sum_tree.reduce()
             if total <= 0:
                 return None, None
-            u *= total / size
+            u *= total
             return self._sum_tree.find_prefixsum_idx(u, return_values=True)
         positions = np.arange(self._storage.filled)[sample_range]
         if len(positions) == 0:
             return None, None
         start = int(self._storage.physical(positions[:1])[0])
-        return draw_in_range(self._sum_tree, u / size, start, positions, self._storage.capacity)
+        return draw_in_range(self._sum_tree, u, start, positions, self._storage.capacity)
 
     def _replace_stale(
         self, idx: np.ndarray, leaf: np.ndarray, cur_learner_iter: int, sample_range: Any

@@ -272,3 +272,21 @@ def test_sample_of_zero_items_is_empty_as_in_the_uniform_buffer():
     empty = buf.sample(0, columnar=True)
     assert len(empty["replay_buffer_idx"]) == 0 and empty["obs"].shape[0] == 0
     assert buf.count() == 10 and len(buf.sample(4)) == 4  # nothing held was touched
+
+
+def test_unseeded_prioritized_draws_are_di_engine_s_from_numpy_s_global_stream():
+    """Without ``seed``, as DI-engine's AdvancedReplayBuffer: one uniform number per item from
+    numpy's global generator, item i's in the i-th of ``size`` equal slices of the total weight."""
+    n, size, alpha = 12, 5, 0.6
+    buf = AdvancedReplayBuffer(EasyDict(replay_buffer_size=n, alpha=alpha))
+    buf.push(batch(0, n))
+    priorities = np.arange(1, n + 1, dtype=float)
+    set_priorities(buf, priorities)
+    np.random.seed(4)
+    got = buf.sample(size, 0, columnar=True)["replay_buffer_idx"]
+    after = np.random.random()
+    np.random.seed(4)
+    weights = priorities**alpha
+    mass = (np.arange(size) / size + np.random.uniform(size=size) / size) * weights.sum()
+    assert got.tolist() == np.searchsorted(np.cumsum(weights), mass, side="right").tolist()
+    assert after == np.random.random()  # the sample took exactly its size draws
