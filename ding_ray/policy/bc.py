@@ -4,16 +4,14 @@ from __future__ import annotations
 
 import logging
 import math
-import random
 import time
 from typing import Any
 
-import numpy as np
 import torch
 from torch import nn
 
 from ding_ray.errors import ConfigError
-from ding_ray.policy.action_mask import explore, mask_q, split_obs
+from ding_ray.policy.action_mask import eps_greedy_batch, mask_q, split_obs
 from ding_ray.policy.base import Policy
 from ding_ray.policy.common import check_finite_loss, set_mode, to_tensor_batch
 from ding_ray.rl_utils import gaussian_action_noise
@@ -170,8 +168,7 @@ class BehaviourCloningPolicy(Policy):
         self._noise_sigma = float(self._cfg.collect.noise_sigma)
         noise_range = self._cfg.collect.noise_range
         self._noise_range = (float(noise_range["min"]), float(noise_range["max"]))
-        # Seeded from the global generators so that set_pkg_seed makes collection reproducible.
-        self._collect_rng = random.Random(np.random.randint(2**31))
+        # Seeded from torch's global generator so that set_pkg_seed makes the action noise reproducible.
         self._collect_generator = torch.Generator(device=self._device).manual_seed(
             int(torch.randint(2**31, ()).item())
         )
@@ -188,10 +185,7 @@ class BehaviourCloningPolicy(Policy):
             )
             return env_ids, {"action": noisy}
         out = self._discrete(self._collect_model, obs_t, None if mask is None else torch.from_numpy(mask))
-        if eps > 0:
-            greedy = out["action"].cpu()
-            greedy.numpy()[:] = explore(greedy.tolist(), mask, out["logit"].shape[-1], eps, self._collect_rng)
-            out["action"] = greedy
+        out["action"] = eps_greedy_batch(out["action"].cpu(), mask, out["logit"].shape[-1], eps)
         return env_ids, out
 
     def _process_transition(self, obs: Any, policy_output: dict[str, Any], timestep: Any) -> dict[str, Any]:
