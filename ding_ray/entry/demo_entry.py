@@ -10,7 +10,7 @@ import torch
 
 from ding_ray.config import compile_config
 from ding_ray.config.compile import split_input_cfg
-from ding_ray.entry.serial_entry import check_env_setting
+from ding_ray.entry.serial_entry import check_env_setting, env_class
 from ding_ray.entry.trained_policy import load_weights_of
 from ding_ray.envs import create_env_manager, get_vec_env_setting, space_info
 from ding_ray.envs.model_shapes import fill_model_shapes
@@ -51,7 +51,7 @@ def collect_demo_data(
             f"collect_count must be a positive int (transitions to collect), got {collect_count!r}."
         )
     main_cfg, create_cfg = split_input_cfg(input_cfg)
-    env_cls = None if env_setting is None else check_env_setting(env_setting)[0]
+    env_cls = env_class(env_setting)
     cfg = compile_config(
         main_cfg,
         seed=seed,

@@ -73,6 +73,12 @@ def check_env_setting(env_setting: Any) -> tuple[Any, list, list]:
     return env_setting[0], list(env_setting[1]), list(env_setting[2])
 
 
+def env_class(env_setting: Any) -> Any:
+    """The env class of an ``env_setting`` (checked), or None without one: what ``compile_config``
+    takes as ``env``."""
+    return None if env_setting is None else check_env_setting(env_setting)[0]
+
+
 def serial_pipeline(
     input_cfg: str | tuple[dict, dict],
     seed: int = 0,
@@ -175,7 +181,7 @@ class SerialRun(RunBase):
         cfg = compile_config(
             main_cfg,
             seed=seed,
-            env=None if env_setting is None else check_env_setting(env_setting)[0],
+            env=env_class(env_setting),
             auto=True,
             create_cfg=create_cfg,
             save_cfg=resume is None,  # a resumed run writes its config once every check passed

@@ -15,7 +15,7 @@ from torch.utils.data import DataLoader, Dataset
 
 from ding_ray.config import compile_config
 from ding_ray.config.compile import split_input_cfg
-from ding_ray.entry.serial_entry import check_env_setting
+from ding_ray.entry.serial_entry import check_env_setting, env_class
 from ding_ray.envs import create_env_manager, get_vec_env_setting, space_info
 from ding_ray.envs.model_shapes import fill_model_shapes
 from ding_ray.errors import ConfigError
@@ -82,7 +82,7 @@ def compile_offline_config(
             "An offline run trains on the file at policy.collect.data_path: set it to the file that "
             "collect_demo_data wrote."
         )
-    env_cls = None if env_setting is None else check_env_setting(env_setting)[0]
+    env_cls = env_class(env_setting)
     return compile_config(main_cfg, seed=seed, env=env_cls, auto=True, create_cfg=create_cfg)
 
 
